@@ -1,0 +1,166 @@
+// Package activities holds every step of a coding task that touches the
+// world: the model, the sandbox and the store. Each is idempotent by input.
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
+)
+
+// Error types a workflow can tell apart.
+const (
+	ErrTypeModelAuth    = "ModelAuth"
+	ErrTypeModelRequest = "ModelInvalidRequest"
+	ErrTypeModelConfig  = "ModelConfig"
+	ErrTypeBadInput     = "BadInput"
+)
+
+// ModelFactory builds the model named by a "provider:model" spec; an empty
+// spec means the worker's default.
+type ModelFactory func(spec string) (llm.Model, llm.Spec, error)
+
+// Activities carries the dependencies every activity shares.
+type Activities struct {
+	Store   store.Store
+	Sandbox sandbox.Runner
+	Models  ModelFactory
+	// Limits bound each sandbox run; zero means sandbox.DefaultLimits().
+	Limits sandbox.Limits
+}
+
+func (a *Activities) limits() sandbox.Limits {
+	if a.Limits.Timeout == 0 {
+		return sandbox.DefaultLimits()
+	}
+	return a.Limits
+}
+
+// complete calls the model once per distinct prompt within a workflow: the
+// answer is memoized before it is used, so an activity retried after a
+// crash reuses it instead of paying for it again.
+func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt string, iteration int) (llm.Response, Usage, error) {
+	model, spec, err := a.Models(modelSpec)
+	if err != nil {
+		return llm.Response{}, Usage{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModelConfig, err)
+	}
+	info := activity.GetInfo(ctx)
+	key := memoKey("llm", info.WorkflowExecution.ID, spec.String(), system, prompt, fmt.Sprint(iteration))
+	var resp llm.Response
+	if raw, err := a.Store.GetMemo(ctx, key); err == nil {
+		if err := json.Unmarshal(raw, &resp); err == nil {
+			activity.GetLogger(ctx).Info("model answer reused from memo", "activity", info.ActivityType.Name)
+			return resp, usageOf(spec, resp), nil
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return llm.Response{}, Usage{}, fmt.Errorf("read memo: %w", err)
+	}
+
+	resp, err = model.Complete(ctx, llm.Request{
+		System: system,
+		Prompt: prompt,
+		OnChunk: func(string) {
+			activity.RecordHeartbeat(ctx)
+		},
+	})
+	if err != nil {
+		return llm.Response{}, Usage{}, modelError(err)
+	}
+	raw, err := json.Marshal(resp)
+	if err != nil {
+		return llm.Response{}, Usage{}, fmt.Errorf("encode memo: %w", err)
+	}
+	if err := a.Store.PutMemo(ctx, key, raw); err != nil {
+		return llm.Response{}, Usage{}, fmt.Errorf("write memo: %w", err)
+	}
+	return resp, usageOf(spec, resp), nil
+}
+
+func usageOf(spec llm.Spec, r llm.Response) Usage {
+	return Usage{
+		PromptTokens:     r.PromptTokens,
+		CompletionTokens: r.CompletionTokens,
+		CostUSD:          llm.Cost(spec.Model, r.PromptTokens, r.CompletionTokens),
+		Calls:            1,
+	}
+}
+
+// modelError turns a provider failure into the error Temporal should see:
+// a key or request the provider refuses is permanent; a rate limit is
+// retried after the delay the provider asked for; the rest is retried.
+func modelError(err error) error {
+	var le *llm.Error
+	if !errors.As(err, &le) {
+		return fmt.Errorf("model call: %w", err)
+	}
+	switch le.Kind {
+	case llm.KindAuth:
+		return temporal.NewNonRetryableApplicationError(le.Error(), ErrTypeModelAuth, err)
+	case llm.KindInvalidRequest:
+		return temporal.NewNonRetryableApplicationError(le.Error(), ErrTypeModelRequest, err)
+	case llm.KindRateLimited:
+		return temporal.NewApplicationErrorWithOptions(le.Error(), "ModelRateLimited", temporal.ApplicationErrorOptions{
+			Cause:          err,
+			NextRetryDelay: max(le.RetryAfter, time.Second),
+		})
+	default:
+		return fmt.Errorf("model call: %w", err)
+	}
+}
+
+func memoKey(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// loadFiles reads a snapshot; an empty id is the empty workspace.
+func (a *Activities) loadFiles(ctx context.Context, id string) ([]workspace.File, error) {
+	if id == "" {
+		return nil, nil
+	}
+	files, err := a.Store.GetSnapshot(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("snapshot %s not found", id), ErrTypeBadInput, err)
+		}
+		return nil, fmt.Errorf("load snapshot %s: %w", id, err)
+	}
+	return files, nil
+}
+
+// heartbeatWhile records heartbeats until the returned stop is called, so a
+// long sandbox run on a live worker is never mistaken for a dead one.
+func heartbeatWhile(ctx context.Context, every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}

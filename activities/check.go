@@ -1,0 +1,177 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/autocoder/autocoder/internal/policy"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
+)
+
+const outputTail = 4000 // bytes of test output kept for the workflow
+
+// Validate checks syntax and the safety policy before anything runs. Go is
+// checked natively; Python is parsed by a checker that runs in the sandbox,
+// so untrusted source never meets a host interpreter.
+func (a *Activities) Validate(ctx context.Context, in CheckInput) (TestSummary, error) {
+	files, err := a.loadFiles(ctx, in.SnapshotID)
+	if err != nil {
+		return TestSummary{}, err
+	}
+	start := time.Now()
+	rules := policy.DefaultRules()
+	var findings []policy.Finding
+	switch in.Language {
+	case "go":
+		findings, err = policy.CheckGo(files, rules)
+		if err != nil {
+			return TestSummary{}, fmt.Errorf("check go: %w", err)
+		}
+	case "python":
+		findings, err = a.checkPython(ctx, files, rules)
+		if err != nil {
+			return TestSummary{}, err
+		}
+	default:
+		return TestSummary{}, badInput("unsupported language %q (want python or go)", in.Language)
+	}
+	s := TestSummary{Stage: "validate", Passed: len(findings) == 0, Duration: time.Since(start)}
+	if !s.Passed {
+		s.ExitCode = 1
+		s.Output = policy.Summary(findings)
+	}
+	return s, nil
+}
+
+// checkPython runs the embedded checker over the files in the sandbox. The
+// checker's own path is reserved: a workspace file there is dropped so it
+// cannot stand in for the checker.
+func (a *Activities) checkPython(ctx context.Context, files []workspace.File, rules policy.Rules) ([]policy.Finding, error) {
+	script, cmd := policy.PythonCheck(rules)
+	spec := sandbox.Spec{Profile: "python", Cmd: cmd, Limits: a.limits()}
+	for _, f := range files {
+		if f.Path != script.Path {
+			spec.Files = append(spec.Files, f)
+		}
+	}
+	spec.Files = append(spec.Files, script)
+	stop := heartbeatWhile(ctx, 5*time.Second)
+	res, err := a.Sandbox.Run(ctx, spec)
+	stop()
+	if err != nil {
+		return nil, fmt.Errorf("run python checker: %w", err)
+	}
+	findings, err := policy.ParsePythonFindings(res.Stdout)
+	if err != nil {
+		return nil, fmt.Errorf("python checker (exit %d, stderr %q): %w", res.ExitCode, clip(res.Stderr, 500), err)
+	}
+	return findings, nil
+}
+
+// Execute runs the test command over the snapshot in the sandbox. A failing
+// test is a result, not an error.
+func (a *Activities) Execute(ctx context.Context, in CheckInput) (TestSummary, error) {
+	files, err := a.loadFiles(ctx, in.SnapshotID)
+	if err != nil {
+		return TestSummary{}, err
+	}
+	cmd, err := testCommand(in.Language, in.TestCmd)
+	if err != nil {
+		return TestSummary{}, err
+	}
+	stop := heartbeatWhile(ctx, 5*time.Second)
+	res, err := a.Sandbox.Run(ctx, sandbox.Spec{Profile: in.Language, Files: files, Cmd: cmd, Limits: a.limits()})
+	stop()
+	if err != nil {
+		if errors.Is(err, workspace.ErrUnsafePath) {
+			return TestSummary{}, badInput("snapshot %s: %v", in.SnapshotID, err)
+		}
+		return TestSummary{}, fmt.Errorf("run tests: %w", err)
+	}
+	return summarize(res), nil
+}
+
+func testCommand(lang, testCmd string) ([]string, error) {
+	if testCmd != "" {
+		return []string{"sh", "-c", testCmd}, nil
+	}
+	p, err := sandbox.LookupProfile(lang)
+	if err != nil {
+		return nil, badInput("%v", err)
+	}
+	return p.TestCmd, nil
+}
+
+func summarize(res sandbox.Result) TestSummary {
+	out := res.Stdout
+	if res.Stderr != "" {
+		out += "\n" + res.Stderr
+	}
+	if res.StdoutTruncated || res.StderrTruncated {
+		out += "\n[output truncated]"
+	}
+	if res.TimedOut {
+		out += fmt.Sprintf("\n[killed: wall-clock timeout after %s]", res.Duration.Round(time.Millisecond))
+	}
+	if res.OOMKilled {
+		out += "\n[killed: out of memory]"
+	}
+	return TestSummary{
+		Stage:        "test",
+		Passed:       res.ExitCode == 0 && !res.TimedOut && !res.OOMKilled,
+		ExitCode:     res.ExitCode,
+		TimedOut:     res.TimedOut,
+		OOMKilled:    res.OOMKilled,
+		FailingTests: failingTests(out),
+		Output:       tail(strings.TrimSpace(out), outputTail),
+		Duration:     res.Duration,
+	}
+}
+
+var failingTestPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`(?m)^FAILED (\S+)`),           // pytest summary
+	regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`),     // go test
+	regexp.MustCompile(`(?m)^ERROR (\S+\.py)\b`),      // pytest collection error
+	regexp.MustCompile(`(?m)^FAIL\s+(\S+)\s+\[build`), // go build failure
+}
+
+func failingTests(out string) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, re := range failingTestPatterns {
+		for _, m := range re.FindAllStringSubmatch(out, -1) {
+			if !seen[m[1]] && len(names) < 20 {
+				seen[m[1]] = true
+				names = append(names, m[1])
+			}
+		}
+	}
+	return names
+}
+
+// tail keeps the last n bytes, where test runners print their verdicts.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n
+	for cut < len(s) && !utf8RuneStart(s[cut]) {
+		cut++
+	}
+	return "…\n" + s[cut:]
+}
+
+func isLimitError(err error) bool {
+	return errors.Is(err, workspace.ErrTooLarge) || errors.Is(err, workspace.ErrUnsafePath)
+}
+
+func badInput(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrTypeBadInput, nil)
+}

@@ -1,0 +1,134 @@
+package activities
+
+import (
+	"time"
+)
+
+// TestSummary is the outcome of one validation or test run, trimmed to fit
+// in workflow state.
+type TestSummary struct {
+	Passed       bool          `json:"passed"`
+	ExitCode     int           `json:"exitCode"`
+	TimedOut     bool          `json:"timedOut,omitempty"`
+	OOMKilled    bool          `json:"oomKilled,omitempty"`
+	FailingTests []string      `json:"failingTests,omitempty"`
+	Output       string        `json:"output,omitempty"` // tail of the combined output
+	Duration     time.Duration `json:"duration"`
+	// Stage says which gate produced this: "generate" (unusable model
+	// output), "validate" (syntax or policy) or "test".
+	Stage string `json:"stage"`
+}
+
+// Headline is a one-line description of the outcome.
+func (s TestSummary) Headline() string {
+	switch {
+	case s.Passed:
+		return "tests passed"
+	case s.Stage == "generate":
+		return "model output rejected"
+	case s.Stage == "validate":
+		return "validation failed"
+	case s.TimedOut:
+		return "tests timed out"
+	case s.OOMKilled:
+		return "tests ran out of memory"
+	case len(s.FailingTests) > 0:
+		return "tests failed: " + joinLimited(s.FailingTests, 3)
+	default:
+		return "tests failed"
+	}
+}
+
+// Usage counts model tokens and their price.
+type Usage struct {
+	PromptTokens     int     `json:"promptTokens"`
+	CompletionTokens int     `json:"completionTokens"`
+	CostUSD          float64 `json:"costUsd"`
+	Calls            int     `json:"calls"`
+}
+
+// Add accumulates another call's usage.
+func (u *Usage) Add(o Usage) {
+	u.PromptTokens += o.PromptTokens
+	u.CompletionTokens += o.CompletionTokens
+	u.CostUSD += o.CostUSD
+	u.Calls += o.Calls
+}
+
+func joinLimited(items []string, n int) string {
+	out := ""
+	for i, s := range items {
+		if i == n {
+			return out + ", …"
+		}
+		if i > 0 {
+			out += ", "
+		}
+		out += s
+	}
+	return out
+}
+
+// PlanInput asks for a plan.
+type PlanInput struct {
+	Task          string `json:"task"`
+	Language      string `json:"language"`
+	TestCmd       string `json:"testCmd,omitempty"`
+	InputSnapshot string `json:"inputSnapshot,omitempty"`
+	Model         string `json:"model,omitempty"`
+}
+
+// PlanOutput is the plan as numbered steps.
+type PlanOutput struct {
+	Steps []string `json:"steps"`
+	Usage Usage    `json:"usage"`
+}
+
+// GenerateInput asks for the code of one plan step.
+type GenerateInput struct {
+	Task         string   `json:"task"`
+	Language     string   `json:"language"`
+	TestCmd      string   `json:"testCmd,omitempty"`
+	Plan         []string `json:"plan"`
+	Step         int      `json:"step"` // 1-based
+	Iteration    int      `json:"iteration"`
+	BaseSnapshot string   `json:"baseSnapshot,omitempty"`
+	// Feedback is the reflection on the previous failed attempt, if any.
+	Feedback string `json:"feedback,omitempty"`
+	Model    string `json:"model,omitempty"`
+}
+
+// GenerateOutput names the snapshot the model's files produced. When the
+// model's output could not be used, Rejected says why (for reflection) and
+// SnapshotID is the unchanged base.
+type GenerateOutput struct {
+	SnapshotID string   `json:"snapshotId"`
+	Changed    []string `json:"changed,omitempty"`
+	Rejected   string   `json:"rejected,omitempty"`
+	Usage      Usage    `json:"usage"`
+}
+
+// CheckInput names a snapshot to validate or test.
+type CheckInput struct {
+	SnapshotID string `json:"snapshotId"`
+	Language   string `json:"language"`
+	TestCmd    string `json:"testCmd,omitempty"`
+}
+
+// ReflectInput describes a failed attempt.
+type ReflectInput struct {
+	Task       string      `json:"task"`
+	Language   string      `json:"language"`
+	Plan       []string    `json:"plan"`
+	Step       int         `json:"step"`
+	Iteration  int         `json:"iteration"`
+	SnapshotID string      `json:"snapshotId"`
+	Failure    TestSummary `json:"failure"`
+	Model      string      `json:"model,omitempty"`
+}
+
+// ReflectOutput is the model's diagnosis and fix plan.
+type ReflectOutput struct {
+	Reflection string `json:"reflection"`
+	Usage      Usage  `json:"usage"`
+}

@@ -1,0 +1,124 @@
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+)
+
+const (
+	// startTimeout bounds startup when the caller's context has no deadline.
+	startTimeout   = 2 * time.Minute
+	pollInterval   = 100 * time.Millisecond
+	attemptTimeout = 5 * time.Second
+)
+
+// poll runs attempt until it succeeds or ctx ends; every failure is taken
+// as "not ready yet" and the last one is reported on timeout.
+func poll(ctx context.Context, step string, attempt func(context.Context) error) error {
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := attempt(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", step, errors.Join(context.Cause(ctx), err))
+		case <-ticker.C:
+		}
+	}
+}
+
+// awaitFrontend waits until the frontend serves the namespace, then ensures
+// the custom search attributes.
+func (s *Server) awaitFrontend(ctx context.Context, want map[string]enums.IndexedValueType) error {
+	var c client.Client
+	err := poll(ctx, "dial frontend", func(ctx context.Context) error {
+		var err error
+		c, err = client.DialContext(ctx, client.Options{
+			HostPort:  s.FrontendAddress(),
+			Namespace: s.namespace,
+			Logger:    sdklog.NewStructuredLogger(quiet(s.log)),
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	err = poll(ctx, "describe namespace", func(ctx context.Context) error {
+		_, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: s.namespace})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return ensureSearchAttributes(ctx, c.OperatorService(), s.namespace, want)
+}
+
+// ensureSearchAttributes registers the wanted custom search attributes that
+// the namespace lacks, through the operator service, and waits until they are
+// visible: the frontend reads them from a namespace cache refreshed every few
+// seconds.
+func ensureSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string, want map[string]enums.IndexedValueType) error {
+	if len(want) == 0 {
+		return nil
+	}
+	have, err := customSearchAttributes(ctx, op, namespace)
+	if err != nil {
+		return err
+	}
+	missing := make(map[string]enums.IndexedValueType)
+	for name, typ := range want {
+		got, ok := have[name]
+		switch {
+		case !ok:
+			missing[name] = typ
+		case got != typ:
+			return &SearchAttributeConflictError{Name: name, Registered: got, Requested: typ}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace:        namespace,
+		SearchAttributes: missing,
+	})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("add search attributes: %w", err)
+	}
+	return poll(ctx, "await search attributes", func(ctx context.Context) error {
+		have, err := customSearchAttributes(ctx, op, namespace)
+		if err != nil {
+			return err
+		}
+		for name := range missing {
+			if _, ok := have[name]; !ok {
+				return fmt.Errorf("search attribute %q not visible yet", name)
+			}
+		}
+		return nil
+	})
+}
+
+func customSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string) (map[string]enums.IndexedValueType, error) {
+	resp, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return nil, fmt.Errorf("list search attributes: %w", err)
+	}
+	return resp.GetCustomAttributes(), nil
+}

@@ -1,0 +1,155 @@
+package devserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	"go.temporal.io/server/common/primitives/timestamp"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+const (
+	clusterName = "active"
+	storeName   = "sqlite-default"
+)
+
+// newTemporalServer prepares the SQLite file (schema and namespace) and builds
+// a server running every service in this process.
+func newTemporalServer(dbPath string, frontendPort int, opts Options) (temporal.Server, error) {
+	sqlConf := sqlConfig(dbPath)
+	if err := prepareDatabase(sqlConf, opts); err != nil {
+		return nil, err
+	}
+	// Internal services only talk to each other over loopback.
+	ports, err := freePorts(0, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pick internal ports: %w", err)
+	}
+	addrs := map[primitives.ServiceName]int{
+		primitives.FrontendService: frontendPort,
+		primitives.HistoryService:  ports[0],
+		primitives.MatchingService: ports[1],
+		primitives.WorkerService:   ports[2],
+	}
+	conf := serverConfig(sqlConf, addrs)
+	hosts := make(map[primitives.ServiceName]static.Hosts, len(addrs))
+	for svc, port := range addrs {
+		hosts[svc] = static.SingleLocalHost(hostPort(port))
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(hosts),
+		temporal.WithLogger(newServerLogger(opts.Logger)),
+		temporal.WithAuthorizer(authorization.NewNoopAuthorizer()),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper {
+			return authorization.NewNoopClaimMapper()
+		}),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			// The default host-level cache of 128k executions is sized for
+			// servers, not for a process shared with the agent.
+			dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8192,
+			// The UI issues many list/count calls; the default of 10/s throttles it.
+			dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("build temporal server: %w", err)
+	}
+	return srv, nil
+}
+
+func sqlConfig(dbPath string) *config.SQL {
+	return &config.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: dbPath,
+		ConnectAttributes: map[string]string{
+			"mode": "rwc",
+			// WAL keeps committed transactions across a process crash while
+			// avoiding an fsync per commit (synchronous=normal).
+			"journal_mode": "wal",
+			"synchronous":  "normal",
+		},
+	}
+}
+
+// prepareDatabase creates the schema when the file is new and registers the
+// namespace when it is missing. Writing the namespace row directly, before
+// the server starts, makes it usable immediately instead of after the
+// namespace cache refresh that RegisterNamespace would need.
+func prepareDatabase(sqlConf *config.SQL, opts Options) error {
+	if _, err := os.Stat(sqlConf.DatabaseName); errors.Is(err, os.ErrNotExist) {
+		if err := sqliteschema.SetupSchema(sqlConf); err != nil {
+			// A half-written schema would fail every later start.
+			removeDatabase(sqlConf.DatabaseName)
+			return fmt.Errorf("create schema: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("stat database: %w", err)
+	}
+	// Search attributes given here only take effect when the namespace is
+	// created; ensureSearchAttributes covers an existing namespace.
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, opts.Namespace, false, opts.SearchAttributes)
+	if err != nil {
+		return fmt.Errorf("namespace config: %w", err)
+	}
+	ns.Detail.Config.Retention = timestamp.DurationPtr(opts.Retention)
+	if err := sqliteschema.CreateNamespaces(sqlConf, ns); err != nil {
+		return fmt.Errorf("register namespace: %w", err)
+	}
+	return nil
+}
+
+func removeDatabase(path string) {
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		_ = os.Remove(path + suffix)
+	}
+}
+
+func serverConfig(sqlConf *config.SQL, ports map[primitives.ServiceName]int) *config.Config {
+	frontend := hostPort(ports[primitives.FrontendService])
+	conf := &config.Config{}
+	conf.Global.Membership = config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host}
+	conf.Persistence = config.Persistence{
+		DefaultStore:     storeName,
+		VisibilityStore:  storeName,
+		NumHistoryShards: 1,
+		DataStores:       map[string]config.DataStore{storeName: {SQL: sqlConf}},
+	}
+	conf.ClusterMetadata = &cluster.Config{
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+		},
+	}
+	conf.DCRedirectionPolicy.Policy = "noop"
+	conf.Services = make(map[string]config.Service, len(ports))
+	for svc, port := range ports {
+		conf.Services[string(svc)] = config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: host}}
+	}
+	conf.Archival.History.State = "disabled"
+	conf.Archival.Visibility.State = "disabled"
+	conf.NamespaceDefaults.Archival.History.State = "disabled"
+	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	// The worker service's system workflows dial the frontend through this.
+	conf.PublicClient.HostPort = frontend
+	return conf
+}
+
+func hostPort(port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}

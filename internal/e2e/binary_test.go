@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// buildBinary compiles the autocoder command once per test binary run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "autocoder")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build autocoder: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// cleanEnv is the test process environment without anything that would
+// point the binary at another Temporal, store or model.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "TEMPORAL_") || strings.HasPrefix(name, "AUTOCODER_") ||
+			strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "ANTHROPIC_") || name == "OLLAMA_HOST" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+var startedRE = regexp.MustCompile(`task (autocoder-[0-9a-f]+) started`)
+
+// TestBinaryEndToEnd runs the same flow through the built binary, with the
+// worker, the run and the status queries as separate processes.
+func TestBinaryEndToEnd(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatalf("go toolchain needed to build the binary: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := buildBinary(t)
+
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	model := llmtest.New(t, pythonScenario.script())
+	env := cleanEnv(
+		"TEMPORAL_ADDRESS="+ts.GetFrontendHostPort(),
+		"TEMPORAL_NAMESPACE="+ts.GetDefaultNamespace(),
+		"AUTOCODER_DATA_DIR="+t.TempDir(),
+		"OPENAI_BASE_URL="+model.URL(),
+		"OPENAI_API_KEY=test-key",
+		"AUTOCODER_MODEL=openai:gpt-4.1-mini",
+	)
+
+	var workerLog bytes.Buffer
+	w := exec.Command(bin, "worker")
+	w.Env, w.Stdout, w.Stderr = env, &workerLog, &workerLog
+	if err := w.Start(); err != nil {
+		t.Fatalf("start worker: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = w.Process.Signal(syscall.SIGTERM)
+		_ = w.Wait()
+		if t.Failed() {
+			t.Logf("worker log:\n%s", workerLog.String())
+		}
+	})
+
+	out := filepath.Join(t.TempDir(), "out")
+	run := exec.CommandContext(ctx, bin, "run", pythonScenario.task, "--lang", "python", "--out", out)
+	run.Env = env
+	var runOut bytes.Buffer
+	run.Stdout = &runOut
+	stderr, err := run.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(); err != nil {
+		t.Fatalf("start run: %v", err)
+	}
+	ids := make(chan string, 1)
+	var runErr strings.Builder
+	scanDone := make(chan struct{})
+	go func() {
+		defer close(scanDone)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			runErr.WriteString(sc.Text() + "\n")
+			if m := startedRE.FindStringSubmatch(sc.Text()); m != nil {
+				ids <- m[1]
+			}
+		}
+	}()
+
+	var id string
+	select {
+	case id = <-ids:
+	case <-time.After(time.Minute):
+		t.Fatalf("run never printed a task id")
+	}
+
+	// Query from a third process while the task runs.
+	seen := map[workflows.Phase]bool{}
+	for !seen[workflows.PhaseSucceeded] && !seen[workflows.PhaseFailed] && ctx.Err() == nil {
+		st := statusJSON(t, bin, env, id)
+		seen[st.Phase] = true
+		time.Sleep(200 * time.Millisecond)
+	}
+	<-scanDone
+	if err := run.Wait(); err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, runOut.String(), runErr.String())
+	}
+	if !seen[workflows.PhaseReflecting] || !seen[workflows.PhaseSucceeded] {
+		t.Errorf("status saw phases %v, want reflecting and succeeded among them", seen)
+	}
+	if !strings.Contains(runOut.String(), "succeeded in 2 iteration(s)") {
+		t.Errorf("run output does not report 2 iterations:\n%s", runOut.String())
+	}
+	if !strings.Contains(runErr.String(), "reflecting") {
+		t.Errorf("run progress never showed reflecting:\n%s", runErr.String())
+	}
+	checkFiles(t, pythonScenario, readDir(t, out, pythonScenario))
+
+	final := statusJSON(t, bin, env, id)
+	if final.Iteration != 2 || len(final.Checkpoints) != 2 {
+		t.Errorf("final status: iteration %d, %d checkpoints; want 2 and 2", final.Iteration, len(final.Checkpoints))
+	}
+}
+
+func statusJSON(t *testing.T, bin string, env []string, id string) workflows.Status {
+	t.Helper()
+	cmd := exec.Command(bin, "status", id, "--json")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("status %s: %v\n%s", id, err, ee.Stderr)
+		}
+		t.Fatalf("status %s: %v", id, err)
+	}
+	var st workflows.Status
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatalf("decode status: %v\n%s", err, out)
+	}
+	return st
+}
+
+// TestBinaryErrors checks the messages and exit codes of common mistakes.
+func TestBinaryErrors(t *testing.T) {
+	bin := buildBinary(t)
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	up := cleanEnv("TEMPORAL_ADDRESS="+ts.GetFrontendHostPort(), "TEMPORAL_NAMESPACE="+ts.GetDefaultNamespace(), "AUTOCODER_DATA_DIR="+t.TempDir())
+	down := cleanEnv("TEMPORAL_ADDRESS=127.0.0.1:1", "AUTOCODER_DATA_DIR="+t.TempDir())
+
+	tests := []struct {
+		name     string
+		env      []string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"unknown task", up, []string{"status", "autocoder-nope"}, 4, "not found"},
+		{"temporal unreachable", down, []string{"status", "x"}, 3, "TEMPORAL_ADDRESS"},
+		{"missing task text", up, []string{"run"}, 2, "accepts 1 arg"},
+		{"bad flag", up, []string{"run", "--max-iterations", "zero", "x"}, 2, "invalid argument"},
+		{"bad language", up, []string{"run", "--lang", "cobol", "x"}, 2, "want python or go"},
+		{"bad model", up, []string{"run", "--model", "nosuch:model", "x"}, 2, "--model"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Env = tc.env
+			out, err := cmd.CombinedOutput()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.wantCode || !strings.Contains(string(out), tc.wantErr) {
+				t.Errorf("exit %d, output:\n%s\nwant exit %d and %q", code, out, tc.wantCode, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
+	"github.com/autocoder/autocoder/worker"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// TestTaskEndToEnd runs each scenario on a real Temporal server with a real
+// worker, the real sandbox, the SQLite store and the real openai client
+// talking HTTP to a scripted model: the first attempt fails its tests,
+// reflection runs, the second attempt passes.
+func TestTaskEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	sb, err := sandbox.New(ctx, sandbox.Config{})
+	requireService(t, "a sandbox backend", err)
+	t.Cleanup(func() { sb.Close() })
+
+	st, err := store.OpenSQLite(ctx, t.TempDir()+"/autocoder.db")
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+
+	for _, sc := range scenarios {
+		t.Run(sc.lang, func(t *testing.T) {
+			model := llmtest.New(t, sc.script())
+			acts := &activities.Activities{
+				Store:   st,
+				Sandbox: sb,
+				Models:  worker.Models(llm.Env{OpenAIKey: "test-key", OpenAIBaseURL: model.URL()}),
+			}
+			w := worker.New(c, acts, worker.Options{})
+			if err := w.Start(); err != nil {
+				t.Fatalf("start worker: %v", err)
+			}
+			defer w.Stop()
+
+			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
+				workflows.WorkflowName, workflows.TaskInput{Task: sc.task, Language: sc.lang, Model: "openai:gpt-4.1-mini"})
+			if err != nil {
+				t.Fatalf("start workflow: %v", err)
+			}
+
+			phases := watchPhases(ctx, t, c, run)
+			var res workflows.TaskResult
+			if err := run.Get(ctx, &res); err != nil {
+				t.Fatalf("task failed: %v", err)
+			}
+			seen := <-phases
+			if !seen[workflows.PhaseReflecting] {
+				t.Errorf("status queries never saw the reflecting phase; saw %v", seen)
+			}
+			if res.Iterations != 2 {
+				t.Errorf("iterations = %d, want 2", res.Iterations)
+			}
+			if n := len(res.Status.Checkpoints); n != 2 || res.Status.Checkpoints[0].Passed || !res.Status.Checkpoints[1].Passed {
+				t.Errorf("checkpoints = %+v, want a failed then a passing one", res.Status.Checkpoints)
+			}
+			if res.Status.Usage.PromptTokens == 0 || res.Status.Usage.CompletionTokens == 0 {
+				t.Errorf("token usage not recorded: %+v", res.Status.Usage)
+			}
+			if calls := model.Calls(); calls != 4 {
+				t.Errorf("model calls = %d, want 4 (plan, generate, reflect, generate)", calls)
+			}
+
+			out := t.TempDir()
+			files, err := st.GetSnapshot(ctx, res.SnapshotID)
+			if err != nil {
+				t.Fatalf("read result snapshot: %v", err)
+			}
+			if err := workspace.WriteDir(out, files); err != nil {
+				t.Fatalf("write out: %v", err)
+			}
+			checkFiles(t, sc, readDir(t, out, sc))
+			recordHistory(ctx, t, c, run, sc.lang)
+		})
+	}
+}
+
+// watchPhases queries the status of a running task until it ends and
+// reports the set of phases it saw.
+func watchPhases(ctx context.Context, t *testing.T, c client.Client, run client.WorkflowRun) <-chan map[workflows.Phase]bool {
+	out := make(chan map[workflows.Phase]bool, 1)
+	go func() {
+		seen := map[workflows.Phase]bool{}
+		defer func() { out <- seen }()
+		for ctx.Err() == nil {
+			v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), workflows.QueryStatus)
+			if err == nil {
+				var st workflows.Status
+				if v.Get(&st) == nil {
+					seen[st.Phase] = true
+					if st.Phase.Done() {
+						return
+					}
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return out
+}
+
+// recordHistory re-records the replay test's histories when asked:
+//
+//	AUTOCODER_RECORD_HISTORY=1 go test ./internal/e2e -run TestTaskEndToEnd
+func recordHistory(ctx context.Context, t *testing.T, c client.Client, run client.WorkflowRun, lang string) {
+	if os.Getenv("AUTOCODER_RECORD_HISTORY") != "1" {
+		return
+	}
+	hist := &historypb.History{}
+	iter := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatalf("read history: %v", err)
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+	if err != nil {
+		t.Fatalf("encode history: %v", err)
+	}
+	path := filepath.Join("..", "..", "workflows", "testdata", "codingtask_"+lang+"_reflect.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatalf("write history: %v", err)
+	}
+	t.Logf("recorded %d events to %s", len(hist.Events), path)
+}

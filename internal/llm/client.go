@@ -1,0 +1,198 @@
+package llm
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/tmc/langchaingo/llms/ollama"
+	"github.com/tmc/langchaingo/llms/openai"
+)
+
+const (
+	openAIURL    = "https://api.openai.com/v1"
+	anthropicURL = "https://api.anthropic.com/v1"
+	ollamaPort   = "11434"
+
+	// anthropicMaxTokens replaces the library's default of 2048 output
+	// tokens, too few for a whole source file; the API requires a value.
+	anthropicMaxTokens = 8192
+
+	// keylessToken is sent to OpenAI-compatible servers reached through a
+	// base URL without a key: many local servers need none, but the
+	// client library refuses to start without one.
+	keylessToken = "unused"
+)
+
+// client is a Model over one langchaingo provider client.
+type client struct {
+	spec     Spec
+	endpoint string
+	llm      llms.Model
+	// callOpts are provider-specific options added to every call.
+	callOpts []llms.CallOption
+	log      *slog.Logger
+}
+
+// New builds the Model a spec names, with credentials from env. The
+// provider libraries never retry on their own (langchaingo v0.1.14 has no
+// retry logic in its openai, anthropic or ollama clients, and the HTTP
+// client given to them refuses to replay requests): Temporal owns retries.
+func New(spec Spec, env Env) (Model, error) {
+	if spec.Model == "" {
+		spec.Model = DefaultModels[spec.Provider]
+	}
+	hc := newHTTPClient()
+	c := &client{spec: spec, log: slog.Default().With("provider", string(spec.Provider), "model", spec.Model)}
+	var err error
+	switch spec.Provider {
+	case ProviderOpenAI:
+		c.endpoint = cmp.Or(env.OpenAIBaseURL, openAIURL)
+		token := env.OpenAIKey
+		if token == "" {
+			if env.OpenAIBaseURL == "" {
+				return nil, fmt.Errorf("new model %s: %w: set %s, or %s for an OpenAI-compatible server", spec, ErrMissingKey, EnvOpenAIKey, EnvOpenAIBaseURL)
+			}
+			token = keylessToken
+		}
+		if env.OpenAIBaseURL != "" {
+			// Compatible servers widely accept max_tokens but not always
+			// the newer max_completion_tokens.
+			c.callOpts = append(c.callOpts, llms.WithMetadata(map[string]any{"openai:use_legacy_max_tokens": true}))
+		}
+		c.llm, err = openai.New(openai.WithToken(token), openai.WithModel(spec.Model),
+			openai.WithBaseURL(c.endpoint), openai.WithHTTPClient(hc))
+	case ProviderAnthropic:
+		if env.AnthropicKey == "" {
+			return nil, fmt.Errorf("new model %s: %w: set %s", spec, ErrMissingKey, EnvAnthropicKey)
+		}
+		c.endpoint = cmp.Or(env.AnthropicBaseURL, anthropicURL)
+		c.llm, err = anthropic.New(anthropic.WithToken(env.AnthropicKey), anthropic.WithModel(spec.Model),
+			anthropic.WithBaseURL(c.endpoint), anthropic.WithHTTPClient(hc))
+	case ProviderOllama:
+		var u *url.URL
+		if u, err = ollamaURL(env.OllamaHost); err != nil {
+			return nil, fmt.Errorf("new model %s: %w", spec, err)
+		}
+		c.endpoint = u.String()
+		c.llm, err = ollama.New(ollama.WithModel(spec.Model), ollama.WithServerURL(c.endpoint), ollama.WithHTTPClient(hc))
+	default:
+		return nil, fmt.Errorf("new model: %w %q: unknown provider", ErrBadSpec, spec.Provider)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("new model %s: %w", spec, err)
+	}
+	return c, nil
+}
+
+// ollamaURL accepts OLLAMA_HOST in the forms the ollama CLI does: host,
+// host:port or a full URL; empty means the local default.
+func ollamaURL(host string) (*url.URL, error) {
+	host = strings.TrimSpace(host)
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	// Like the ollama CLI: a bare host gets Ollama's port, a URL keeps its
+	// scheme's standard port.
+	raw := host
+	bare := !strings.Contains(host, "://")
+	if bare {
+		raw = "http://" + host
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return nil, fmt.Errorf("%w: %s=%q is not a host, host:port or http(s) URL", ErrBadSpec, EnvOllamaHost, host)
+	}
+	if bare && u.Port() == "" {
+		u.Host = net.JoinHostPort(u.Hostname(), ollamaPort)
+	}
+	return u, nil
+}
+
+// Complete sends one system and one human message. It streams when
+// req.OnChunk is set; token usage comes from the provider's own report.
+func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
+	ex := &exchange{}
+	callCtx := withExchange(ctx, ex)
+
+	msgs := make([]llms.MessageContent, 0, 2)
+	if req.System != "" {
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeSystem, req.System))
+	}
+	msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, req.Prompt))
+
+	opts := append([]llms.CallOption{}, c.callOpts...)
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 && c.spec.Provider == ProviderAnthropic {
+		maxTokens = anthropicMaxTokens
+	}
+	if maxTokens > 0 {
+		opts = append(opts, llms.WithMaxTokens(maxTokens))
+	}
+	if req.OnChunk != nil {
+		// For OpenAI the library asks for stream_options.include_usage
+		// whenever it streams, so streamed calls report usage too.
+		opts = append(opts, llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
+			if len(chunk) > 0 {
+				req.OnChunk(string(chunk))
+			}
+			return nil
+		}))
+	}
+
+	start := time.Now()
+	resp, err := c.llm.GenerateContent(callCtx, msgs, opts...)
+	if err != nil {
+		e := c.classify(ctx, ex.outcome(), err, time.Now())
+		c.log.Warn("model call failed", "kind", e.Kind, "status", e.Status, "retry_after", e.RetryAfter, "err", e.Err)
+		return Response{}, e
+	}
+	out := response(resp)
+	if out.Text == "" {
+		return Response{}, &Error{Kind: KindTransient, Status: ex.outcome().status,
+			Err: fmt.Errorf("model provider %s, model %s: %w", c.spec.Provider, c.spec.Model, ErrEmptyResponse)}
+	}
+	if out.PromptTokens == 0 && out.CompletionTokens == 0 {
+		c.log.Warn("model provider reported no token usage; cost is unknown")
+	}
+	c.log.Debug("model call done", "streamed", req.OnChunk != nil, "duration", time.Since(start),
+		"prompt_tokens", out.PromptTokens, "completion_tokens", out.CompletionTokens,
+		"cost_usd", Cost(c.spec.Model, out.PromptTokens, out.CompletionTokens))
+	return out, nil
+}
+
+// response joins the text of every choice (Anthropic returns one per
+// content block) and reads usage under each provider's keys: OpenAI and
+// Ollama use PromptTokens/CompletionTokens, Anthropic InputTokens/OutputTokens.
+func response(r *llms.ContentResponse) Response {
+	var out Response
+	var text strings.Builder
+	for _, ch := range r.Choices {
+		if ch == nil {
+			continue
+		}
+		text.WriteString(ch.Content)
+		if out.PromptTokens == 0 && out.CompletionTokens == 0 {
+			out.PromptTokens = firstInt(ch.GenerationInfo, "PromptTokens", "InputTokens")
+			out.CompletionTokens = firstInt(ch.GenerationInfo, "CompletionTokens", "OutputTokens")
+		}
+	}
+	out.Text = text.String()
+	return out
+}
+
+func firstInt(info map[string]any, keys ...string) int {
+	for _, k := range keys {
+		if v, ok := info[k].(int); ok {
+			return v
+		}
+	}
+	return 0
+}

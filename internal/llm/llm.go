@@ -1,0 +1,54 @@
+// Package llm puts the language models autocoder talks to behind one small
+// interface, built over langchaingo.
+package llm
+
+import (
+	"context"
+	"time"
+)
+
+// Request is one completion request.
+type Request struct {
+	System    string
+	Prompt    string
+	MaxTokens int
+	// OnChunk, when set, is called as streamed output arrives (used to
+	// heartbeat long calls). The request streams when it is set.
+	OnChunk func(chunk string)
+}
+
+// Response is the model's answer and what it cost.
+type Response struct {
+	Text             string
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// Model completes prompts.
+type Model interface {
+	Complete(ctx context.Context, req Request) (Response, error)
+}
+
+// ErrorKind classifies a provider failure so callers can decide to retry.
+type ErrorKind int
+
+const (
+	KindTransient      ErrorKind = iota // network trouble, 5xx: retry
+	KindRateLimited                     // 429: retry after RetryAfter
+	KindAuth                            // 401/403: never retry
+	KindInvalidRequest                  // 400/404/422: never retry
+)
+
+// Error is a classified provider error.
+type Error struct {
+	Kind       ErrorKind
+	Status     int           // HTTP status when known
+	RetryAfter time.Duration // for KindRateLimited, when the provider said
+	Err        error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether trying again can help.
+func (e *Error) Retryable() bool { return e.Kind == KindTransient || e.Kind == KindRateLimited }

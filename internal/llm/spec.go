@@ -1,0 +1,126 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Provider names a model provider.
+type Provider string
+
+// Providers autocoder can talk to. OpenAI also covers any server speaking
+// the OpenAI chat completions protocol (vLLM, llama.cpp, LM Studio, ...)
+// reached through OPENAI_BASE_URL.
+const (
+	ProviderOpenAI    Provider = "openai"
+	ProviderAnthropic Provider = "anthropic"
+	ProviderOllama    Provider = "ollama"
+)
+
+// DefaultModels is the model used for a provider when a spec names none.
+var DefaultModels = map[Provider]string{
+	ProviderOpenAI:    "gpt-4.1",
+	ProviderAnthropic: "claude-sonnet-4-5",
+	ProviderOllama:    "qwen2.5-coder",
+}
+
+// Environment variables read by EnvFromOS.
+const (
+	EnvModel            = "AUTOCODER_MODEL"
+	EnvOpenAIKey        = "OPENAI_API_KEY"
+	EnvOpenAIBaseURL    = "OPENAI_BASE_URL"
+	EnvAnthropicKey     = "ANTHROPIC_API_KEY"
+	EnvAnthropicBaseURL = "ANTHROPIC_BASE_URL"
+	EnvOllamaHost       = "OLLAMA_HOST"
+)
+
+var (
+	// ErrNoModel means no model was named and the environment suggests none.
+	ErrNoModel = errors.New("no model configured: pass --model provider:model " +
+		"(e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder) or set " +
+		EnvModel + ", " + EnvOpenAIKey + " (or " + EnvOpenAIBaseURL + "), " +
+		EnvAnthropicKey + " or " + EnvOllamaHost)
+	// ErrBadSpec reports a model spec that cannot be understood.
+	ErrBadSpec = errors.New("invalid model spec")
+	// ErrMissingKey reports a provider chosen without its API key.
+	ErrMissingKey = errors.New("missing API key")
+)
+
+// Spec names a provider and one of its models.
+type Spec struct {
+	Provider Provider
+	Model    string
+}
+
+// String renders the spec in the provider:model form ParseSpec reads.
+func (s Spec) String() string { return string(s.Provider) + ":" + s.Model }
+
+// Env is the part of the environment the model layer depends on.
+type Env struct {
+	ModelSpec        string // AUTOCODER_MODEL
+	OpenAIKey        string
+	OpenAIBaseURL    string
+	AnthropicKey     string
+	AnthropicBaseURL string
+	OllamaHost       string
+}
+
+// EnvFromOS reads Env from the process environment.
+func EnvFromOS() Env {
+	return Env{
+		ModelSpec:        os.Getenv(EnvModel),
+		OpenAIKey:        os.Getenv(EnvOpenAIKey),
+		OpenAIBaseURL:    os.Getenv(EnvOpenAIBaseURL),
+		AnthropicKey:     os.Getenv(EnvAnthropicKey),
+		AnthropicBaseURL: os.Getenv(EnvAnthropicBaseURL),
+		OllamaHost:       os.Getenv(EnvOllamaHost),
+	}
+}
+
+// ParseSpec reads "provider:model" or just "provider" (the provider's
+// default model). Only the first colon separates, so Ollama tags such as
+// "ollama:qwen2.5-coder:7b" survive. An empty spec falls back to the
+// process environment, see Env.DefaultSpec.
+func ParseSpec(s string) (Spec, error) {
+	if strings.TrimSpace(s) == "" {
+		return EnvFromOS().DefaultSpec()
+	}
+	return parseSpec(s)
+}
+
+// DefaultSpec picks a model from the environment: AUTOCODER_MODEL when set,
+// else the first provider whose credentials are present, in the order
+// OpenAI (key or base URL), Anthropic, Ollama.
+func (e Env) DefaultSpec() (Spec, error) {
+	switch {
+	case strings.TrimSpace(e.ModelSpec) != "":
+		sp, err := parseSpec(e.ModelSpec)
+		if err != nil {
+			return Spec{}, fmt.Errorf("%s: %w", EnvModel, err)
+		}
+		return sp, nil
+	case e.OpenAIKey != "" || e.OpenAIBaseURL != "":
+		return Spec{Provider: ProviderOpenAI, Model: DefaultModels[ProviderOpenAI]}, nil
+	case e.AnthropicKey != "":
+		return Spec{Provider: ProviderAnthropic, Model: DefaultModels[ProviderAnthropic]}, nil
+	case e.OllamaHost != "":
+		return Spec{Provider: ProviderOllama, Model: DefaultModels[ProviderOllama]}, nil
+	}
+	return Spec{}, ErrNoModel
+}
+
+func parseSpec(s string) (Spec, error) {
+	name, model, _ := strings.Cut(strings.TrimSpace(s), ":")
+	p := Provider(strings.ToLower(strings.TrimSpace(name)))
+	def, ok := DefaultModels[p]
+	if !ok {
+		return Spec{}, fmt.Errorf("%w %q: provider must be openai, anthropic or ollama, written provider:model", ErrBadSpec, s)
+	}
+	model = strings.TrimSpace(model)
+	if model == "" {
+		model = def
+	}
+	return Spec{Provider: p, Model: model}, nil
+}

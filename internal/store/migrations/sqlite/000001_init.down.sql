@@ -1,0 +1,4 @@
+DROP TABLE memo;
+DROP TABLE snapshot_entries;
+DROP TABLE snapshots;
+DROP TABLE blobs;

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestDefaultSQLitePath(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	tests := []struct {
+		name, xdg, want string
+	}{
+		{"xdg set", "/data", "/data/autocoder/autocoder.db"},
+		{"xdg unset", "", filepath.Join(home, ".local/share/autocoder/autocoder.db")},
+		{"xdg relative", "rel", filepath.Join(home, ".local/share/autocoder/autocoder.db")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("XDG_DATA_HOME", tt.xdg)
+			got, err := DefaultSQLitePath()
+			if err != nil || got != tt.want {
+				t.Fatalf("DefaultSQLitePath() = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOpenPicksBackend(t *testing.T) {
+	ctx := context.Background()
+	t.Run("sqlite by default", func(t *testing.T) {
+		t.Setenv("XDG_DATA_HOME", t.TempDir())
+		s, err := Open(ctx, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		lite, ok := s.(*SQLite)
+		if !ok {
+			t.Fatalf("Open(Config{}) = %T, want *SQLite", s)
+		}
+		want, _ := DefaultSQLitePath()
+		if lite.Path() != want {
+			t.Fatalf("path %s, want %s", lite.Path(), want)
+		}
+		info, err := os.Stat(filepath.Dir(want))
+		if err != nil || info.Mode().Perm() != 0o700 {
+			t.Fatalf("data dir: %v, mode %v; want 0700", err, info.Mode().Perm())
+		}
+	})
+	t.Run("postgres when a url is set", func(t *testing.T) {
+		s, err := Open(ctx, Config{DatabaseURL: postgresTarget(t), SQLitePath: filepath.Join(t.TempDir(), "unused.db")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if _, ok := s.(*Postgres); !ok {
+			t.Fatalf("Open with a url = %T, want *Postgres", s)
+		}
+	})
+}
+
+func TestOpenSQLiteRejectsQueryInPath(t *testing.T) {
+	if _, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "x.db?mode=ro")); err == nil {
+		t.Fatal("a path with '?' opened")
+	}
+}
+
+// TestCorruptBlob alters stored content behind the store's back: every read
+// path must notice.
+func TestCorruptBlob(t *testing.T) {
+	corrupt := map[string]func(Store, string) error{
+		"sqlite": func(s Store, hash string) error {
+			_, err := s.(*SQLite).db.Exec(`UPDATE blobs SET data = ? WHERE hash = ?`, []byte("evil"), hash)
+			return err
+		},
+		"postgres": func(s Store, hash string) error {
+			_, err := s.(*Postgres).pool.Exec(context.Background(), `UPDATE blobs SET data = $1 WHERE hash = $2`, []byte("evil"), hash)
+			return err
+		},
+	}
+	ctx := context.Background()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			s := openTarget(t, b.target(t))
+			files := genFiles(5, 100, "corrupt")
+			id := mustPut(t, s, files)
+			hash := hashData(files[2].Data)
+			if err := corrupt[b.name](s, hash); err != nil {
+				t.Fatal(err)
+			}
+			_, errBlob := s.GetBlob(ctx, hash)
+			_, errSnap := s.GetSnapshot(ctx, id)
+			errVerify := Verify(ctx, s)
+			for name, err := range map[string]error{"GetBlob": errBlob, "GetSnapshot": errSnap, "Verify": errVerify} {
+				if !errors.Is(err, ErrCorrupt) {
+					t.Errorf("%s: err = %v, want ErrCorrupt", name, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,256 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	sqlitemigrate "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/autocoder/autocoder/internal/workspace"
+)
+
+// SQLite is the embedded backend. Several processes may share one file:
+// WAL lets readers run beside the single writer, writers queue on the file
+// lock through busy_timeout, and migrations run under a lock file.
+type SQLite struct {
+	db   *sql.DB
+	path string
+	// mu queues this process's writers in order instead of letting them
+	// poll for the file's write lock.
+	mu sync.Mutex
+}
+
+var _ Store = (*SQLite)(nil)
+
+// sqliteDSN opens path with the pragmas every connection needs. Write
+// transactions begin IMMEDIATE so they take the write lock up front and
+// wait for it, rather than failing when a read lock cannot be upgraded.
+func sqliteDSN(path string) string {
+	return path + "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+}
+
+// OpenSQLite opens or creates the database at path, creating its directory
+// with mode 0700, and applies pending migrations.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	if path == "" || strings.Contains(path, "?") {
+		return nil, fmt.Errorf("open sqlite: unusable path %q", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	if err := migrateSQLite(ctx, path); err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", sqliteDSN(path))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("open sqlite %s: %w", path, err), db.Close())
+	}
+	slog.DebugContext(ctx, "store opened", "backend", "sqlite", "path", path)
+	return &SQLite{db: db, path: path}, nil
+}
+
+func migrateSQLite(ctx context.Context, path string) (err error) {
+	unlock, err := lockFile(ctx, path+".lock")
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	defer func() { err = errors.Join(err, unlock()) }()
+
+	db, err := sql.Open("sqlite", sqliteDSN(path))
+	if err != nil {
+		return fmt.Errorf("migration connection: %w", err)
+	}
+	driver, err := sqlitemigrate.WithInstance(db, &sqlitemigrate.Config{})
+	if err != nil {
+		return errors.Join(fmt.Errorf("migration driver: %w", err), db.Close())
+	}
+	return migrateUp("sqlite", driver)
+}
+
+// lockFile holds an exclusive lock on a small SQLite file until unlock is
+// called or the process dies. SQLite's own locking keeps this portable and
+// makes it exclusive between connections of one process too.
+func lockFile(ctx context.Context, path string) (unlock func() error, err error) {
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(1000)")
+	if err != nil {
+		return nil, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	for {
+		_, err = conn.ExecContext(ctx, "BEGIN EXCLUSIVE")
+		if err == nil {
+			break
+		}
+		var serr *sqlite.Error
+		if !errors.As(err, &serr) || serr.Code()&0xff != sqlite3.SQLITE_BUSY || ctx.Err() != nil {
+			return nil, errors.Join(err, conn.Close(), db.Close())
+		}
+	}
+	return func() error {
+		_, err := conn.ExecContext(context.Background(), "ROLLBACK")
+		return errors.Join(err, conn.Close(), db.Close())
+	}, nil
+}
+
+// Path returns the database file.
+func (s *SQLite) Path() string { return s.path }
+
+// Close releases the connections; other processes keep using the file.
+func (s *SQLite) Close() error { return s.db.Close() }
+
+// PutSnapshot implements Store.
+func (s *SQLite) PutSnapshot(ctx context.Context, files []workspace.File) (string, error) {
+	p, err := planSnapshot(files)
+	if err != nil {
+		return "", fmt.Errorf("put snapshot: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.write(ctx, p); err != nil {
+		return "", fmt.Errorf("put snapshot %s: %w", p.id, err)
+	}
+	return p.id, nil
+}
+
+func (s *SQLite) write(ctx context.Context, p plan) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // no-op after Commit
+
+	// Inserting the snapshot row first makes an existing id a cheap no-op.
+	res, err := tx.ExecContext(ctx, `INSERT INTO snapshots (id) VALUES (?) ON CONFLICT (id) DO NOTHING`, p.id)
+	if err != nil {
+		return fmt.Errorf("insert snapshot: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return err
+	}
+
+	blobStmt, err := tx.PrepareContext(ctx, `INSERT INTO blobs (hash, data, size) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`)
+	if err != nil {
+		return fmt.Errorf("prepare blobs: %w", err)
+	}
+	defer blobStmt.Close()
+	for _, b := range p.blobs {
+		if _, err := blobStmt.ExecContext(ctx, b.hash, b.data, len(b.data)); err != nil {
+			return fmt.Errorf("insert blob: %w", err)
+		}
+	}
+
+	entryStmt, err := tx.PrepareContext(ctx, `INSERT INTO snapshot_entries (snapshot_id, path, hash, mode, size) VALUES (?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("prepare entries: %w", err)
+	}
+	defer entryStmt.Close()
+	for _, e := range p.entries {
+		if _, err := entryStmt.ExecContext(ctx, p.id, e.Path, e.Hash, e.Mode, e.Size); err != nil {
+			return fmt.Errorf("insert entry: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// GetSnapshot implements Store.
+func (s *SQLite) GetSnapshot(ctx context.Context, id string) ([]workspace.File, error) {
+	return getSnapshot(ctx, s, id)
+}
+
+// GetManifest implements Store.
+func (s *SQLite) GetManifest(ctx context.Context, id string) (Manifest, error) {
+	return getManifest(ctx, s, id)
+}
+
+func (s *SQLite) readEntries(ctx context.Context, id string, withData bool, visit func(Entry, []byte) error) error {
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM snapshots WHERE id = ?`, id).Scan(new(int))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	// Snapshots are immutable once committed, so reading the entries
+	// outside the existence check's transaction is consistent.
+	q := `SELECT e.path, e.hash, e.mode, e.size, NULL FROM snapshot_entries e WHERE e.snapshot_id = ? ORDER BY e.path`
+	if withData {
+		q = `SELECT e.path, e.hash, e.mode, e.size, b.data FROM snapshot_entries e JOIN blobs b ON b.hash = e.hash WHERE e.snapshot_id = ? ORDER BY e.path`
+	}
+	rs, err := s.db.QueryContext(ctx, q, id)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	return scanEntries(rs, visit)
+}
+
+// GetBlob implements Store.
+func (s *SQLite) GetBlob(ctx context.Context, hash string) ([]byte, error) {
+	var data []byte
+	err := s.db.QueryRowContext(ctx, `SELECT data FROM blobs WHERE hash = ?`, hash).Scan(&data)
+	return checkedBlob(hash, data, err)
+}
+
+// PutMemo implements Store.
+func (s *SQLite) PutMemo(ctx context.Context, key string, value []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.db.ExecContext(ctx, `INSERT INTO memo (key, value) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at`, key, nonNil(value))
+	if err != nil {
+		return fmt.Errorf("put memo %q: %w", key, err)
+	}
+	return nil
+}
+
+// GetMemo implements Store.
+func (s *SQLite) GetMemo(ctx context.Context, key string) ([]byte, error) {
+	var value []byte
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM memo WHERE key = ?`, key).Scan(&value)
+	return checkedMemo(key, value, err)
+}
+
+// Stats implements Store.
+func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM blobs), (SELECT coalesce(sum(size), 0) FROM blobs), (SELECT count(*) FROM snapshots)`).
+		Scan(&st.Blobs, &st.BlobBytes, &st.Snapshots)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	return st, nil
+}
+
+// Snapshots lists every snapshot id in id order.
+func (s *SQLite) Snapshots(ctx context.Context) ([]string, error) {
+	rs, err := s.db.QueryContext(ctx, `SELECT id FROM snapshots ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list snapshots: %w", err)
+	}
+	defer rs.Close()
+	ids, err := scanStrings(rs)
+	if err != nil {
+		return nil, fmt.Errorf("list snapshots: %w", err)
+	}
+	return ids, nil
+}

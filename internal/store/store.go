@@ -1,0 +1,53 @@
+// Package store keeps what must outlive a process and stay out of workflow
+// history: file contents as content-addressed blobs, snapshot manifests, and
+// memoized results. SQLite is the embedded default; Postgres serves teams.
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/autocoder/autocoder/internal/workspace"
+)
+
+// ErrNotFound reports an unknown snapshot, blob or key.
+var ErrNotFound = errors.New("not found")
+
+// Entry is one file of a snapshot manifest.
+type Entry struct {
+	Path string
+	Hash string // hex sha256 of the content
+	Mode uint32
+	Size int64
+}
+
+// Manifest lists a snapshot's files in path order.
+type Manifest struct {
+	ID      string
+	Entries []Entry
+}
+
+// Stats describes what the store holds, for dedup measurements.
+type Stats struct {
+	Blobs     int64
+	BlobBytes int64
+	Snapshots int64
+}
+
+// Store is the contract both backends satisfy.
+type Store interface {
+	// PutSnapshot stores the files and returns the snapshot id, the hex
+	// sha256 of the canonical manifest: the same files give the same id.
+	// The write is atomic: a snapshot is visible whole or not at all.
+	PutSnapshot(ctx context.Context, files []workspace.File) (string, error)
+	GetSnapshot(ctx context.Context, id string) ([]workspace.File, error)
+	GetManifest(ctx context.Context, id string) (Manifest, error)
+	GetBlob(ctx context.Context, hash string) ([]byte, error)
+
+	// Memo is a small key/value table for idempotent activity results.
+	PutMemo(ctx context.Context, key string, value []byte) error
+	GetMemo(ctx context.Context, key string) ([]byte, error) // ErrNotFound when absent
+
+	Stats(ctx context.Context) (Stats, error)
+	Close() error
+}

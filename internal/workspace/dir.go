@@ -1,0 +1,307 @@
+package workspace
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+)
+
+// ErrLimit reports a directory too large to load as a workspace.
+var ErrLimit = errors.New("workspace limit exceeded")
+
+// ErrSymlink reports a symlink where WriteDir would have to write through it.
+var ErrSymlink = errors.New("symlink in path")
+
+// LoadOptions tunes LoadDir.
+type LoadOptions struct {
+	Limits Limits // the zero value means DefaultLimits
+}
+
+// SkipReason says why LoadDir left a path out.
+type SkipReason string
+
+// The reasons LoadDir skips a path.
+const (
+	SkipExcludedDir SkipReason = "excluded directory" // .git, node_modules
+	SkipIgnored     SkipReason = "matched .gitignore"
+	SkipBinary      SkipReason = "binary"
+	SkipTooLarge    SkipReason = "too large"
+	SkipSymlink     SkipReason = "symlink"
+	SkipSpecial     SkipReason = "not a regular file"
+	SkipUnsafeName  SkipReason = "unsafe name"
+)
+
+// Skipped is one path LoadDir left out. A skipped directory stands for
+// everything beneath it.
+type Skipped struct {
+	Path   string
+	Reason SkipReason
+}
+
+// Summary reports what LoadDir kept and what it skipped.
+type Summary struct {
+	Files   int
+	Bytes   int64
+	Skipped []Skipped
+}
+
+// Count returns how many paths were skipped for reason.
+func (s Summary) Count(reason SkipReason) int {
+	n := 0
+	for _, sk := range s.Skipped {
+		if sk.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
+// excludedDirs are never part of a workspace, wherever they appear.
+var excludedDirs = map[string]bool{".git": true, "node_modules": true}
+
+// binarySniff is how much of a file is searched for a NUL byte, as git does.
+const binarySniff = 8 << 10
+
+// LoadDir reads the project under root as workspace files in path order.
+// It skips .git and node_modules, paths matched by the root .gitignore,
+// binary and oversize files, and anything that is not a regular file;
+// symlinks are never followed. It fails with ErrLimit when what remains
+// exceeds the file count or total size limit.
+func LoadDir(root string, opts LoadOptions) ([]File, Summary, error) {
+	limits := opts.Limits
+	if limits == (Limits{}) {
+		limits = DefaultLimits
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, Summary{}, fmt.Errorf("load dir: %w", err)
+	}
+	defer r.Close()
+	ignore, err := readGitignore(r)
+	if err != nil {
+		return nil, Summary{}, fmt.Errorf("load dir: %w", err)
+	}
+
+	var files []File
+	var sum Summary
+	skip := func(p string, reason SkipReason) { sum.Skipped = append(sum.Skipped, Skipped{p, reason}) }
+	err = fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			skip(p, SkipSymlink)
+			return nil
+		case d.IsDir() && excludedDirs[d.Name()]:
+			skip(p, SkipExcludedDir)
+			return fs.SkipDir
+		case ignore.match(p, d.IsDir()):
+			skip(p, SkipIgnored)
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			skip(p, SkipSpecial)
+			return nil
+		}
+		if c, err := CleanPath(p); err != nil || c != p {
+			skip(p, SkipUnsafeName)
+			return nil
+		}
+		f, reason, err := readRegular(r, p, limits.MaxFileBytes)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			skip(p, reason)
+			return nil
+		}
+		files = append(files, f)
+		sum.Files++
+		sum.Bytes += int64(len(f.Data))
+		if limits.MaxFiles > 0 && sum.Files > limits.MaxFiles {
+			return fmt.Errorf("%w: more than %d files", ErrLimit, limits.MaxFiles)
+		}
+		if limits.MaxTotalBytes > 0 && sum.Bytes > limits.MaxTotalBytes {
+			return fmt.Errorf("%w: more than %d bytes", ErrLimit, limits.MaxTotalBytes)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, sum, fmt.Errorf("load dir %s: %w", root, err)
+	}
+	Sort(files) // the walk visits "a/b" before "a.txt"; byte order does not
+	return files, sum, nil
+}
+
+// readRegular reads one file, or says why it is skipped. The size and type
+// are checked on the open handle, so a file swapped after the walk saw it
+// is judged by what is actually read.
+func readRegular(r *os.Root, p string, maxBytes int64) (File, SkipReason, error) {
+	fh, err := r.Open(p)
+	if err != nil {
+		return File{}, "", err
+	}
+	defer fh.Close()
+	info, err := fh.Stat()
+	if err != nil {
+		return File{}, "", err
+	}
+	if !info.Mode().IsRegular() {
+		return File{}, SkipSpecial, nil
+	}
+	if maxBytes > 0 && info.Size() > maxBytes {
+		return File{}, SkipTooLarge, nil
+	}
+	src := io.Reader(fh)
+	if maxBytes > 0 {
+		src = io.LimitReader(fh, maxBytes+1) // the file may grow while read
+	}
+	data, err := io.ReadAll(src)
+	if err != nil {
+		return File{}, "", err
+	}
+	if maxBytes > 0 && int64(len(data)) > maxBytes {
+		return File{}, SkipTooLarge, nil
+	}
+	if bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {
+		return File{}, SkipBinary, nil
+	}
+	return File{Path: p, Mode: uint32(info.Mode().Perm()), Data: data}, "", nil
+}
+
+// gitignore holds the simple patterns of a root .gitignore: "name" and
+// "*.ext" match a base name anywhere, a pattern with an inner slash matches
+// the path from the root, and a trailing slash limits it to directories.
+// Negations ("!") and "**" are not supported; negated lines are ignored.
+type gitignore []ignorePattern
+
+type ignorePattern struct {
+	glob     string
+	anchored bool
+	dirOnly  bool
+}
+
+func readGitignore(r *os.Root) (gitignore, error) {
+	info, err := r.Lstat(".gitignore")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, nil // a symlinked .gitignore is not followed either
+	}
+	data, err := r.ReadFile(".gitignore")
+	if err != nil {
+		return nil, err
+	}
+	var g gitignore
+	lines := bufio.NewScanner(bytes.NewReader(data))
+	for lines.Scan() {
+		line := strings.TrimSpace(lines.Text())
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "!") {
+			continue
+		}
+		var p ignorePattern
+		line, p.dirOnly = strings.CutSuffix(line, "/")
+		p.anchored = strings.Contains(line, "/")
+		p.glob = strings.TrimPrefix(line, "/")
+		if _, err := path.Match(p.glob, ""); err != nil {
+			continue // a malformed pattern matches nothing
+		}
+		g = append(g, p)
+	}
+	return g, lines.Err()
+}
+
+func (g gitignore) match(p string, isDir bool) bool {
+	for _, pat := range g {
+		if pat.dirOnly && !isDir {
+			continue
+		}
+		subject := path.Base(p)
+		if pat.anchored {
+			subject = p
+		}
+		if ok, _ := path.Match(pat.glob, subject); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteDir writes files under root, creating it and any directories with
+// mode 0755 and giving each file exactly its FileMode. Every path must be
+// canonical (CleanPath), and WriteDir refuses to write through a symlink:
+// a symlinked parent directory or a symlink at the file's own path is an
+// ErrSymlink. The os.Root confines every write to root even if the tree
+// changes while it runs.
+func WriteDir(root string, files []File) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("write dir: %w", err)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("write dir: %w", err)
+	}
+	defer r.Close()
+	for _, f := range files {
+		if err := writeFile(r, f); err != nil {
+			return fmt.Errorf("write dir %s: %w", root, err)
+		}
+	}
+	return nil
+}
+
+func writeFile(r *os.Root, f File) error {
+	c, err := CleanPath(f.Path)
+	if err != nil {
+		return err
+	}
+	if c != f.Path {
+		return fmt.Errorf("%w: %q is not in canonical form %q", ErrUnsafePath, f.Path, c)
+	}
+	parts := strings.Split(c, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		info, err := r.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := r.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+		case err != nil:
+			return err
+		case info.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%w: %s", ErrSymlink, dir)
+		case !info.IsDir():
+			return fmt.Errorf("%s: %s is not a directory", c, dir)
+		}
+	}
+	if info, err := r.Lstat(c); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%w: %s", ErrSymlink, c)
+	}
+	mode := fs.FileMode(f.FileMode())
+	fh, err := r.OpenFile(c, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	_, werr := fh.Write(f.Data)
+	// Chmod on the handle sets the exact mode despite the umask.
+	return errors.Join(werr, fh.Chmod(mode), fh.Close())
+}

@@ -1,0 +1,104 @@
+// Package workspace holds the file set a task works on and the rules every
+// path proposed by a user or a model must obey before it touches disk.
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+)
+
+// File is one file of a workspace. Path is slash-separated and relative.
+type File struct {
+	Path string
+	Mode uint32 // permission bits; 0 means 0o644
+	Data []byte
+}
+
+// Limits bound what one workspace may hold.
+type Limits struct {
+	MaxFileBytes  int64
+	MaxFiles      int
+	MaxTotalBytes int64
+}
+
+// DefaultLimits are generous for source trees and small enough to keep a
+// snapshot cheap to store and to copy into a sandbox.
+var DefaultLimits = Limits{MaxFileBytes: 1 << 20, MaxFiles: 5000, MaxTotalBytes: 64 << 20}
+
+// ErrUnsafePath reports a path that could escape the workspace.
+var ErrUnsafePath = errors.New("unsafe path")
+
+// ErrTooLarge reports a file or workspace over its Limits.
+var ErrTooLarge = errors.New("over the workspace limits")
+
+// CleanPath validates a relative, slash-separated path and returns its
+// canonical form. Absolute paths, "..", empty names, backslashes and NUL
+// bytes are rejected: the path names a file inside the workspace or nothing.
+func CleanPath(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("%w: empty path", ErrUnsafePath)
+	}
+	if strings.ContainsAny(p, "\x00\\") {
+		return "", fmt.Errorf("%w: %q contains a NUL byte or backslash", ErrUnsafePath, p)
+	}
+	if strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("%w: %q is absolute", ErrUnsafePath, p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("%w: %q leaves the workspace", ErrUnsafePath, p)
+		}
+	}
+	c := path.Clean(p)
+	if c == "." || c == "" {
+		return "", fmt.Errorf("%w: %q names no file", ErrUnsafePath, p)
+	}
+	return c, nil
+}
+
+// Check validates every path and the limits; it reports the first problem.
+func (l Limits) Check(files []File) error {
+	var total int64
+	if l.MaxFiles > 0 && len(files) > l.MaxFiles {
+		return fmt.Errorf("%w: workspace has %d files, more than the limit of %d", ErrTooLarge, len(files), l.MaxFiles)
+	}
+	seen := make(map[string]bool, len(files))
+	for _, f := range files {
+		c, err := CleanPath(f.Path)
+		if err != nil {
+			return err
+		}
+		if c != f.Path {
+			return fmt.Errorf("%w: %q is not in canonical form %q", ErrUnsafePath, f.Path, c)
+		}
+		if seen[c] {
+			return fmt.Errorf("%w: duplicate path %q", ErrUnsafePath, c)
+		}
+		seen[c] = true
+		size := int64(len(f.Data))
+		if l.MaxFileBytes > 0 && size > l.MaxFileBytes {
+			return fmt.Errorf("%w: file %q is %d bytes, more than the limit of %d", ErrTooLarge, f.Path, size, l.MaxFileBytes)
+		}
+		total += size
+	}
+	if l.MaxTotalBytes > 0 && total > l.MaxTotalBytes {
+		return fmt.Errorf("%w: workspace holds %d bytes, more than the limit of %d", ErrTooLarge, total, l.MaxTotalBytes)
+	}
+	return nil
+}
+
+// Sort orders files by path, the canonical order everywhere.
+func Sort(files []File) {
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+}
+
+// FileMode returns the file's permission bits with the default applied.
+func (f File) FileMode() uint32 {
+	if f.Mode == 0 {
+		return 0o644
+	}
+	return f.Mode & 0o777
+}

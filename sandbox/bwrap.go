@@ -1,0 +1,448 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// bwrapRunner runs each spec in a fresh set of namespaces with bubblewrap,
+// using the host's own toolchains read-only.
+type bwrapRunner struct {
+	bwrap   string
+	prlimit string
+	log     *slog.Logger
+	// cred drops a root worker to the sandbox uid before bwrap starts, so
+	// that the sandbox maps to an unprivileged host user.
+	cred    *syscall.Credential
+	etcDir  string
+	goRoot  string
+	goCache *goCache
+	closed  atomic.Bool
+	running sync.WaitGroup
+}
+
+// systemDirs are mounted read-only when they exist; on merged-/usr hosts
+// the top-level ones are symlinks and are recreated as such.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcFiles are host files the toolchains need; the rest of /etc stays out.
+var etcFiles = []string{"/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime"}
+
+func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
+	bw, err := exec.LookPath("bwrap")
+	if err != nil {
+		return nil, fmt.Errorf("%w: bwrap not found (apt-get install bubblewrap): %w", ErrUnavailable, err)
+	}
+	pl, err := exec.LookPath("prlimit")
+	if err != nil {
+		return nil, fmt.Errorf("%w: prlimit not found (apt-get install util-linux): %w", ErrUnavailable, err)
+	}
+	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger}
+	if os.Geteuid() == 0 {
+		r.cred = &syscall.Credential{Uid: sandboxUID, Gid: sandboxUID, Groups: []uint32{}}
+	}
+	dir, err := cacheDir(cfg.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	if r.etcDir, err = writeEtc(dir); err != nil {
+		return nil, err
+	}
+	if err := r.probe(ctx); err != nil {
+		os.RemoveAll(r.etcDir)
+		return nil, err
+	}
+	for _, name := range cfg.Profiles {
+		switch name {
+		case "python":
+			err = checkHostPython(ctx)
+		case "go":
+			r.goRoot = hostGoRoot()
+			if r.goRoot == "" {
+				err = fmt.Errorf("%w: no Go toolchain on the host for the go profile", ErrUnavailable)
+				break
+			}
+			r.goCache = startGoCache(dir, r.goRoot, cfg.Logger)
+		}
+		if err != nil {
+			os.RemoveAll(r.etcDir)
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *bwrapRunner) Name() string { return "bwrap" }
+
+// probe checks that user namespaces work for the sandbox user.
+func (r *bwrapRunner) probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	args := append(r.baseArgs(Profile{}, nil, Limits{}.withDefaults()), "/bin/true")
+	cmd := exec.CommandContext(ctx, r.bwrap, args...)
+	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: bwrap cannot create namespaces here: %w: %s", ErrUnavailable, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// baseArgs builds the bwrap command line up to the program to run.
+func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
+	a := []string{
+		"--unshare-all", "--die-with-parent", "--new-session",
+		"--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxUID),
+		"--hostname", "sandbox",
+	}
+	if r.cred == nil && os.Geteuid() == 0 {
+		a = append(a, "--cap-drop", "ALL")
+	}
+	a = append(a, "--clearenv")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		a = append(a, "--setenv", k, v)
+	}
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if t, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", t, d)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	for _, f := range etcFiles {
+		a = append(a, "--ro-bind-try", f, f)
+	}
+	for _, f := range []string{"passwd", "group", "hosts", "nsswitch.conf"} {
+		a = append(a, "--ro-bind", filepath.Join(r.etcDir, f), "/etc/"+f)
+	}
+	for _, hp := range p.HostPaths {
+		if hp != "" && !strings.HasPrefix(hp+"/", "/usr/") {
+			a = append(a, "--ro-bind", hp, hp)
+		}
+	}
+	if p.GoCache != "" {
+		a = append(a, "--ro-bind", r.goCache.dir, p.GoCache)
+	}
+	a = append(a,
+		"--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.FormatInt(lim.TmpBytes, 10), "--perms", "1777", "--tmpfs", tmpDir,
+		"--size", strconv.FormatInt(lim.WorkdirBytes, 10), "--perms", "0755", "--tmpfs", workDir,
+		// The root is bwrap's own tmpfs; left writable it would be an
+		// unbounded place to fill memory.
+		"--remount-ro", "/",
+		"--chdir", workDir,
+	)
+	return a
+}
+
+// rlimits bound what the cgroup-less sandbox may take; RLIMIT_CPU backs up
+// the wall-clock timer.
+func rlimitArgs(lim Limits) []string {
+	cpu := int64(lim.Timeout/time.Second) + 1
+	fsize := max(lim.WorkdirBytes, lim.TmpBytes)
+	return []string{
+		"--as=" + strconv.FormatInt(lim.MemoryBytes, 10),
+		"--nproc=" + strconv.FormatInt(lim.Pids, 10),
+		"--fsize=" + strconv.FormatInt(fsize, 10),
+		"--cpu=" + strconv.FormatInt(cpu, 10),
+		"--core=0",
+		"--nofile=1024",
+	}
+}
+
+func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
+	if r.closed.Load() {
+		return Result{}, ErrClosed
+	}
+	r.running.Add(1)
+	defer r.running.Done()
+	j, err := prepare(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	if j.profile.GoCache != "" && (r.goCache == nil || r.goCache.wait(ctx) != nil) {
+		j.profile.GoCache = ""
+	}
+	path := hostPath
+	if r.goRoot != "" {
+		path = r.goRoot + "/bin:" + hostPath
+	}
+	args := append(rlimitArgs(j.limits), "--", r.bwrap)
+	args = append(args, r.baseArgs(j.profile, j.profile.environ(path), j.limits)...)
+	args = append(args, "/bin/sh", "-c", entryScript, "sbx", j.profile.GoCache)
+
+	out := newOutputs(j.limits.OutputBytes)
+	cmd := exec.Command(r.prlimit, args...)
+	cmd.Env = []string{}
+	cmd.Stdin = bytes.NewReader(j.stdin)
+	cmd.Stdout = out.stdout
+	cmd.Stderr = out.stderr
+	// Own process group: a kill reaches bwrap and, through
+	// --die-with-parent and the pid namespace, everything inside.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: r.cred}
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Result{}, fmt.Errorf("bwrap start: %w", err)
+	}
+	pgid := cmd.Process.Pid
+	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(j.limits.Timeout, func() {
+		timedOut.Store(true)
+		kill()
+	})
+	defer timer.Stop()
+	stop := context.AfterFunc(ctx, kill)
+	defer stop()
+
+	werr := cmd.Wait()
+	res := Result{Duration: time.Since(start), TimedOut: timedOut.Load()}
+	if ctx.Err() != nil && !res.TimedOut {
+		return Result{}, fmt.Errorf("sandbox run: %w", ctx.Err())
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case werr == nil:
+	case errors.As(werr, &exitErr):
+		res.ExitCode = exitCode(exitErr.ProcessState)
+	default:
+		return Result{}, fmt.Errorf("bwrap wait: %w", werr)
+	}
+	return res, out.fill(&res)
+}
+
+// exitCode maps a signal death to the shell convention 128+n, as docker
+// reports it.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func (r *bwrapRunner) Close() error {
+	if r.closed.Swap(true) {
+		return nil
+	}
+	r.running.Wait()
+	return os.RemoveAll(r.etcDir)
+}
+
+// cacheDir returns the runner's directory, which must be ours and not
+// writable by others: sandboxes read from it.
+func cacheDir(dir string) (string, error) {
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("autocoder-sandbox-%d", os.Geteuid()))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("sandbox cache dir: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("sandbox cache dir: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
+		return "", fmt.Errorf("sandbox cache dir %s: must be a directory owned by uid %d and not writable by others", dir, os.Geteuid())
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", fmt.Errorf("sandbox cache dir: %w", err)
+	}
+	return dir, nil
+}
+
+// writeEtc writes the minimal /etc the sandbox sees.
+func writeEtc(dir string) (string, error) {
+	etc, err := os.MkdirTemp(dir, "etc-")
+	if err != nil {
+		return "", fmt.Errorf("sandbox etc: %w", err)
+	}
+	files := map[string]string{
+		"passwd":        "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/tmp:/usr/sbin/nologin\n",
+		"group":         "root:x:0:\nnogroup:x:65534:\n",
+		"hosts":         "127.0.0.1 localhost sandbox\n::1 localhost\n",
+		"nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(etc, name), []byte(data), 0o644); err != nil {
+			os.RemoveAll(etc)
+			return "", fmt.Errorf("sandbox etc: %w", err)
+		}
+	}
+	if err := os.Chmod(etc, 0o755); err != nil {
+		os.RemoveAll(etc)
+		return "", fmt.Errorf("sandbox etc: %w", err)
+	}
+	return etc, nil
+}
+
+func checkHostPython(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", "import pytest")
+	cmd.Env = []string{"PYTHONDONTWRITEBYTECODE=1"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: /usr/bin/python3 with pytest is needed for the python profile (apt-get install python3-pytest): %w: %s", ErrUnavailable, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// hostGoRoot finds the host's Go root: the go on PATH, else the usual
+// install locations.
+var hostGoRoot = sync.OnceValue(func() string {
+	for _, goBin := range []string{"go", "/usr/local/go/bin/go", "/usr/lib/go/bin/go"} {
+		p, err := exec.LookPath(goBin)
+		if err != nil {
+			continue
+		}
+		out, err := exec.Command(p, "env", "GOROOT").Output()
+		if err != nil {
+			continue
+		}
+		if root, err := filepath.EvalSymlinks(strings.TrimSpace(string(out))); err == nil && root != "" {
+			return root
+		}
+	}
+	return ""
+})
+
+// goCache is a read-only Go build cache with the standard library built
+// for the sandbox's settings, so `go test` in a fresh sandbox only compiles
+// the project. It is built once per toolchain and kept in the cache dir.
+type goCache struct {
+	dir  string
+	done chan struct{}
+	err  error
+}
+
+func (c *goCache) wait(ctx context.Context) error {
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+const warmTest = `package warm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var _ = []any{bytes.NewReader, json.Marshal, errors.New, fmt.Sprint, math.Abs, os.Getenv,
+	regexp.MustCompile, sort.Ints, strconv.Itoa, strings.ToUpper, sync.Once{}, time.Now}
+
+func TestWarm(t *testing.T) {}
+`
+
+func startGoCache(dir, goRoot string, log *slog.Logger) *goCache {
+	ver, _ := os.ReadFile(filepath.Join(goRoot, "VERSION"))
+	sum := sha256.Sum256(append([]byte(goRoot+"\x00"), ver...))
+	c := &goCache{dir: filepath.Join(dir, "gocache-"+hex.EncodeToString(sum[:6])), done: make(chan struct{})}
+	if _, err := os.Stat(filepath.Join(c.dir, "README")); err == nil {
+		close(c.done)
+		return c
+	}
+	go func() {
+		defer close(c.done)
+		start := time.Now()
+		c.err = buildGoCache(c.dir, goRoot)
+		if c.err != nil {
+			log.Warn("sandbox: go build cache not built; go runs will compile the standard library", "err", c.err)
+			return
+		}
+		log.Info("sandbox: go build cache ready", "dir", c.dir, "took", time.Since(start).Round(time.Millisecond))
+	}()
+	return c
+}
+
+// buildGoCache compiles the warm test with the sandbox's Go environment
+// into a temp cache and renames it into place, so a half-built cache is
+// never used.
+func buildGoCache(final, goRoot string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(final), "gocache-build-")
+	if err != nil {
+		return fmt.Errorf("go cache: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	src := filepath.Join(tmp, "src")
+	cache := filepath.Join(tmp, "cache")
+	if err := os.MkdirAll(filepath.Join(tmp, "home"), 0o755); err != nil {
+		return fmt.Errorf("go cache: %w", err)
+	}
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return fmt.Errorf("go cache: %w", err)
+	}
+	files := map[string]string{"go.mod": "module warm\n\ngo 1.21\n", "w_test.go": warmTest}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
+			return fmt.Errorf("go cache: %w", err)
+		}
+	}
+	// The same environment as a sandbox run, with the writable places
+	// moved into the temp dir: cache keys depend on the Go settings only.
+	p, _ := LookupProfile("go")
+	home := filepath.Join(tmp, "home")
+	env := append(p.environ(goRoot+"/bin:"+hostPath),
+		"GOCACHE="+cache, "HOME="+home, "TMPDIR="+home, "GOTMPDIR="+home, "GOPATH="+home, "GOMODCACHE="+home+"/mod")
+	for _, argv := range [][]string{{"test", "-count=1", "./..."}, {"vet", "./..."}} {
+		cmd := exec.Command(filepath.Join(goRoot, "bin", "go"), argv...)
+		cmd.Dir = src
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go cache: go %s: %w: %s", strings.Join(argv, " "), err, bytes.TrimSpace(out))
+		}
+	}
+	if err := filepath.WalkDir(cache, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		return os.Chmod(path, mode)
+	}); err != nil {
+		return fmt.Errorf("go cache: %w", err)
+	}
+	if err := os.Rename(cache, final); err != nil {
+		// Another runner may have finished first.
+		if _, serr := os.Stat(filepath.Join(final, "README")); serr != nil {
+			return fmt.Errorf("go cache: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,509 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+// Labels and names that mark the containers of this package.
+const (
+	labelSandbox = "autocoder.sandbox"
+	labelBackend = "autocoder.sandbox.backend"
+	labelProfile = "autocoder.sandbox.profile"
+	labelOwner   = "autocoder.sandbox.owner"
+	namePrefix   = "autocoder-sbx-"
+	// foreignReapAge is how old a container of another host must be before
+	// Reap takes it for leaked; its owner's liveness cannot be checked.
+	foreignReapAge = 24 * time.Hour
+	shmBytes       = 64 << 20
+)
+
+// dockerAPI is what the docker backend needs of the engine client.
+type dockerAPI interface {
+	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
+	ContainerAttach(ctx context.Context, id string, options client.ContainerAttachOptions) (client.ContainerAttachResult, error)
+	ContainerStart(ctx context.Context, id string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
+	ContainerKill(ctx context.Context, id string, options client.ContainerKillOptions) (client.ContainerKillResult, error)
+	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
+	ContainerWait(ctx context.Context, id string, options client.ContainerWaitOptions) client.ContainerWaitResult
+	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
+	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
+	Close() error
+}
+
+// newDockerClient connects to the engine named by DOCKER_HOST (or the
+// default socket), negotiating the API version: old daemons speak 1.41.
+func newDockerClient(ctx context.Context) (*client.Client, error) {
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker ping: %w", err)
+	}
+	return cli, nil
+}
+
+// box is one created, attached and started container waiting for its
+// input on stdin.
+type box struct {
+	id      string
+	conn    client.HijackedResponse
+	created time.Time
+}
+
+type dockerRunner struct {
+	cli    dockerAPI
+	log    *slog.Logger
+	owner  string
+	pools  map[poolKey]*pool
+	bg     sync.WaitGroup // removals and pool refills
+	closed atomic.Bool
+	stop   chan struct{}
+}
+
+func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
+	cli, err := newDockerClient(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: ownerID(), pools: map[poolKey]*pool{}, stop: make(chan struct{})}
+	for _, name := range cfg.Profiles {
+		p, err := LookupProfile(name)
+		if err != nil {
+			cli.Close()
+			return nil, err
+		}
+		if err := d.checkImage(ctx, p.Image); err != nil {
+			cli.Close()
+			return nil, err
+		}
+		if cfg.PoolSize > 0 {
+			key := newPoolKey(p, p.Image, cfg.PoolLimits.withDefaults())
+			d.pools[key] = newPool(d, key, cfg.PoolSize)
+		}
+	}
+	for _, pl := range d.pools {
+		pl.start()
+	}
+	return d, nil
+}
+
+func (d *dockerRunner) Name() string { return "docker" }
+
+func (d *dockerRunner) checkImage(ctx context.Context, image string) error {
+	if _, err := d.cli.ImageInspect(ctx, image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("%w: %s", ErrImageMissing, image)
+		}
+		return fmt.Errorf("image inspect %s: %w", image, err)
+	}
+	return nil
+}
+
+// Run takes a warm container when one matches, else starts a cold one.
+func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
+	if d.closed.Load() {
+		return Result{}, ErrClosed
+	}
+	j, err := prepare(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; pl != nil {
+		if b := pl.take(); b != nil {
+			res, err := d.exec(ctx, b, j)
+			if !errors.Is(err, errStale) {
+				return res, err
+			}
+			d.log.Warn("sandbox: warm container was unusable; running cold", "id", short(b.id), "err", err)
+		}
+	}
+	b, err := d.launch(ctx, j.profile, j.image, j.limits)
+	if err != nil {
+		return Result{}, err
+	}
+	return d.exec(ctx, b, j)
+}
+
+// errStale reports a warm container that died before it got its input.
+var errStale = errors.New("warm container not accepting input")
+
+// launch creates, attaches and starts a container that waits for its input.
+// Attaching before start guarantees no output is lost.
+func (d *dockerRunner) launch(ctx context.Context, p Profile, image string, lim Limits) (_ *box, err error) {
+	cfg, host := d.containerConfig(p, image, lim)
+	name := namePrefix + p.Name + "-" + randomHex(6)
+	created, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host, Name: name})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: %s", ErrImageMissing, image)
+		}
+		return nil, fmt.Errorf("container create: %w", err)
+	}
+	b := &box{id: created.ID, created: time.Now()}
+	defer func() {
+		if err != nil {
+			d.discard(b)
+		}
+	}()
+	att, err := d.cli.ContainerAttach(ctx, b.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("container attach: %w", err)
+	}
+	b.conn = att.HijackedResponse
+	if _, err := d.cli.ContainerStart(ctx, b.id, client.ContainerStartOptions{}); err != nil {
+		return nil, fmt.Errorf("container start: %w", err)
+	}
+	return b, nil
+}
+
+func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits) (*container.Config, *container.HostConfig) {
+	init := true
+	pids := lim.Pids
+	tmpfs := func(size int64) string {
+		// exec: go test runs the binaries it builds in /tmp.
+		return fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", size)
+	}
+	cfg := &container.Config{
+		Image:        image,
+		User:         fmt.Sprintf("%d:%d", sandboxUID, sandboxUID),
+		Env:          p.environ(imagePath),
+		WorkingDir:   workDir,
+		Entrypoint:   []string{"/bin/sh", "-c", entryScript, "sbx", p.GoCache},
+		Hostname:     "sandbox",
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+		Labels: map[string]string{
+			labelSandbox: "1",
+			labelBackend: "docker",
+			labelProfile: p.Name,
+			labelOwner:   d.owner,
+		},
+		NetworkDisabled: true,
+	}
+	host := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		IpcMode:        "private",
+		ShmSize:        shmBytes,
+		Init:           &init,
+		// Output goes only to the attached stream; a log driver would write
+		// a flood of it to the daemon's disk.
+		LogConfig: container.LogConfig{Type: "none"},
+		Tmpfs:     map[string]string{workDir: tmpfs(lim.WorkdirBytes), tmpDir: tmpfs(lim.TmpBytes)},
+		Resources: container.Resources{
+			Memory:     lim.MemoryBytes,
+			MemorySwap: lim.MemoryBytes,
+			NanoCPUs:   lim.NanoCPUs,
+			PidsLimit:  &pids,
+		},
+	}
+	return cfg, host
+}
+
+// exec feeds a started container its input and collects the outcome. The
+// container is removed afterwards on every path.
+func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err error) {
+	defer d.discard(b)
+	out := newOutputs(j.limits.OutputBytes)
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(out.stdout, out.stderr, b.conn.Reader)
+		copied <- err
+	}()
+	start := time.Now()
+	if _, err := b.conn.Conn.Write(j.stdin); err != nil {
+		return Result{}, fmt.Errorf("%w: write input: %w", errStale, err)
+	}
+	if err := b.conn.CloseWrite(); err != nil {
+		return Result{}, fmt.Errorf("%w: close input: %w", errStale, err)
+	}
+
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(j.limits.Timeout, func() {
+		timedOut.Store(true)
+		d.kill(b.id)
+	})
+	defer timer.Stop()
+	select {
+	case cerr := <-copied:
+		if cerr != nil && !timedOut.Load() {
+			d.log.Debug("sandbox: output stream ended with error", "id", short(b.id), "err", cerr)
+		}
+	case <-ctx.Done():
+		d.kill(b.id)
+		<-copied
+		return Result{}, fmt.Errorf("sandbox run: %w", ctx.Err())
+	}
+	res.Duration = time.Since(start)
+	timer.Stop()
+
+	st, err := d.exitState(ctx, b.id)
+	if err != nil {
+		return Result{}, err
+	}
+	res.ExitCode = st.ExitCode
+	res.OOMKilled = st.OOMKilled
+	res.TimedOut = timedOut.Load()
+	return res, out.fill(&res)
+}
+
+// exitState waits until the container is no longer running and reads its
+// exit code and OOM flag.
+func (d *dockerRunner) exitState(ctx context.Context, id string) (*container.State, error) {
+	wait := d.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case <-wait.Result:
+	case err := <-wait.Error:
+		return nil, fmt.Errorf("container wait: %w", err)
+	case <-ctx.Done():
+		d.kill(id)
+		return nil, fmt.Errorf("container wait: %w", ctx.Err())
+	}
+	ins, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("container inspect: %w", err)
+	}
+	if ins.Container.State == nil {
+		return nil, fmt.Errorf("container inspect: no state for %s", short(id))
+	}
+	return ins.Container.State, nil
+}
+
+// kill stops the whole container (and so the whole process tree) at once.
+// It uses its own context: it must happen even when the caller gave up.
+func (d *dockerRunner) kill(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := d.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+		d.log.Warn("sandbox: kill failed", "id", short(id), "err", err)
+	}
+}
+
+// discard force-removes a container in the background with a fresh
+// context; the result of a run does not wait for the daemon's cleanup.
+// Close waits for every pending removal.
+func (d *dockerRunner) discard(b *box) {
+	if b.conn.Conn != nil {
+		b.conn.Close()
+	}
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		d.remove(b.id)
+	}()
+}
+
+func (d *dockerRunner) remove(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := d.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		d.log.Warn("sandbox: remove failed", "id", short(id), "err", err)
+	}
+}
+
+// Close drains the pools and waits for all removals.
+func (d *dockerRunner) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	close(d.stop)
+	for _, pl := range d.pools {
+		pl.drain()
+	}
+	d.bg.Wait()
+	return d.cli.Close()
+}
+
+// settle waits for pending removals and refills; tests use it to look at a
+// quiet daemon.
+func (d *dockerRunner) settle() { d.bg.Wait() }
+
+// poolKey is what must match for a warm container to serve a run: limits
+// that are fixed at container creation.
+type poolKey struct {
+	profile, image                     string
+	memory, cpus, pids, workdir, tmpfs int64
+}
+
+func newPoolKey(p Profile, image string, l Limits) poolKey {
+	return poolKey{p.Name, image, l.MemoryBytes, l.NanoCPUs, l.Pids, l.WorkdirBytes, l.TmpBytes}
+}
+
+// pool keeps started containers waiting on stdin. Each serves one run and
+// is replaced in the background.
+type pool struct {
+	d      *dockerRunner
+	key    poolKey
+	ready  chan *box
+	refill chan struct{}
+	lim    Limits
+}
+
+func newPool(d *dockerRunner, key poolKey, size int) *pool {
+	lim := Limits{MemoryBytes: key.memory, NanoCPUs: key.cpus, Pids: key.pids, WorkdirBytes: key.workdir, TmpBytes: key.tmpfs}
+	return &pool{d: d, key: key, ready: make(chan *box, size), refill: make(chan struct{}, 1), lim: lim}
+}
+
+func (pl *pool) start() {
+	pl.d.bg.Add(1)
+	go pl.loop()
+	pl.poke()
+}
+
+func (pl *pool) poke() {
+	select {
+	case pl.refill <- struct{}{}:
+	default:
+	}
+}
+
+// take returns a warm container or nil.
+func (pl *pool) take() *box {
+	select {
+	case b := <-pl.ready:
+		pl.poke()
+		return b
+	default:
+		pl.poke()
+		return nil
+	}
+}
+
+func (pl *pool) loop() {
+	defer pl.d.bg.Done()
+	p, _ := LookupProfile(pl.key.profile)
+	backoff := time.Second
+	for {
+		select {
+		case <-pl.d.stop:
+			return
+		case <-pl.refill:
+		}
+		for len(pl.ready) < cap(pl.ready) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			b, err := pl.d.launch(ctx, p, pl.key.image, pl.lim)
+			cancel()
+			if err != nil {
+				pl.d.log.Warn("sandbox: warm pool refill failed", "profile", p.Name, "err", err)
+				select {
+				case <-pl.d.stop:
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(backoff*2, time.Minute)
+				continue
+			}
+			backoff = time.Second
+			select {
+			case pl.ready <- b:
+			case <-pl.d.stop:
+				pl.d.discard(b)
+				return
+			}
+		}
+	}
+}
+
+func (pl *pool) drain() {
+	for {
+		select {
+		case b := <-pl.ready:
+			pl.d.discard(b)
+		default:
+			return
+		}
+	}
+}
+
+// Reap removes leaked sandbox containers: those whose owner process on this
+// host is gone, and those of other hosts older than a day. It returns how
+// many it removed; without a docker daemon there is nothing to reap.
+func Reap(ctx context.Context) (int, error) {
+	cli, err := newDockerClient(ctx)
+	if err != nil {
+		return 0, nil
+	}
+	defer cli.Close()
+	return reap(ctx, cli, slog.Default())
+}
+
+func reap(ctx context.Context, cli dockerAPI, log *slog.Logger) (int, error) {
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", labelSandbox+"=1")})
+	if err != nil {
+		return 0, fmt.Errorf("container list: %w", err)
+	}
+	host, _ := os.Hostname()
+	n := 0
+	for _, c := range list.Items {
+		if !leaked(c.Labels[labelOwner], host, time.Unix(c.Created, 0)) {
+			continue
+		}
+		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			return n, fmt.Errorf("container remove %s: %w", short(c.ID), err)
+		}
+		log.Info("sandbox: reaped leaked container", "id", short(c.ID), "owner", c.Labels[labelOwner])
+		n++
+	}
+	return n, nil
+}
+
+// leaked decides from an owner label "host/pid" whether a container's
+// owner is gone.
+func leaked(owner, host string, created time.Time) bool {
+	h, pidStr, ok := strings.Cut(owner, "/")
+	pid, err := strconv.Atoi(pidStr)
+	if !ok || err != nil || pid <= 0 {
+		return true
+	}
+	if h != host {
+		return time.Since(created) > foreignReapAge
+	}
+	err = syscall.Kill(pid, 0)
+	return err != nil && !errors.Is(err, syscall.EPERM)
+}
+
+func ownerID() string {
+	host, _ := os.Hostname()
+	return host + "/" + strconv.Itoa(os.Getpid())
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -1,0 +1,114 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+)
+
+// Config selects and sizes a Runner.
+type Config struct {
+	// Backend is "docker", "bwrap" or "auto"; empty means env
+	// AUTOCODER_SANDBOX, else "auto" (docker when the daemon answers,
+	// else bwrap).
+	Backend string
+	// PoolSize is the number of warm containers kept per profile (docker
+	// only). Zero means DefaultPoolSize; negative disables the pool.
+	PoolSize int
+	// Slots bounds how many runs execute at once; zero means the number of
+	// CPUs.
+	Slots int
+	// Profiles are the profiles to check images for and keep warm; empty
+	// means all.
+	Profiles []string
+	// PoolLimits are the limits of warm containers; a run whose limits
+	// differ gets a cold container. Zero fields take DefaultLimits.
+	PoolLimits Limits
+	// CacheDir holds the bwrap backend's pre-built Go cache; empty means a
+	// directory under os.TempDir().
+	CacheDir string
+	Logger   *slog.Logger
+}
+
+// DefaultPoolSize is the warm containers per profile when Config leaves it 0.
+const DefaultPoolSize = 2
+
+func (c Config) withDefaults() Config {
+	if c.Backend == "" {
+		c.Backend = os.Getenv("AUTOCODER_SANDBOX")
+	}
+	if c.Backend == "" {
+		c.Backend = "auto"
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = DefaultPoolSize
+	}
+	if c.Slots <= 0 {
+		c.Slots = runtime.NumCPU()
+	}
+	if len(c.Profiles) == 0 {
+		c.Profiles = ProfileNames()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// backend is a Runner without the slot limit.
+type backend interface {
+	Runner
+}
+
+// New builds a Runner for the configured backend. With "auto" it uses
+// docker when the daemon answers a ping, else bwrap.
+func New(ctx context.Context, cfg Config) (Runner, error) {
+	cfg = cfg.withDefaults()
+	var (
+		b   backend
+		err error
+	)
+	switch cfg.Backend {
+	case "docker":
+		b, err = newDockerRunner(ctx, cfg)
+	case "bwrap":
+		b, err = newBwrapRunner(ctx, cfg)
+	case "auto":
+		b, err = newDockerRunner(ctx, cfg)
+		if errors.Is(err, ErrUnavailable) {
+			cfg.Logger.Info("sandbox: docker unavailable; trying bwrap", "err", err)
+			var berr error
+			b, berr = newBwrapRunner(ctx, cfg)
+			if berr != nil {
+				return nil, fmt.Errorf("%w: docker: %v; bwrap: %w (start a docker daemon and run scripts/build-images.sh, or install bubblewrap: apt-get install bubblewrap python3-pytest)", ErrUnavailable, err, berr)
+			}
+			err = nil
+		}
+	default:
+		return nil, fmt.Errorf("%w: backend %q (want docker, bwrap or auto)", ErrUnavailable, cfg.Backend)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger.Info("sandbox: ready", "backend", b.Name(), "slots", cfg.Slots, "pool", cfg.PoolSize)
+	return &slotted{backend: b, slots: make(chan struct{}, cfg.Slots)}, nil
+}
+
+// slotted bounds concurrent runs of a backend with a semaphore.
+type slotted struct {
+	backend
+	slots chan struct{}
+}
+
+func (s *slotted) Run(ctx context.Context, spec Spec) (Result, error) {
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("sandbox slot: %w", ctx.Err())
+	}
+	defer func() { <-s.slots }()
+	return s.backend.Run(ctx, spec)
+}

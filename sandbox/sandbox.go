@@ -1,0 +1,63 @@
+// Package sandbox runs untrusted code: a command over the files of a
+// workspace, with no network, no host environment and hard resource limits.
+package sandbox
+
+import (
+	"context"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/workspace"
+)
+
+// Limits bound one run.
+type Limits struct {
+	Timeout      time.Duration // wall clock; the whole process tree is killed
+	MemoryBytes  int64         // memory and swap together
+	NanoCPUs     int64         // 1e9 = one core
+	Pids         int64
+	OutputBytes  int64 // per stream; more is dropped and flagged
+	WorkdirBytes int64
+	TmpBytes     int64
+}
+
+// DefaultLimits suit a unit-test run of a small project.
+func DefaultLimits() Limits {
+	return Limits{
+		Timeout:      2 * time.Minute,
+		MemoryBytes:  1 << 30,
+		NanoCPUs:     1e9,
+		Pids:         256,
+		OutputBytes:  1 << 20,
+		WorkdirBytes: 256 << 20,
+		TmpBytes:     256 << 20,
+	}
+}
+
+// Spec says what to run.
+type Spec struct {
+	Profile string // language profile name: "python" or "go"
+	Image   string // docker only: overrides the profile's image
+	Files   []workspace.File
+	Cmd     []string // argv, run in the workdir
+	Limits  Limits
+}
+
+// Result is what the program did. A failing, timed-out or OOM-killed program
+// is a Result, not an error; errors are for failures of the sandbox itself.
+type Result struct {
+	ExitCode        int
+	Stdout          string
+	Stderr          string
+	StdoutTruncated bool
+	StderrTruncated bool
+	TimedOut        bool
+	OOMKilled       bool
+	Duration        time.Duration
+}
+
+// Runner runs specs in isolation.
+type Runner interface {
+	Run(ctx context.Context, spec Spec) (Result, error)
+	Name() string
+	Close() error
+}

@@ -1,0 +1,227 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/workspace"
+)
+
+// Errors of the sandbox itself, as opposed to failures of the program.
+var (
+	// ErrInvalidSpec reports a spec that cannot run: bad file names, sizes
+	// over the workdir limit, an empty command.
+	ErrInvalidSpec = errors.New("invalid sandbox spec")
+	// ErrImageMissing reports a docker image that is not on the host.
+	ErrImageMissing = errors.New("sandbox image missing (build it with scripts/build-images.sh)")
+	// ErrUnavailable reports that no sandbox backend can run on this host.
+	ErrUnavailable = errors.New("no sandbox backend available")
+	// ErrSetup reports that the sandbox could not unpack the workspace.
+	ErrSetup = errors.New("sandbox setup failed")
+	// ErrClosed reports a run on a closed Runner.
+	ErrClosed = errors.New("sandbox runner closed")
+)
+
+// setupFailed is the exit code and stderr marker of the entry script when
+// it cannot unpack the workspace; the user command has not run then.
+const (
+	setupExitCode = 125
+	setupMarker   = "autocoder-sandbox: setup failed"
+)
+
+// entryScript runs inside the sandbox as `sh -c entryScript sbx SEED`. Its
+// stdin carries the byte length of the quoted command, a newline, the
+// command, then a tar of the workspace. The command travels on stdin so that
+// a container can be started before the run it serves is known.
+//
+// SEED, when not empty, is a read-only pre-built Go build cache. GOCACHE
+// must be writable, so it becomes a tree of real directories with symlinks
+// to the seed's files: Go reads entries it finds and writes new ones beside
+// them, and all that costs no copy. This happens before stdin is read, so a
+// warm container has it done before its run arrives.
+const entryScript = `if [ -n "$1" ] && [ -d "$1" ]; then cp -rs "$1" "$GOCACHE" 2>/dev/null || rm -rf "$GOCACHE"; fi
+read -r n || exit ` + "125" + `
+cmd=$(dd bs=1 count="$n" 2>/dev/null)
+if ! tar -x -f - -C ` + workDir + ` --no-same-owner 2>/tmp/.sbx-tar; then
+	echo "` + setupMarker + `: $(cat /tmp/.sbx-tar)" >&2
+	exit ` + "125" + `
+fi
+rm -f /tmp/.sbx-tar
+cd ` + workDir + `
+eval "set -- $cmd"
+exec "$@" </dev/null
+`
+
+// withDefaults fills zero limits from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	set := func(v *int64, def int64) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = d.Timeout
+	}
+	set(&l.MemoryBytes, d.MemoryBytes)
+	set(&l.NanoCPUs, d.NanoCPUs)
+	set(&l.Pids, d.Pids)
+	set(&l.OutputBytes, d.OutputBytes)
+	set(&l.WorkdirBytes, d.WorkdirBytes)
+	set(&l.TmpBytes, d.TmpBytes)
+	return l
+}
+
+// job is a validated spec, ready for a backend.
+type job struct {
+	profile Profile
+	image   string
+	limits  Limits
+	argv    []string
+	// stdin is the entry script's input: command and workspace tar.
+	stdin []byte
+}
+
+// prepare validates the spec and encodes its input. Nothing touches disk
+// before this succeeds.
+func prepare(spec Spec) (job, error) {
+	p, err := LookupProfile(spec.Profile)
+	if err != nil {
+		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	lim := spec.Limits.withDefaults()
+	argv := spec.Cmd
+	if len(argv) == 0 {
+		argv = p.TestCmd
+	}
+	if argv[0] == "" {
+		return job{}, fmt.Errorf("%w: empty command", ErrInvalidSpec)
+	}
+	for _, a := range argv {
+		if strings.ContainsRune(a, 0) {
+			return job{}, fmt.Errorf("%w: NUL byte in command", ErrInvalidSpec)
+		}
+	}
+	wsLimits := workspace.DefaultLimits
+	wsLimits.MaxTotalBytes = lim.WorkdirBytes
+	if err := wsLimits.Check(spec.Files); err != nil {
+		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	tb, err := tarFiles(spec.Files)
+	if err != nil {
+		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	quoted := shellQuote(argv)
+	var in bytes.Buffer
+	in.Grow(len(quoted) + len(tb) + 16)
+	in.WriteString(strconv.Itoa(len(quoted)))
+	in.WriteByte('\n')
+	in.WriteString(quoted)
+	in.Write(tb)
+	image := spec.Image
+	if image == "" {
+		image = p.Image
+	}
+	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes()}, nil
+}
+
+// tarFiles encodes checked files, with their parent directories first so
+// that tar never has to guess their modes.
+func tarFiles(files []workspace.File) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	mtime := time.Unix(0, 0)
+	sorted := append([]workspace.File(nil), files...)
+	workspace.Sort(sorted)
+	for _, f := range sorted {
+		parts := strings.Split(f.Path, "/")
+		for i := 1; i < len(parts); i++ {
+			d := strings.Join(parts[:i], "/")
+			if dirs[d] {
+				continue
+			}
+			dirs[d] = true
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: mtime}); err != nil {
+				return nil, fmt.Errorf("tar dir: %w", err)
+			}
+		}
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: int64(f.FileMode()), Size: int64(len(f.Data)), ModTime: mtime}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, fmt.Errorf("tar header: %w", err)
+		}
+		if _, err := tw.Write(f.Data); err != nil {
+			return nil, fmt.Errorf("tar data: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("tar close: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// shellQuote renders argv as words for `eval "set -- ..."`.
+func shellQuote(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// capWriter keeps the first max bytes and counts, then drops, the rest, so
+// a flood of output costs no memory and never blocks the producer.
+type capWriter struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	max     int64
+	dropped int64
+}
+
+func newCapWriter(max int64) *capWriter { return &capWriter{max: max} }
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	room := w.max - int64(w.buf.Len())
+	if room < 0 {
+		room = 0
+	}
+	if int64(len(p)) <= room {
+		w.buf.Write(p)
+		return len(p), nil
+	}
+	w.buf.Write(p[:room])
+	w.dropped += int64(len(p)) - room
+	return len(p), nil
+}
+
+func (w *capWriter) result() (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String(), w.dropped > 0
+}
+
+// outputs pairs the two capped streams of a run.
+type outputs struct{ stdout, stderr *capWriter }
+
+func newOutputs(max int64) outputs {
+	return outputs{stdout: newCapWriter(max), stderr: newCapWriter(max)}
+}
+
+// fill copies the captured output into r and reports whether the entry
+// script failed before the user command ran.
+func (o outputs) fill(r *Result) error {
+	r.Stdout, r.StdoutTruncated = o.stdout.result()
+	r.Stderr, r.StderrTruncated = o.stderr.result()
+	if r.ExitCode == setupExitCode && strings.HasPrefix(r.Stderr, setupMarker) && !r.TimedOut {
+		return fmt.Errorf("%w: %s", ErrSetup, strings.TrimSpace(r.Stderr))
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package starter
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Environment variables the CLI reads.
+const (
+	envTemporalAddress   = "TEMPORAL_ADDRESS"
+	envTemporalNamespace = "TEMPORAL_NAMESPACE"
+	envTemporalUI        = "TEMPORAL_UI_URL"
+	envDatabaseURL       = "AUTOCODER_DATABASE_URL"
+	envDataDir           = "AUTOCODER_DATA_DIR"
+	envSandbox           = "AUTOCODER_SANDBOX"
+)
+
+// config is the process configuration, read once from the environment.
+type config struct {
+	TemporalAddress string
+	Namespace       string
+	UIURL           string
+	DatabaseURL     string
+	DataDir         string
+	Sandbox         string
+	// addressSet is true when the user named a Temporal server; otherwise
+	// local commands may start an embedded one.
+	addressSet bool
+}
+
+func configFromEnv() config {
+	c := config{
+		TemporalAddress: os.Getenv(envTemporalAddress),
+		Namespace:       envOr(envTemporalNamespace, "default"),
+		UIURL:           os.Getenv(envTemporalUI),
+		DatabaseURL:     os.Getenv(envDatabaseURL),
+		DataDir:         os.Getenv(envDataDir),
+		Sandbox:         envOr(envSandbox, "auto"),
+	}
+	c.addressSet = c.TemporalAddress != ""
+	if !c.addressSet {
+		c.TemporalAddress = "localhost:7233"
+	}
+	if c.UIURL == "" {
+		c.UIURL = "http://localhost:8233"
+	}
+	if c.DataDir == "" {
+		c.DataDir = defaultDataDir()
+	}
+	return c
+}
+
+// defaultDataDir follows the XDG convention: $XDG_DATA_HOME/autocoder or
+// ~/.local/share/autocoder.
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "autocoder")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "autocoder")
+	}
+	return filepath.Join(home, ".local", "share", "autocoder")
+}
+
+func (c config) sqlitePath() string { return filepath.Join(c.DataDir, "autocoder.db") }
+
+func (c config) workflowURL(id string) string {
+	return c.UIURL + "/namespaces/" + c.Namespace + "/workflows/" + id
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,163 @@
+// Package starter is the autocoder command line: cobra commands over a
+// factory of lazily built dependencies.
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/autocoder/autocoder/internal/store"
+)
+
+// Exit codes, documented in the README. Errors map to them only in exitCode.
+const (
+	exitOK          = 0
+	exitTaskFailed  = 1
+	exitUsage       = 2
+	exitUnavailable = 3 // Temporal, the store or the sandbox cannot be reached
+	exitNotFound    = 4
+	exitInterrupted = 130
+)
+
+// Error kinds the commands return; exitCode maps them.
+var (
+	errUsage       = errors.New("usage")
+	errUnavailable = errors.New("unavailable")
+	errTaskFailed  = errors.New("task failed")
+)
+
+// factory builds dependencies on first use, so a command pays only for
+// what it touches and tests can replace any of them.
+type factory struct {
+	cfg    config
+	stdout io.Writer
+	stderr io.Writer
+
+	client client.Client
+	store  store.Store
+	// ran is set once a command's own code starts; an error before that
+	// came from cobra's argument checks and is a usage error.
+	ran bool
+}
+
+func (f *factory) Client(ctx context.Context) (client.Client, error) {
+	if f.client != nil {
+		return f.client, nil
+	}
+	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(dialCtx, client.Options{
+		HostPort:  f.cfg.TemporalAddress,
+		Namespace: f.cfg.Namespace,
+		Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(f.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot reach Temporal at %s (%v).\n"+
+			"Set %s to your Temporal frontend (host:port), or run `autocoder dev` in another terminal to start a local one",
+			errUnavailable, f.cfg.TemporalAddress, err, envTemporalAddress)
+	}
+	f.client = c
+	return c, nil
+}
+
+func (f *factory) Store(ctx context.Context) (store.Store, error) {
+	if f.store != nil {
+		return f.store, nil
+	}
+	s, err := store.Open(ctx, store.Config{DatabaseURL: f.cfg.DatabaseURL, SQLitePath: f.cfg.sqlitePath()})
+	if err != nil {
+		return nil, fmt.Errorf("%w: open store: %v", errUnavailable, err)
+	}
+	f.store = s
+	return s, nil
+}
+
+func (f *factory) Close() {
+	if f.client != nil {
+		f.client.Close()
+	}
+	if f.store != nil {
+		if err := f.store.Close(); err != nil {
+			slog.Warn("close store", "error", err)
+		}
+	}
+}
+
+// Execute runs the command line and returns the process exit code.
+func Execute() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := &factory{cfg: configFromEnv(), stdout: os.Stdout, stderr: os.Stderr}
+	defer f.Close()
+	root := newRootCmd(f)
+	root.SetArgs(os.Args[1:])
+	err := root.ExecuteContext(ctx)
+	if err != nil && !f.ran && !errors.Is(err, errUsage) {
+		err = fmt.Errorf("%w: %v (see autocoder --help)", errUsage, err)
+	}
+	code := exitCode(err, ctx)
+	if err != nil && code != exitOK {
+		fmt.Fprintln(f.stderr, "autocoder:", err)
+	}
+	return code
+}
+
+func newRootCmd(f *factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "autocoder",
+		Short:         "A durable, self-improving autonomous coding agent",
+		Long:          "autocoder plans, writes, tests and repairs code in a sandbox, as a durable Temporal workflow per task.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			f.ran = true
+		},
+	}
+	root.SetOut(f.stdout)
+	root.SetErr(f.stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		cmd.PrintErrln(cmd.UsageString())
+		return fmt.Errorf("%w: %v", errUsage, err)
+	})
+	root.AddCommand(newRunCmd(f), newStatusCmd(f), newWorkerCmd(f))
+	return root
+}
+
+// exitCode is the one place errors become exit codes.
+func exitCode(err error, ctx context.Context) int {
+	var notFound *serviceerror.NotFound
+	var canceled *temporal.CanceledError
+	switch {
+	case err == nil:
+		return exitOK
+	case ctx.Err() != nil:
+		return exitInterrupted
+	case errors.Is(err, errUsage):
+		return exitUsage
+	case errors.As(err, &notFound):
+		return exitNotFound
+	case errors.Is(err, errUnavailable):
+		return exitUnavailable
+	case errors.Is(err, errTaskFailed), errors.As(err, &canceled):
+		return exitTaskFailed
+	default:
+		return exitTaskFailed
+	}
+}
+
+func usageError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,63 @@
+package starter
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/sandbox"
+	"github.com/autocoder/autocoder/worker"
+)
+
+func newWorkerCmd(f *factory) *cobra.Command {
+	var opts worker.Options
+	var pool, slots int
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a worker that executes coding tasks (stops gracefully on SIGINT/SIGTERM)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := f.Client(ctx)
+			if err != nil {
+				return err
+			}
+			acts, closeActs, err := f.Activities(ctx, sandbox.Config{Backend: f.cfg.Sandbox, PoolSize: pool, Slots: slots})
+			if err != nil {
+				return err
+			}
+			defer closeActs()
+			return worker.Run(ctx, c, acts, opts)
+		},
+	}
+	cmd.Flags().IntVar(&opts.MaxConcurrentActivities, "max-activities", 0, "activities run at once (0: SDK default)")
+	cmd.Flags().IntVar(&pool, "sandbox-pool", 0, "warm sandbox containers kept per language (docker)")
+	cmd.Flags().IntVar(&slots, "sandbox-slots", 0, "sandbox runs at once (0: number of CPUs)")
+	return cmd
+}
+
+// Activities assembles the activities' dependencies: the store, a sandbox
+// (after reaping what a crashed worker left behind) and the model factory.
+func (f *factory) Activities(ctx context.Context, sc sandbox.Config) (*activities.Activities, func(), error) {
+	st, err := f.Store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := llm.EnvFromOS().DefaultSpec(); err != nil {
+		slog.Warn("no default model: tasks must name one with --model", "error", err)
+	}
+	sb, err := sandbox.New(ctx, sc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
+	}
+	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(llm.EnvFromOS())}
+	return acts, func() {
+		if err := sb.Close(); err != nil {
+			slog.Warn("close sandbox", "error", err)
+		}
+	}, nil
+}

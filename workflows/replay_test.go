@@ -1,0 +1,34 @@
+package workflows
+
+import (
+	"path/filepath"
+	"testing"
+
+	"go.temporal.io/sdk/worker"
+)
+
+// TestReplayRecordedHistories replays histories recorded from real runs, so
+// a change that breaks determinism for tasks already in flight fails here.
+// Re-record them with:
+//
+//	AUTOCODER_RECORD_HISTORY=1 go test ./internal/e2e -run TestTaskEndToEnd
+//
+// and keep the old files too when the change is guarded by GetVersion.
+func TestReplayRecordedHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no recorded histories in testdata/")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(CodingTask, RegisterOptions())
+			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+				t.Fatalf("replay %s: %v", f, err)
+			}
+		})
+	}
+}
