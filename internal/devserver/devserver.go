@@ -105,6 +105,8 @@ type Server struct {
 	uiPort       int
 	dbPath       string
 	log          *slog.Logger
+	// serverLevel is the server's log threshold, raised during Stop.
+	serverLevel *slog.LevelVar
 
 	temporal temporal.Server
 	ui       *uiserver.Server
@@ -136,6 +138,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		log:       opts.Logger,
 		lock:      lock,
 	}
+	s.serverLevel = new(slog.LevelVar)
+	s.serverLevel.Set(minServerLevel)
 	if err := s.start(ctx, opts); err != nil {
 		// Stop undoes whatever part of the startup succeeded.
 		return nil, errors.Join(err, s.Stop())
@@ -159,7 +163,7 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		ctx, cancel = context.WithTimeout(ctx, startTimeout)
 		defer cancel()
 	}
-	if s.temporal, err = newTemporalServer(s.dbPath, s.frontendPort, opts); err != nil {
+	if s.temporal, err = newTemporalServer(s.dbPath, s.frontendPort, opts, s.serverLevel); err != nil {
 		return err
 	}
 	if err := s.temporal.Start(); err != nil {
@@ -212,6 +216,7 @@ func (s *Server) WorkflowURL(namespace, workflowID string) string {
 // safe to call more than once.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		s.serverLevel.Set(stoppingLevel)
 		if s.ui != nil {
 			s.ui.Stop()
 		}

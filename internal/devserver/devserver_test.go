@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/common/log/tag"
 )
 
 const (
@@ -411,6 +414,53 @@ func TestURLs(t *testing.T) {
 			}
 			if got := tt.srv.WorkflowURL(tt.ns, tt.id); got != tt.wantWorkflow {
 				t.Errorf("WorkflowURL = %q, want %q", got, tt.wantWorkflow)
+			}
+		})
+	}
+}
+
+// recorder is a slog.Handler that keeps every record it is given.
+type recorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.records = append(r.records, rec)
+	return nil
+}
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+func TestServerLogger(t *testing.T) {
+	tests := []struct {
+		name      string
+		threshold slog.Level
+		log       func(l serverLogger)
+		wantLevel []slog.Level
+	}{
+		{"info dropped", minServerLevel, func(l serverLogger) { l.Info("started", tag.NewStringTag("k", "v")) }, nil},
+		{"debug dropped", minServerLevel, func(l serverLogger) { l.Debug("detail") }, nil},
+		{"warn kept", minServerLevel, func(l serverLogger) { l.Warn("slow", tag.NewInt("n", 3)) }, []slog.Level{slog.LevelWarn}},
+		{"fatal logged as error", minServerLevel, func(l serverLogger) { l.Fatal("boom") }, []slog.Level{slog.LevelError}},
+		{"with keeps tags", minServerLevel, func(l serverLogger) { l.With(tag.NewStringTag("svc", "x")).(serverLogger).Error("e") }, []slog.Level{slog.LevelError}},
+		{"muted while stopping", stoppingLevel, func(l serverLogger) { l.Error("canceled"); l.Fatal("canceled") }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			var level slog.LevelVar
+			level.Set(tt.threshold)
+			tt.log(newServerLogger(slog.New(rec), &level))
+			var got []slog.Level
+			for _, r := range rec.records {
+				got = append(got, r.Level)
+			}
+			if !slices.Equal(got, tt.wantLevel) {
+				t.Fatalf("levels = %v, want %v", got, tt.wantLevel)
 			}
 		})
 	}

@@ -12,6 +12,11 @@ import (
 // agent's logs.
 const minServerLevel = slog.LevelWarn
 
+// stoppingLevel mutes the server during Stop, where every in-flight poll and
+// persistence call reports its cancellation as a warning or an error. Stop
+// itself still returns a failure to stop.
+const stoppingLevel = slog.LevelError + 1
+
 // serverLogger adapts the server's log.Logger interface to slog.
 type serverLogger struct {
 	log *slog.Logger
@@ -22,8 +27,8 @@ var (
 	_ log.WithLogger = serverLogger{}
 )
 
-func newServerLogger(l *slog.Logger) serverLogger {
-	return serverLogger{log: quiet(l)}
+func newServerLogger(l *slog.Logger, min slog.Leveler) serverLogger {
+	return serverLogger{log: slog.New(levelHandler{min: min, next: l.Handler()})}
 }
 
 // quiet returns l restricted to warnings and errors.
@@ -65,12 +70,12 @@ func attrs(tags []tag.Tag) []slog.Attr {
 
 // levelHandler drops records below min before they reach next.
 type levelHandler struct {
-	min  slog.Level
+	min  slog.Leveler
 	next slog.Handler
 }
 
 func (h levelHandler) Enabled(ctx context.Context, level slog.Level) bool {
-	return level >= h.min && h.next.Enabled(ctx, level)
+	return level >= h.min.Level() && h.next.Enabled(ctx, level)
 }
 
 func (h levelHandler) Handle(ctx context.Context, r slog.Record) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -65,17 +66,25 @@ func (s *Server) awaitFrontend(ctx context.Context, want map[string]enums.Indexe
 	if err != nil {
 		return err
 	}
-	return ensureSearchAttributes(ctx, c.OperatorService(), s.namespace, want)
+	return ensureSearchAttributes(ctx, c, s.namespace, want)
+}
+
+// services is the part of client.Client that ensureSearchAttributes uses.
+type services interface {
+	OperatorService() operatorservice.OperatorServiceClient
+	WorkflowService() workflowservice.WorkflowServiceClient
 }
 
 // ensureSearchAttributes registers the wanted custom search attributes that
 // the namespace lacks, through the operator service, and waits until they are
-// visible: the frontend reads them from a namespace cache refreshed every few
-// seconds.
-func ensureSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string, want map[string]enums.IndexedValueType) error {
+// usable: starting workflows and queries resolve them through a namespace
+// cache refreshed every few seconds, while the operator service reads the
+// database directly.
+func ensureSearchAttributes(ctx context.Context, svc services, namespace string, want map[string]enums.IndexedValueType) error {
 	if len(want) == 0 {
 		return nil
 	}
+	op := svc.OperatorService()
 	have, err := customSearchAttributes(ctx, op, namespace)
 	if err != nil {
 		return err
@@ -101,17 +110,18 @@ func ensureSearchAttributes(ctx context.Context, op operatorservice.OperatorServ
 	if err != nil && !errors.As(err, &exists) {
 		return fmt.Errorf("add search attributes: %w", err)
 	}
+	names := make([]string, 0, len(missing))
+	for name := range missing {
+		names = append(names, "`"+name+"` IS NULL")
+	}
+	// The query is rejected until every name resolves through the cache.
+	query := strings.Join(names, " OR ")
 	return poll(ctx, "await search attributes", func(ctx context.Context) error {
-		have, err := customSearchAttributes(ctx, op, namespace)
-		if err != nil {
-			return err
-		}
-		for name := range missing {
-			if _, ok := have[name]; !ok {
-				return fmt.Errorf("search attribute %q not visible yet", name)
-			}
-		}
-		return nil
+		_, err := svc.WorkflowService().CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+			Namespace: namespace,
+			Query:     query,
+		})
+		return err
 	})
 }
 

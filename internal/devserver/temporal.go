@@ -3,6 +3,7 @@ package devserver
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -27,13 +28,14 @@ const (
 
 // newTemporalServer prepares the SQLite file (schema and namespace) and builds
 // a server running every service in this process.
-func newTemporalServer(dbPath string, frontendPort int, opts Options) (temporal.Server, error) {
+func newTemporalServer(dbPath string, frontendPort int, opts Options, logLevel slog.Leveler) (temporal.Server, error) {
 	sqlConf := sqlConfig(dbPath)
 	if err := prepareDatabase(sqlConf, opts); err != nil {
 		return nil, err
 	}
-	// Internal services only talk to each other over loopback.
-	ports, err := freePorts(0, 0, 0)
+	// Internal services only talk to each other over loopback. The frontend's
+	// HTTP API is enabled too: without it the server warns at every start.
+	ports, err := freePorts(0, 0, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("pick internal ports: %w", err)
 	}
@@ -43,7 +45,7 @@ func newTemporalServer(dbPath string, frontendPort int, opts Options) (temporal.
 		primitives.MatchingService: ports[1],
 		primitives.WorkerService:   ports[2],
 	}
-	conf := serverConfig(sqlConf, addrs)
+	conf := serverConfig(sqlConf, addrs, ports[3])
 	hosts := make(map[primitives.ServiceName]static.Hosts, len(addrs))
 	for svc, port := range addrs {
 		hosts[svc] = static.SingleLocalHost(hostPort(port))
@@ -52,7 +54,7 @@ func newTemporalServer(dbPath string, frontendPort int, opts Options) (temporal.
 		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(hosts),
-		temporal.WithLogger(newServerLogger(opts.Logger)),
+		temporal.WithLogger(newServerLogger(opts.Logger, logLevel)),
 		temporal.WithAuthorizer(authorization.NewNoopAuthorizer()),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper {
 			return authorization.NewNoopClaimMapper()
@@ -118,7 +120,7 @@ func removeDatabase(path string) {
 	}
 }
 
-func serverConfig(sqlConf *config.SQL, ports map[primitives.ServiceName]int) *config.Config {
+func serverConfig(sqlConf *config.SQL, ports map[primitives.ServiceName]int, httpPort int) *config.Config {
 	frontend := hostPort(ports[primitives.FrontendService])
 	conf := &config.Config{}
 	conf.Global.Membership = config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host}
@@ -133,7 +135,12 @@ func serverConfig(sqlConf *config.SQL, ports map[primitives.ServiceName]int) *co
 		MasterClusterName:        clusterName,
 		CurrentClusterName:       clusterName,
 		ClusterInformation: map[string]cluster.ClusterInformation{
-			clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+			clusterName: {
+				Enabled:                true,
+				InitialFailoverVersion: 1,
+				RPCAddress:             frontend,
+				HTTPAddress:            hostPort(httpPort),
+			},
 		},
 	}
 	conf.DCRedirectionPolicy.Policy = "noop"
@@ -141,6 +148,9 @@ func serverConfig(sqlConf *config.SQL, ports map[primitives.ServiceName]int) *co
 	for svc, port := range ports {
 		conf.Services[string(svc)] = config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: host}}
 	}
+	fe := conf.Services[string(primitives.FrontendService)]
+	fe.RPC.HTTPPort = httpPort
+	conf.Services[string(primitives.FrontendService)] = fe
 	conf.Archival.History.State = "disabled"
 	conf.Archival.Visibility.State = "disabled"
 	conf.NamespaceDefaults.Archival.History.State = "disabled"

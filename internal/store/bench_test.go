@@ -83,7 +83,9 @@ var benchTargets = []struct {
 	name string
 	open func(b *testing.B) snapshotter
 }{
-	{"dir", func(b *testing.B) snapshotter { return &dirSnapshotter{root: b.TempDir(), paths: map[string][]string{}} }},
+	{"dir", func(b *testing.B) snapshotter {
+		return &dirSnapshotter{root: b.TempDir(), paths: map[string][]string{}}
+	}},
 	{"sqlite", func(b *testing.B) snapshotter { return storeSnapshotter{openTarget(b, sqliteTarget(b))} }},
 	{"postgres", func(b *testing.B) snapshotter { return storeSnapshotter{openTarget(b, postgresTarget(b))} }},
 }

@@ -141,7 +141,7 @@ func (s *SQLite) write(ctx context.Context, p plan) error {
 		return fmt.Errorf("insert snapshot: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return err
+		return err // n == 0: stored whole before, nothing to add
 	}
 
 	blobStmt, err := tx.PrepareContext(ctx, `INSERT INTO blobs (hash, data, size) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`)
