@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,13 @@ func (a *Activities) Validate(ctx context.Context, in CheckInput) (TestSummary, 
 		return TestSummary{}, err
 	}
 	start := time.Now()
-	rules := policy.DefaultRules()
+	rules, err := policy.DefaultRules().Allow(in.Allow...)
+	if err != nil {
+		return TestSummary{}, badInput("%v", err)
+	}
+	if in.IgnorePolicy {
+		rules, _ = rules.Allow(policy.Categories()...)
+	}
 	var findings []policy.Finding
 	switch in.Language {
 	case "go":
@@ -46,6 +53,7 @@ func (a *Activities) Validate(ctx context.Context, in CheckInput) (TestSummary, 
 	if !s.Passed {
 		s.ExitCode = 1
 		s.Output = policy.Summary(findings)
+		s.PolicyOnly = !slices.ContainsFunc(findings, func(f policy.Finding) bool { return f.Rule == policy.RuleSyntax })
 	}
 	return s, nil
 }

@@ -60,6 +60,7 @@ func planPrompt(in PlanInput, files []workspace.File) string {
 		}
 		b.WriteString("\n")
 	}
+	writeGuidance(&b, in.Guidance)
 	b.WriteString(`Write a short plan as numbered steps (1. 2. 3.), at most 5, each one line.
 Every step must leave the tests passing, so each step includes its own tests. Small tasks need one step.`)
 	return b.String()
@@ -80,6 +81,7 @@ func generatePrompt(in GenerateInput, files []workspace.File) string {
 	if in.Feedback != "" {
 		fmt.Fprintf(&b, "Your previous attempt failed. Diagnosis and fix plan:\n%s\n\n", in.Feedback)
 	}
+	writeGuidance(&b, in.Guidance)
 	b.WriteString(outputFormat)
 	return b.String()
 }
@@ -154,4 +156,15 @@ func writeFiles(b *strings.Builder, files []workspace.File, hint string) {
 func isTestFile(p string) bool {
 	base := p[strings.LastIndex(p, "/")+1:]
 	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")
+}
+
+func writeGuidance(b *strings.Builder, guidance []string) {
+	if len(guidance) == 0 {
+		return
+	}
+	b.WriteString("Guidance from the person who asked for this task (follow it):\n")
+	for _, g := range guidance {
+		fmt.Fprintf(b, "- %s\n", g)
+	}
+	b.WriteString("\n")
 }

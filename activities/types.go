@@ -17,6 +17,9 @@ type TestSummary struct {
 	// Stage says which gate produced this: "generate" (unusable model
 	// output), "validate" (syntax or policy) or "test".
 	Stage string `json:"stage"`
+	// PolicyOnly is set on a failed validation whose findings are all
+	// safety-policy findings (no syntax errors): a person may approve them.
+	PolicyOnly bool `json:"policyOnly,omitempty"`
 }
 
 // Headline is a one-line description of the outcome.
@@ -76,6 +79,8 @@ type PlanInput struct {
 	TestCmd       string `json:"testCmd,omitempty"`
 	InputSnapshot string `json:"inputSnapshot,omitempty"`
 	Model         string `json:"model,omitempty"`
+	// Guidance is what people said, e.g. why they rejected a plan.
+	Guidance []string `json:"guidance,omitempty"`
 }
 
 // PlanOutput is the plan as numbered steps.
@@ -95,7 +100,9 @@ type GenerateInput struct {
 	BaseSnapshot string   `json:"baseSnapshot,omitempty"`
 	// Feedback is the reflection on the previous failed attempt, if any.
 	Feedback string `json:"feedback,omitempty"`
-	Model    string `json:"model,omitempty"`
+	// Guidance is what people said through the feedback signal.
+	Guidance []string `json:"guidance,omitempty"`
+	Model    string   `json:"model,omitempty"`
 }
 
 // GenerateOutput names the snapshot the model's files produced. When the
@@ -113,6 +120,10 @@ type CheckInput struct {
 	SnapshotID string `json:"snapshotId"`
 	Language   string `json:"language"`
 	TestCmd    string `json:"testCmd,omitempty"`
+	// Allow lists safety-policy categories allowed outright; IgnorePolicy
+	// skips the policy and checks syntax only.
+	Allow        []string `json:"allow,omitempty"`
+	IgnorePolicy bool     `json:"ignorePolicy,omitempty"`
 }
 
 // ReflectInput describes a failed attempt.

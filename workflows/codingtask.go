@@ -14,8 +14,13 @@ import (
 	"github.com/autocoder/autocoder/activities"
 )
 
-// ErrTypeIterationsExhausted marks a task that ran out of attempts.
-const ErrTypeIterationsExhausted = "IterationsExhausted"
+// Error types a task can end with.
+const (
+	ErrTypeIterationsExhausted = "IterationsExhausted"
+	ErrTypeBudgetExceeded      = "BudgetExceeded"
+	ErrTypePlanRejected        = "PlanRejected"
+	ErrTypeCancelled           = "Cancelled"
+)
 
 // a is the nil receiver through which the workflow names activities.
 var a *activities.Activities
@@ -23,21 +28,40 @@ var a *activities.Activities
 // task is the workflow's whole state. File contents never enter it: the
 // workspace is a snapshot id in the store.
 type task struct {
-	in       TaskInput
-	status   Status
-	snapshot string // last good snapshot: the input, then each passing step
+	in     TaskInput
+	status Status
+
+	base     string // snapshot the next attempt starts from
+	feedback string // reflection on the last failed attempt
+
+	// Set by signal and update handlers, consumed by the main loop.
+	decision *decision
+	cancel   *CancelSignal
+	rollback *RollbackRequest
+
+	budgetTokens int
+	budgetUSD    float64
+}
+
+// decision is a person's answer to a pending approval.
+type decision struct {
+	approved bool
+	text     string // reject reason or approval comment
 }
 
 // CodingTask plans the task, then for each plan step generates code,
 // validates it, runs the tests and, on failure, reflects and tries again,
-// checkpointing every attempt, until the tests pass or the iterations run out.
+// checkpointing every attempt, until the tests pass or the iterations run
+// out. People steer it with signals (approve, reject, feedback, cancel) and
+// the rollback update.
 func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 	t, err := newTask(in)
 	if err != nil {
 		return TaskResult{}, err
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) { return t.status, nil }); err != nil {
-		return TaskResult{}, fmt.Errorf("register status query: %w", err)
+	t.status.Started = workflow.Now(ctx)
+	if err := t.registerHandlers(ctx); err != nil {
+		return TaskResult{}, err
 	}
 	res, err := t.run(ctx)
 	if err != nil {
@@ -48,18 +72,33 @@ func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 }
 
 func newTask(in TaskInput) (*task, error) {
+	bad := func(format string, args ...any) error {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), activities.ErrTypeBadInput, nil)
+	}
 	if strings.TrimSpace(in.Task) == "" {
-		return nil, temporal.NewNonRetryableApplicationError("task text is empty", activities.ErrTypeBadInput, nil)
+		return nil, bad("task text is empty")
 	}
 	if in.Language != "python" && in.Language != "go" {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unsupported language %q (want python or go)", in.Language), activities.ErrTypeBadInput, nil)
+		return nil, bad("unsupported language %q (want python or go)", in.Language)
+	}
+	switch in.Policy {
+	case "":
+		in.Policy = PolicyDeny
+	case PolicyDeny, PolicyAsk, PolicyAllow:
+	default:
+		return nil, bad("unknown policy mode %q (want deny, ask or allow)", in.Policy)
 	}
 	if in.MaxIterations <= 0 {
 		in.MaxIterations = DefaultMaxIterations
 	}
+	if in.ApprovalTimeout <= 0 {
+		in.ApprovalTimeout = DefaultApprovalTimeout
+	}
 	return &task{
-		in:       in,
-		snapshot: in.InputSnapshot,
+		in:           in,
+		base:         in.InputSnapshot,
+		budgetTokens: in.BudgetTokens,
+		budgetUSD:    in.BudgetUSD,
 		status: Status{
 			Task:          in.Task,
 			Language:      in.Language,
@@ -71,91 +110,145 @@ func newTask(in TaskInput) (*task, error) {
 }
 
 func (t *task) run(ctx workflow.Context) (TaskResult, error) {
-	t.setPhase(ctx, PhasePlanning)
-	var plan activities.PlanOutput
-	err := workflow.ExecuteActivity(modelCtx(ctx, "plan"), a.Plan, activities.PlanInput{
-		Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
-		InputSnapshot: t.in.InputSnapshot, Model: t.in.Model,
-	}).Get(ctx, &plan)
-	if err != nil {
-		return TaskResult{}, fmt.Errorf("plan: %w", err)
+	if err := t.plan(ctx); err != nil {
+		return TaskResult{}, err
 	}
-	t.status.Plan = plan.Steps
-	t.status.Usage.Add(plan.Usage)
-
-	for step := 1; step <= len(plan.Steps); step++ {
-		t.status.Step = step
-		if err := t.runStep(ctx); err != nil {
+	for t.status.Step <= len(t.status.Plan) {
+		if t.rollback != nil {
+			t.applyRollback()
+			continue
+		}
+		if t.status.Iteration >= t.in.MaxIterations {
+			if err := t.stuck(ctx); err != nil {
+				return TaskResult{}, err
+			}
+			continue
+		}
+		if err := t.attempt(ctx); err != nil {
 			return TaskResult{}, err
 		}
 	}
 	t.setPhase(ctx, PhaseSucceeded)
 	return TaskResult{
-		SnapshotID:   t.snapshot,
+		SnapshotID:   t.base,
 		Iterations:   t.status.Iteration,
 		TestsByModel: t.status.TestsByModel,
 		Status:       t.status,
 	}, nil
 }
 
-// runStep loops generate → validate → execute → reflect until the step's
-// tests pass. Each attempt builds on the previous one's files, so the model
-// repairs its own code rather than starting over.
-func (t *task) runStep(ctx workflow.Context) error {
-	base := t.snapshot
-	feedback := ""
-	for {
-		if t.status.Iteration >= t.in.MaxIterations {
-			return t.exhausted()
-		}
-		t.status.Iteration++
-		it := t.status.Iteration
-
-		t.setPhase(ctx, PhaseGenerating)
-		var gen activities.GenerateOutput
-		err := workflow.ExecuteActivity(modelCtx(ctx, t.label("generate")), a.Generate, activities.GenerateInput{
+// plan asks for a plan and, when the task wants it, a person's approval; a
+// rejected plan is made again with the reason as guidance.
+func (t *task) plan(ctx workflow.Context) error {
+	for rejections := 0; ; rejections++ {
+		t.setPhase(ctx, PhasePlanning)
+		var plan activities.PlanOutput
+		err := workflow.ExecuteActivity(modelCtx(ctx, "plan"), a.Plan, activities.PlanInput{
 			Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
-			Plan: t.status.Plan, Step: t.status.Step, Iteration: it,
-			BaseSnapshot: base, Feedback: feedback, Model: t.in.Model,
-		}).Get(ctx, &gen)
+			InputSnapshot: t.in.InputSnapshot, Model: t.in.Model, Guidance: t.status.Feedback,
+		}).Get(ctx, &plan)
 		if err != nil {
-			return fmt.Errorf("generate: %w", err)
+			return fmt.Errorf("plan: %w", err)
 		}
-		t.status.Usage.Add(gen.Usage)
-
-		result, err := t.check(ctx, gen)
+		t.status.Plan = plan.Steps
+		t.status.Step = 1
+		if err := t.spend(ctx, plan.Usage); err != nil {
+			return err
+		}
+		if err := t.stopIfCancelled(ctx); err != nil {
+			return err
+		}
+		if !t.in.ApprovePlan {
+			return nil
+		}
+		d, err := t.ask(ctx, GatePlan, "Approve this plan?", numbered(plan.Steps))
 		if err != nil {
 			return err
 		}
-		t.checkpoint(ctx, gen.SnapshotID, result)
-		if result.Passed {
-			t.snapshot = gen.SnapshotID
+		if d.approved {
 			return nil
 		}
-		if gen.SnapshotID != "" {
-			base = gen.SnapshotID
+		if rejections+1 >= maxPlanRejections {
+			return temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("plan rejected %d times; last reason: %s", rejections+1, d.text), ErrTypePlanRejected, nil)
 		}
-
-		t.setPhase(ctx, PhaseReflecting)
-		var refl activities.ReflectOutput
-		err = workflow.ExecuteActivity(modelCtx(ctx, t.label("reflect")), a.Reflect, activities.ReflectInput{
-			Task: t.in.Task, Language: t.in.Language, Plan: t.status.Plan, Step: t.status.Step,
-			Iteration: it, SnapshotID: base, Failure: result, Model: t.in.Model,
-		}).Get(ctx, &refl)
-		if err != nil {
-			return fmt.Errorf("reflect: %w", err)
+		if d.text != "" {
+			t.status.Feedback = append(t.status.Feedback, "The previous plan was rejected: "+d.text)
 		}
-		t.status.Usage.Add(refl.Usage)
-		feedback = refl.Reflection
 	}
 }
 
-// check validates and then tests a generated snapshot.
+// attempt runs one iteration: generate → validate → execute → checkpoint,
+// and on failure reflect. Each attempt builds on the previous one's files,
+// so the model repairs its own code rather than starting over.
+func (t *task) attempt(ctx workflow.Context) error {
+	t.status.Iteration++
+	it := t.status.Iteration
+
+	t.setPhase(ctx, PhaseGenerating)
+	var gen activities.GenerateOutput
+	err := workflow.ExecuteActivity(modelCtx(ctx, t.label("generate")), a.Generate, activities.GenerateInput{
+		Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
+		Plan: t.status.Plan, Step: t.status.Step, Iteration: it,
+		BaseSnapshot: t.base, Feedback: t.feedback, Guidance: t.status.Feedback, Model: t.in.Model,
+	}).Get(ctx, &gen)
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	if err := t.spend(ctx, gen.Usage); err != nil {
+		return err
+	}
+	if t.cancel != nil {
+		t.checkpoint(ctx, gen.SnapshotID, activities.TestSummary{Stage: "generate", ExitCode: -1, Output: "cancelled before testing"})
+		return t.cancelled()
+	}
+
+	result, err := t.check(ctx, gen)
+	if err != nil {
+		return err
+	}
+	t.checkpoint(ctx, gen.SnapshotID, result)
+	if err := t.stopIfCancelled(ctx); err != nil {
+		return err
+	}
+	if gen.SnapshotID != "" {
+		t.base = gen.SnapshotID
+	}
+	if result.Passed {
+		t.status.Step++
+		t.feedback = ""
+		return nil
+	}
+	if t.rollback != nil {
+		return nil // the failure no longer matters: the loop moves back
+	}
+
+	t.setPhase(ctx, PhaseReflecting)
+	var refl activities.ReflectOutput
+	err = workflow.ExecuteActivity(modelCtx(ctx, t.label("reflect")), a.Reflect, activities.ReflectInput{
+		Task: t.in.Task, Language: t.in.Language, Plan: t.status.Plan, Step: t.status.Step,
+		Iteration: it, SnapshotID: t.base, Failure: result, Model: t.in.Model,
+	}).Get(ctx, &refl)
+	if err != nil {
+		return fmt.Errorf("reflect: %w", err)
+	}
+	t.feedback = refl.Reflection
+	if err := t.spend(ctx, refl.Usage); err != nil {
+		return err
+	}
+	return t.stopIfCancelled(ctx)
+}
+
+// check validates and then tests a generated snapshot. In ask mode, safety
+// findings wait for a person: approved code runs, rejected code fails.
 func (t *task) check(ctx workflow.Context, gen activities.GenerateOutput) (activities.TestSummary, error) {
 	if gen.Rejected != "" {
 		return activities.TestSummary{Stage: "generate", ExitCode: 1, Output: gen.Rejected}, nil
 	}
-	in := activities.CheckInput{SnapshotID: gen.SnapshotID, Language: t.in.Language, TestCmd: t.in.TestCmd}
+	in := activities.CheckInput{
+		SnapshotID: gen.SnapshotID, Language: t.in.Language, TestCmd: t.in.TestCmd,
+		Allow: t.in.Allow, IgnorePolicy: t.in.Policy == PolicyAllow,
+	}
 
 	t.setPhase(ctx, PhaseValidating)
 	var result activities.TestSummary
@@ -163,13 +256,221 @@ func (t *task) check(ctx workflow.Context, gen activities.GenerateOutput) (activ
 		return result, fmt.Errorf("validate: %w", err)
 	}
 	if !result.Passed {
-		return result, nil
+		if !result.PolicyOnly || t.in.Policy != PolicyAsk {
+			return result, nil
+		}
+		d, err := t.ask(ctx, GatePolicy, "The code does things the safety policy denies. Run it anyway?", result.Output)
+		if err != nil {
+			return result, err
+		}
+		if !d.approved {
+			if d.text != "" {
+				result.Output += "\nRejected by a person: " + d.text
+			}
+			return result, nil
+		}
+	}
+	if t.cancel != nil || t.rollback != nil {
+		return activities.TestSummary{Stage: "validate", ExitCode: -1, Output: "not tested: interrupted"}, nil
 	}
 	t.setPhase(ctx, PhaseExecuting)
 	if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("test")), a.Execute, in).Get(ctx, &result); err != nil {
 		return result, fmt.Errorf("execute: %w", err)
 	}
 	return result, nil
+}
+
+// stuck runs when the iterations are spent: with --ask-when-stuck a person
+// may grant more (with guidance); otherwise the task fails with the last
+// test output.
+func (t *task) stuck(ctx workflow.Context) error {
+	if !t.in.AskWhenStuck {
+		return t.exhausted()
+	}
+	d, err := t.ask(ctx, GateStuck, fmt.Sprintf("No passing attempt after %d iterations. Allow %d more? (feedback helps)",
+		t.status.Iteration, t.extraIterations()), t.lastOutput())
+	if err != nil {
+		return err
+	}
+	if t.rollback != nil {
+		return nil
+	}
+	if !d.approved {
+		return t.exhausted()
+	}
+	t.in.MaxIterations += t.extraIterations()
+	t.status.MaxIterations = t.in.MaxIterations
+	return nil
+}
+
+func (t *task) extraIterations() int { return max(2, t.in.MaxIterations/2) }
+
+// spend adds a model call's usage and, past the budget, asks a person for
+// more: approval extends the budget by its original size.
+func (t *task) spend(ctx workflow.Context, u activities.Usage) error {
+	t.status.Usage.Add(u)
+	over := func() bool {
+		tokens := t.status.Usage.PromptTokens + t.status.Usage.CompletionTokens
+		return (t.budgetTokens > 0 && tokens > t.budgetTokens) || (t.budgetUSD > 0 && t.status.Usage.CostUSD > t.budgetUSD)
+	}
+	if !over() {
+		return nil
+	}
+	d, err := t.ask(ctx, GateBudget, "The task is over its budget. Allow it to spend as much again?",
+		fmt.Sprintf("used %d tokens, $%.4f; budget %d tokens, $%.4f", t.status.Usage.PromptTokens+t.status.Usage.CompletionTokens,
+			t.status.Usage.CostUSD, t.budgetTokens, t.budgetUSD))
+	if err != nil {
+		return err
+	}
+	if !d.approved {
+		return temporal.NewNonRetryableApplicationError("budget exceeded: "+orText(d.text, "not approved"), ErrTypeBudgetExceeded, nil)
+	}
+	t.budgetTokens += t.in.BudgetTokens
+	t.budgetUSD += t.in.BudgetUSD
+	return nil
+}
+
+// ask waits durably for a person's decision, bounded by a timer. A timeout
+// is a rejection. Cancel and rollback requests end the wait too.
+func (t *task) ask(ctx workflow.Context, kind, question, details string) (decision, error) {
+	now := workflow.Now(ctx)
+	t.decision = nil
+	t.status.Pending = &Approval{Kind: kind, Question: question, Details: details, Since: now, Deadline: now.Add(t.in.ApprovalTimeout)}
+	prev := t.status.Phase
+	t.setPhase(ctx, PhaseWaiting)
+	workflow.GetLogger(ctx).Info("waiting for approval", "kind", kind)
+	answered, err := workflow.AwaitWithTimeout(ctx, t.in.ApprovalTimeout, func() bool {
+		return t.decision != nil || t.cancel != nil || t.rollback != nil
+	})
+	t.status.Pending = nil
+	if err != nil {
+		return decision{}, err
+	}
+	if t.cancel != nil {
+		return decision{}, t.cancelled()
+	}
+	t.setPhase(ctx, prev)
+	if !answered {
+		return decision{text: fmt.Sprintf("no answer within %s", t.in.ApprovalTimeout)}, nil
+	}
+	if t.decision == nil { // a rollback ended the wait
+		return decision{}, nil
+	}
+	d := *t.decision
+	t.decision = nil
+	return d, nil
+}
+
+func (t *task) applyRollback() {
+	r := *t.rollback
+	t.rollback = nil
+	cp := t.status.Checkpoints[r.Checkpoint-1]
+	t.base = cp.SnapshotID
+	t.status.Step = cp.Step
+	t.feedback = ""
+	if cp.Passed && r.Feedback == "" {
+		t.status.Step++
+	}
+	if r.Feedback != "" {
+		t.status.Feedback = append(t.status.Feedback, r.Feedback)
+	}
+}
+
+func (t *task) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) { return t.status, nil }); err != nil {
+		return fmt.Errorf("register status query: %w", err)
+	}
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRollback,
+		func(ctx workflow.Context, r RollbackRequest) (Status, error) {
+			t.rollback = &r
+			if err := workflow.Await(ctx, func() bool { return t.rollback == nil || t.status.Phase.Done() }); err != nil {
+				return Status{}, err
+			}
+			return t.status, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(r RollbackRequest) error {
+			if r.Checkpoint < 1 || r.Checkpoint > len(t.status.Checkpoints) {
+				return fmt.Errorf("unknown checkpoint %d: the task has checkpoints 1 to %d", r.Checkpoint, len(t.status.Checkpoints))
+			}
+			if t.status.Phase.Done() {
+				return fmt.Errorf("the task has already %s", t.status.Phase)
+			}
+			return nil
+		}})
+	if err != nil {
+		return fmt.Errorf("register rollback update: %w", err)
+	}
+	workflow.Go(ctx, t.receiveSignals)
+	return nil
+}
+
+// receiveSignals records what people say; the main loop acts on it.
+func (t *task) receiveSignals(ctx workflow.Context) {
+	approve := workflow.GetSignalChannel(ctx, SignalApprove)
+	reject := workflow.GetSignalChannel(ctx, SignalReject)
+	feedback := workflow.GetSignalChannel(ctx, SignalFeedback)
+	cancel := workflow.GetSignalChannel(ctx, SignalCancel)
+	log := workflow.GetLogger(ctx)
+	for {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(approve, func(c workflow.ReceiveChannel, _ bool) {
+			var s ApproveSignal
+			c.Receive(ctx, &s)
+			t.decide(ctx, decision{approved: true, text: s.Comment})
+		})
+		sel.AddReceive(reject, func(c workflow.ReceiveChannel, _ bool) {
+			var s RejectSignal
+			c.Receive(ctx, &s)
+			t.decide(ctx, decision{text: s.Reason})
+		})
+		sel.AddReceive(feedback, func(c workflow.ReceiveChannel, _ bool) {
+			var s FeedbackSignal
+			c.Receive(ctx, &s)
+			if text := strings.TrimSpace(s.Text); text != "" {
+				t.status.Feedback = append(t.status.Feedback, text)
+				// Guidance while a question waits answers it: go on with it.
+				if t.status.Pending != nil && t.status.Pending.Kind == GateStuck {
+					t.decide(ctx, decision{approved: true, text: text})
+				}
+			}
+		})
+		sel.AddReceive(cancel, func(c workflow.ReceiveChannel, _ bool) {
+			var s CancelSignal
+			c.Receive(ctx, &s)
+			t.cancel = &s
+			log.Info("cancel requested", "reason", s.Reason)
+		})
+		sel.Select(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func (t *task) decide(ctx workflow.Context, d decision) {
+	if t.status.Pending == nil {
+		workflow.GetLogger(ctx).Warn("decision ignored: nothing is waiting for approval")
+		return
+	}
+	t.decision = &d
+}
+
+func (t *task) stopIfCancelled(ctx workflow.Context) error {
+	if t.cancel == nil {
+		return nil
+	}
+	return t.cancelled()
+}
+
+func (t *task) cancelled() error {
+	msg := "cancelled"
+	if t.cancel.Reason != "" {
+		msg += ": " + t.cancel.Reason
+	}
+	if n := len(t.status.Checkpoints); n > 0 {
+		msg += fmt.Sprintf(" (last checkpoint #%d)", n)
+	}
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeCancelled, nil)
 }
 
 func (t *task) checkpoint(ctx workflow.Context, snapshot string, result activities.TestSummary) {
@@ -187,35 +488,91 @@ func (t *task) checkpoint(ctx workflow.Context, snapshot string, result activiti
 
 func (t *task) exhausted() error {
 	msg := fmt.Sprintf("no passing attempt after %d iterations (step %d of %d)", t.status.Iteration, t.status.Step, len(t.status.Plan))
-	if lt := t.status.LastTest; lt != nil {
-		msg += fmt.Sprintf("; last result: %s\n%s", lt.Headline(), lt.Output)
+	if out := t.lastOutput(); out != "" {
+		msg += fmt.Sprintf("; last result: %s\n%s", t.status.LastTest.Headline(), out)
 	}
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeIterationsExhausted, nil, t.status)
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeIterationsExhausted, nil)
+}
+
+func (t *task) lastOutput() string {
+	if t.status.LastTest == nil {
+		return ""
+	}
+	return t.status.LastTest.Output
 }
 
 // finish records how the task ended, for the status query.
 func (t *task) finish(ctx workflow.Context, err error) {
 	var canceled *temporal.CanceledError
-	if errors.As(err, &canceled) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
-		t.setPhase(ctx, PhaseCancelled)
+	var app *temporal.ApplicationError
+	switch {
+	case errors.As(err, &canceled) || errors.Is(ctx.Err(), workflow.ErrCanceled):
 		t.status.Error = "cancelled"
-		return
+		t.setPhase(ctx, PhaseCancelled)
+	case errors.As(err, &app) && app.Type() == ErrTypeCancelled:
+		t.status.Error = app.Message()
+		t.setPhase(ctx, PhaseCancelled)
+	default:
+		t.status.Error = rootMessage(err)
+		t.setPhase(ctx, PhaseFailed)
 	}
-	t.setPhase(ctx, PhaseFailed)
-	t.status.Error = rootMessage(err)
 }
 
 func (t *task) setPhase(ctx workflow.Context, p Phase) {
 	t.status.Phase = p
 	details := fmt.Sprintf("**%s** — step %d/%d, iteration %d/%d", p, t.status.Step, len(t.status.Plan), t.status.Iteration, t.in.MaxIterations)
+	if pa := t.status.Pending; pa != nil {
+		details += fmt.Sprintf("\n\n**waiting for approval (%s):** %s\n\nSignal `approve` with `{}` or `reject` with `{\"reason\": \"...\"}`.", pa.Kind, pa.Question)
+	}
 	if lt := t.status.LastTest; lt != nil {
 		details += "\n\nlast result: " + lt.Headline()
 	}
 	workflow.SetCurrentDetails(ctx, details)
+	t.upsertSearchAttributes(ctx)
+}
+
+var (
+	saPhase     = temporal.NewSearchAttributeKeyKeyword(SearchAttrPhase)
+	saLanguage  = temporal.NewSearchAttributeKeyKeyword(SearchAttrLanguage)
+	saIteration = temporal.NewSearchAttributeKeyInt64(SearchAttrIteration)
+	saCost      = temporal.NewSearchAttributeKeyFloat64(SearchAttrCostUSD)
+)
+
+// upsertSearchAttributes keeps the list view filterable. It runs only when
+// the starter found the attributes registered: upserting an unknown one
+// would fail the workflow task.
+func (t *task) upsertSearchAttributes(ctx workflow.Context) {
+	if !t.in.SearchAttributes {
+		return
+	}
+	err := workflow.UpsertTypedSearchAttributes(ctx,
+		saPhase.ValueSet(string(t.status.Phase)),
+		saLanguage.ValueSet(t.in.Language),
+		saIteration.ValueSet(int64(t.status.Iteration)),
+		saCost.ValueSet(t.status.Usage.CostUSD),
+	)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("upsert search attributes", "error", err)
+	}
 }
 
 func (t *task) label(kind string) string {
 	return fmt.Sprintf("%s step %d attempt %d", kind, t.status.Step, t.status.Iteration)
+}
+
+func numbered(steps []string) string {
+	var b strings.Builder
+	for i, s := range steps {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, s)
+	}
+	return b.String()
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // rootMessage digs out the innermost application error's message, which is
@@ -226,6 +583,11 @@ func rootMessage(err error) string {
 		return app.Message()
 	}
 	return err.Error()
+}
+
+// RegisterOptions names the workflow for registration.
+func RegisterOptions() workflow.RegisterOptions {
+	return workflow.RegisterOptions{Name: WorkflowName}
 }
 
 // Model calls stream and heartbeat, so a dead worker is noticed within the
@@ -263,9 +625,4 @@ func sandboxCtx(ctx workflow.Context, summary string) workflow.Context {
 			NonRetryableErrorTypes: []string{activities.ErrTypeBadInput},
 		},
 	})
-}
-
-// RegisterOptions names the workflow for registration.
-func RegisterOptions() workflow.RegisterOptions {
-	return workflow.RegisterOptions{Name: WorkflowName}
 }

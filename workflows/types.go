@@ -12,11 +12,47 @@ const (
 	TaskQueue    = "autocoder"
 	WorkflowName = "CodingTask"
 	QueryStatus  = "status"
+
+	// Signals. Payloads are the JSON of the matching types below, e.g.
+	// reject: {"reason": "use argparse"}; approve and cancel take {} or none.
+	SignalApprove  = "approve"
+	SignalReject   = "reject"
+	SignalFeedback = "feedback"
+	SignalCancel   = "cancel"
+
+	// UpdateRollback takes {"checkpoint": N, "feedback": "..."} and returns
+	// the status once the workflow has moved back to checkpoint N.
+	UpdateRollback = "rollback"
+)
+
+// Search attributes the workflow keeps current when the namespace has them.
+const (
+	SearchAttrPhase     = "AutocoderPhase"
+	SearchAttrLanguage  = "AutocoderLanguage"
+	SearchAttrIteration = "AutocoderIteration"
+	SearchAttrCostUSD   = "AutocoderCostUSD"
+)
+
+// Policy modes for safety findings.
+const (
+	PolicyDeny  = "deny"  // findings fail the attempt and go to reflection
+	PolicyAsk   = "ask"   // findings wait for a person to approve or reject
+	PolicyAllow = "allow" // findings are ignored; syntax errors still fail
+)
+
+// Kinds of approval a task can wait for.
+const (
+	GatePlan   = "plan"
+	GatePolicy = "policy"
+	GateBudget = "budget"
+	GateStuck  = "stuck"
 )
 
 // Default bounds for a task.
 const (
-	DefaultMaxIterations = 6
+	DefaultMaxIterations   = 6
+	DefaultApprovalTimeout = 24 * time.Hour
+	maxPlanRejections      = 3
 )
 
 // Phase is where a task is in its story.
@@ -29,6 +65,7 @@ const (
 	PhaseValidating Phase = "validating"
 	PhaseExecuting  Phase = "executing"
 	PhaseReflecting Phase = "reflecting"
+	PhaseWaiting    Phase = "waiting" // for a person: see Status.Pending
 	PhaseSucceeded  Phase = "succeeded"
 	PhaseFailed     Phase = "failed"
 	PhaseCancelled  Phase = "cancelled"
@@ -50,6 +87,47 @@ type TaskInput struct {
 	InputSnapshot string `json:"inputSnapshot,omitempty"`
 	MaxIterations int    `json:"maxIterations,omitempty"`
 	Model         string `json:"model,omitempty"` // provider:model; empty = the worker's default
+
+	// Human gates.
+	ApprovePlan     bool          `json:"approvePlan,omitempty"`
+	Policy          string        `json:"policy,omitempty"` // deny (default), ask or allow
+	Allow           []string      `json:"allow,omitempty"`  // policy categories allowed outright
+	BudgetTokens    int           `json:"budgetTokens,omitempty"`
+	BudgetUSD       float64       `json:"budgetUsd,omitempty"`
+	AskWhenStuck    bool          `json:"askWhenStuck,omitempty"`
+	ApprovalTimeout time.Duration `json:"approvalTimeout,omitempty"` // default DefaultApprovalTimeout
+	// SearchAttributes is set by the starter when the namespace has the
+	// custom search attributes registered.
+	SearchAttributes bool `json:"searchAttributes,omitempty"`
+}
+
+// Signal and update payloads.
+type (
+	ApproveSignal struct {
+		Comment string `json:"comment,omitempty"`
+	}
+	RejectSignal struct {
+		Reason string `json:"reason,omitempty"`
+	}
+	FeedbackSignal struct {
+		Text string `json:"text"`
+	}
+	CancelSignal struct {
+		Reason string `json:"reason,omitempty"`
+	}
+	RollbackRequest struct {
+		Checkpoint int    `json:"checkpoint"`
+		Feedback   string `json:"feedback,omitempty"`
+	}
+)
+
+// Approval is a question waiting for a person.
+type Approval struct {
+	Kind     string    `json:"kind"` // plan, policy, budget or stuck
+	Question string    `json:"question"`
+	Details  string    `json:"details,omitempty"`
+	Since    time.Time `json:"since"`
+	Deadline time.Time `json:"deadline"`
 }
 
 // Checkpoint records the workspace after one attempt.
@@ -76,6 +154,9 @@ type Status struct {
 	LastTest      *activities.TestSummary `json:"lastTest,omitempty"`
 	Usage         activities.Usage        `json:"usage"`
 	TestsByModel  bool                    `json:"testsByModel"`
+	Pending       *Approval               `json:"pending,omitempty"`
+	Feedback      []string                `json:"feedback,omitempty"` // guidance from people, in order
+	Started       time.Time               `json:"started"`
 	Error         string                  `json:"error,omitempty"`
 }
 

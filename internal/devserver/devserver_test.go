@@ -446,7 +446,7 @@ func TestServerLogger(t *testing.T) {
 		{"debug dropped", minServerLevel, func(l serverLogger) { l.Debug("detail") }, nil},
 		{"warn kept", minServerLevel, func(l serverLogger) { l.Warn("slow", tag.NewInt("n", 3)) }, []slog.Level{slog.LevelWarn}},
 		{"fatal logged as error", minServerLevel, func(l serverLogger) { l.Fatal("boom") }, []slog.Level{slog.LevelError}},
-		{"with keeps tags", minServerLevel, func(l serverLogger) { l.With(tag.NewStringTag("svc", "x")).(serverLogger).Error("e") }, []slog.Level{slog.LevelError}},
+		{"with", minServerLevel, func(l serverLogger) { l.With(tag.NewStringTag("svc", "x")).(serverLogger).Error("e") }, []slog.Level{slog.LevelError}},
 		{"muted while stopping", stoppingLevel, func(l serverLogger) { l.Error("canceled"); l.Fatal("canceled") }, nil},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,3 @@
+module example.com/accounts
+
+go 1.26

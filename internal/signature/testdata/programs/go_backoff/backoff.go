@@ -1,0 +1,8 @@
+package backoff
+
+import "time"
+
+func Delay(attempt int) time.Duration {
+	base := 100 * time.Millisecond
+	return base * attempt
+}

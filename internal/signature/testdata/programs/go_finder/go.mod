@@ -1,0 +1,3 @@
+module example.com/finder
+
+go 1.26

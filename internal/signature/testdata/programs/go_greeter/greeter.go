@@ -1,0 +1,6 @@
+package greeter
+
+func Greet(name string) string {
+	greeting := "hello, "
+	return greting + name
+}

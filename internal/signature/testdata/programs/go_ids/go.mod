@@ -1,0 +1,3 @@
+module example.com/ids
+
+go 1.26

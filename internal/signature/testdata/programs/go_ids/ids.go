@@ -1,0 +1,5 @@
+package ids
+
+func Key(prefix string, id int) string {
+	return prefix + id
+}

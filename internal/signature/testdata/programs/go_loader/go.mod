@@ -1,0 +1,3 @@
+module example.com/loader
+
+go 1.26

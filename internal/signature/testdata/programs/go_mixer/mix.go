@@ -1,0 +1,5 @@
+package mixer
+
+func Blend(n int, f float64) float64 {
+	return n + f
+}

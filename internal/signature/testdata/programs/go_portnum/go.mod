@@ -1,0 +1,3 @@
+module example.com/portnum
+
+go 1.26

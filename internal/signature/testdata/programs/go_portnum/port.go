@@ -1,0 +1,5 @@
+package portnum
+
+func Parse(s string) (int, error) {
+	return strconv.Atoi(s)
+}

@@ -1,0 +1,3 @@
+module example.com/scanner
+
+go 1.26

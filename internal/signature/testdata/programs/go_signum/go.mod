@@ -1,0 +1,3 @@
+module example.com/signum
+
+go 1.26

@@ -1,0 +1,9 @@
+package signum
+
+func Sign(x int) int {
+	if x > 0 {
+		return 1
+	} else if x < 0 {
+		return -1
+	}
+}

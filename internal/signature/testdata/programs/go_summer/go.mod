@@ -1,0 +1,3 @@
+module example.com/summer
+
+go 1.26

@@ -1,0 +1,3 @@
+module example.com/swapper
+
+go 1.26

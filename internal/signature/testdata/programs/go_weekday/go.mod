@@ -1,0 +1,3 @@
+module example.com/weekday
+
+go 1.26

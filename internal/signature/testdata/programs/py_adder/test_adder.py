@@ -1,0 +1,5 @@
+from adder import increment
+
+
+def test_increment():
+    assert increment(41) == 42

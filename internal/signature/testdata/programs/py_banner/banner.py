@@ -1,0 +1,2 @@
+def banner(title):
+    return title.uper().center(20)

@@ -1,0 +1,2 @@
+def area(radius):
+    return math.pi * radius ** 2

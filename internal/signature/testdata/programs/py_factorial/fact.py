@@ -1,0 +1,2 @@
+def fact(n):
+    return n * fact(n - 1)

@@ -1,0 +1,5 @@
+from fact import fact
+
+
+def test_fact():
+    assert fact(5) == 120

@@ -1,0 +1,2 @@
+def is_passing(score):
+    return score > 60

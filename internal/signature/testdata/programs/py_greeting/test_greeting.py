@@ -1,0 +1,5 @@
+from greeting import greet
+
+
+def test_greet():
+    assert greet("bob") == "Hello, bob"

@@ -1,0 +1,2 @@
+def neighbours(cells, x, y):
+    return [cells[(x + dx, y)] for dx in (-1, 1)]

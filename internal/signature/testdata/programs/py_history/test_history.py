@@ -1,0 +1,6 @@
+def latest(entries):
+    return entries[len(entries)]
+
+
+def test_latest():
+    assert latest(["a", "b"]) == "b"

@@ -1,0 +1,2 @@
+def last_char(name):
+    return name[len(name)]

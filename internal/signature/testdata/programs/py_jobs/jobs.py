@@ -1,0 +1,3 @@
+def enqueue(queue, job):
+    queue.push(job)
+    return len(queue)

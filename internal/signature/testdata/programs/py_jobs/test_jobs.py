@@ -1,0 +1,5 @@
+from jobs import enqueue
+
+
+def test_enqueue():
+    assert enqueue([], "build") == 1

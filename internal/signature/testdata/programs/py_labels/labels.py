@@ -1,0 +1,2 @@
+def label(count):
+    return "Items: " + count

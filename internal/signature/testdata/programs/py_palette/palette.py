@@ -1,0 +1,5 @@
+THEME = {"color": "blue", "size": 12}
+
+
+def accent():
+    return THEME["colour"]

@@ -1,0 +1,5 @@
+from palette import accent
+
+
+def test_accent():
+    assert accent() == "blue"

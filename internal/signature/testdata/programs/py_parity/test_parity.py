@@ -1,0 +1,5 @@
+from parity import is_even
+
+
+def test_even():
+    assert is_even(4)

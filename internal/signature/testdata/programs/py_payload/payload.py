@@ -1,0 +1,2 @@
+def parse(body):
+    return json.loads(body)

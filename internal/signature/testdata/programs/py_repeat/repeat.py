@@ -1,0 +1,2 @@
+def repeat(word, times):
+    return word * times

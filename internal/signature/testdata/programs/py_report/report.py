@@ -1,0 +1,5 @@
+import tabulatex
+
+
+def render(rows):
+    return tabulatex.tabulate(rows)

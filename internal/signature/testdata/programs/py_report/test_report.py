@@ -1,0 +1,5 @@
+from report import render
+
+
+def test_render():
+    assert render([[1]])

@@ -1,0 +1,2 @@
+def alpha(color):
+    return color[3]

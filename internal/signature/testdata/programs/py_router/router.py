@@ -1,0 +1,5 @@
+ROUTES = {"/": "index", "/about": "about"}
+
+
+def handler(path):
+    return ROUTES[path]

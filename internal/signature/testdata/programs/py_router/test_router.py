@@ -1,0 +1,5 @@
+from router import handler
+
+
+def test_home():
+    assert handler("/home") == "index"

@@ -1,0 +1,5 @@
+import loader
+
+
+def test_load():
+    assert loader.load("app.yaml") == {}

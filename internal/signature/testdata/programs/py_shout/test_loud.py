@@ -1,0 +1,5 @@
+import loud
+
+
+def test_shout():
+    assert loud.shout("hi") == "HI!"

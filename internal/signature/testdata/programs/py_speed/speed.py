@@ -1,0 +1,2 @@
+def speed(distance, seconds):
+    return distance / float(seconds)

@@ -1,0 +1,5 @@
+THRESHOLD = 5
+
+
+def low(quantities):
+    return [q for q in quantities if q < treshold]

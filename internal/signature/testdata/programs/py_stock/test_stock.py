@@ -1,0 +1,5 @@
+from stock import low
+
+
+def test_low():
+    assert low([1, 9, 3]) == [1, 3]

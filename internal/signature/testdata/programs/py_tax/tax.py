@@ -1,0 +1,5 @@
+RATE = = 0.2
+
+
+def tax(amount):
+    return amount * RATE

@@ -1,0 +1,5 @@
+from tax import tax
+
+
+def test_tax():
+    assert tax(10) == 2

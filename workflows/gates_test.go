@@ -1,0 +1,249 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/autocoder/autocoder/activities"
+)
+
+// at runs fn once the workflow has been waiting for d of workflow time.
+func (s *codingTaskSuite) at(d time.Duration, fn func()) { s.env.RegisterDelayedCallback(fn, d) }
+
+func (s *codingTaskSuite) signal(name string, payload any) func() {
+	return func() { s.env.SignalWorkflow(name, payload) }
+}
+
+func (s *codingTaskSuite) passEverything(snapshot string) {
+	s.onGenerate(snapshot)
+	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Once()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(passing, nil).Once()
+}
+
+func (s *codingTaskSuite) requireAppError(wantType string) *temporal.ApplicationError {
+	err := s.env.GetWorkflowError()
+	s.Require().Error(err)
+	var app *temporal.ApplicationError
+	s.Require().True(errors.As(err, &app), "want an application error, got %v", err)
+	s.Equal(wantType, app.Type(), app.Message())
+	return app
+}
+
+func (s *codingTaskSuite) TestPlanGateApproved() {
+	s.onPlan("step one", "step two")
+	s.onGenerate("s1")
+	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Twice()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(passing, nil).Twice()
+	s.onGenerate("s2")
+	s.at(time.Minute, func() {
+		st := s.queryStatus()
+		s.Equal(PhaseWaiting, st.Phase)
+		s.Require().NotNil(st.Pending)
+		s.Equal(GatePlan, st.Pending.Kind)
+		s.Contains(st.Pending.Details, "2. step two")
+		s.env.SignalWorkflow(SignalApprove, ApproveSignal{})
+	})
+
+	in := input
+	in.ApprovePlan = true
+	s.env.ExecuteWorkflow(CodingTask, in)
+	s.NoError(s.env.GetWorkflowError())
+}
+
+func (s *codingTaskSuite) TestPlanGateRejectedReplansWithTheReason() {
+	s.onPlan("use os.system")
+	s.env.OnActivity(a.Plan, mock.Anything, mock.MatchedBy(func(in activities.PlanInput) bool {
+		return len(in.Guidance) == 1 && in.Guidance[0] == "The previous plan was rejected: no shelling out"
+	})).Return(activities.PlanOutput{Steps: []string{"pure python"}}, nil).Once()
+	s.passEverything("s1")
+	s.at(time.Minute, s.signal(SignalReject, RejectSignal{Reason: "no shelling out"}))
+	s.at(2*time.Minute, s.signal(SignalApprove, ApproveSignal{}))
+
+	in := input
+	in.ApprovePlan = true
+	s.env.ExecuteWorkflow(CodingTask, in)
+	s.NoError(s.env.GetWorkflowError())
+}
+
+func (s *codingTaskSuite) TestPlanGateTimesOut() {
+	s.env.OnActivity(a.Plan, mock.Anything, mock.Anything).Return(activities.PlanOutput{Steps: []string{"x"}}, nil).Times(maxPlanRejections)
+	in := input
+	in.ApprovePlan = true
+	in.ApprovalTimeout = time.Hour
+	s.env.ExecuteWorkflow(CodingTask, in)
+	app := s.requireAppError(ErrTypePlanRejected)
+	s.Contains(app.Message(), "no answer within 1h0m0s")
+}
+
+var policyFinding = activities.TestSummary{Stage: "validate", ExitCode: 1, PolicyOnly: true, Output: "main.py:3: [process] subprocess.run"}
+
+func (s *codingTaskSuite) TestPolicyAskApprovedRunsTheCode() {
+	s.onPlan("step")
+	s.onGenerate("s1")
+	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(passing, nil).Once()
+	s.at(time.Minute, func() {
+		st := s.queryStatus()
+		s.Require().NotNil(st.Pending)
+		s.Equal(GatePolicy, st.Pending.Kind)
+		s.Contains(st.Pending.Details, "subprocess.run")
+		s.env.SignalWorkflow(SignalApprove, ApproveSignal{})
+	})
+	in := input
+	in.Policy = PolicyAsk
+	s.env.ExecuteWorkflow(CodingTask, in)
+	s.NoError(s.env.GetWorkflowError())
+}
+
+func (s *codingTaskSuite) TestPolicyAskRejectedGoesToReflection() {
+	s.onPlan("step")
+	s.onGenerate("s1")
+	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
+	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool {
+		return in.Failure.Stage == "validate" && in.Failure.Output == policyFinding.Output+"\nRejected by a person: no subprocesses"
+	})).Return(activities.ReflectOutput{Reflection: "drop subprocess"}, nil).Once()
+	s.passEverything("s2")
+	s.at(time.Minute, s.signal(SignalReject, RejectSignal{Reason: "no subprocesses"}))
+	in := input
+	in.Policy = PolicyAsk
+	s.env.ExecuteWorkflow(CodingTask, in)
+	s.NoError(s.env.GetWorkflowError())
+}
+
+func (s *codingTaskSuite) TestBudgetGate() {
+	for _, approve := range []bool{true, false} {
+		s.Run(map[bool]string{true: "approved", false: "rejected"}[approve], func() {
+			s.SetupTest()
+			s.onPlan("step") // 15 tokens
+			if approve {
+				s.passEverything("s1") // 150 more
+			}
+			s.at(time.Minute, func() {
+				st := s.queryStatus()
+				s.Require().NotNil(st.Pending)
+				s.Equal(GateBudget, st.Pending.Kind)
+				if approve {
+					s.env.SignalWorkflow(SignalApprove, ApproveSignal{})
+				} else {
+					s.env.SignalWorkflow(SignalReject, RejectSignal{Reason: "too dear"})
+				}
+			})
+			in := input
+			in.BudgetTokens = 10
+			s.env.ExecuteWorkflow(CodingTask, in)
+			if approve {
+				// 165 tokens > 20: the second model call asks again; no answer in time fails it.
+				app := s.requireAppError(ErrTypeBudgetExceeded)
+				s.Contains(app.Message(), "no answer within")
+			} else {
+				app := s.requireAppError(ErrTypeBudgetExceeded)
+				s.Contains(app.Message(), "too dear")
+			}
+		})
+	}
+}
+
+func (s *codingTaskSuite) TestStuckGateFeedbackGrantsMoreIterations() {
+	s.onPlan("step")
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 1 })).
+		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
+	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Twice()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
+	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.ReflectOutput{Reflection: "hmm"}, nil).Once()
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
+		return in.Iteration == 2 && len(in.Guidance) == 1 && in.Guidance[0] == "add, don't subtract"
+	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
+	s.at(time.Minute, func() {
+		st := s.queryStatus()
+		s.Require().NotNil(st.Pending)
+		s.Equal(GateStuck, st.Pending.Kind)
+		s.Contains(st.Pending.Details, "assert 3 == 4")
+		s.env.SignalWorkflow(SignalFeedback, FeedbackSignal{Text: "add, don't subtract"})
+	})
+	in := input
+	in.MaxIterations = 1
+	in.AskWhenStuck = true
+	s.env.ExecuteWorkflow(CodingTask, in)
+	s.NoError(s.env.GetWorkflowError())
+	s.Equal(3, s.queryStatus().MaxIterations) // 1 + max(2, 1/2)
+}
+
+func (s *codingTaskSuite) TestFeedbackReachesTheNextPrompt() {
+	s.onPlan("step")
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 1 })).
+		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
+	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Twice()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).
+		After(time.Minute).Return(failing, nil).Once()
+	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.ReflectOutput{Reflection: "r"}, nil).Once()
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
+		return in.Iteration == 2 && len(in.Guidance) == 1 && in.Guidance[0] == "use integers"
+	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
+	s.at(30*time.Second, s.signal(SignalFeedback, FeedbackSignal{Text: "use integers"}))
+	s.env.ExecuteWorkflow(CodingTask, input)
+	s.NoError(s.env.GetWorkflowError())
+}
+
+func (s *codingTaskSuite) TestCancelSignalFinishesTheActivityAndCheckpoints() {
+	s.onPlan("step")
+	s.onGenerate("s1")
+	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Once()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).After(time.Minute).Return(failing, nil).Once()
+	s.at(30*time.Second, s.signal(SignalCancel, CancelSignal{Reason: "changed my mind"}))
+	s.env.ExecuteWorkflow(CodingTask, input)
+
+	app := s.requireAppError(ErrTypeCancelled)
+	s.Contains(app.Message(), "changed my mind")
+	s.Contains(app.Message(), "last checkpoint #1")
+	st := s.queryStatus()
+	s.Equal(PhaseCancelled, st.Phase)
+	s.Len(st.Checkpoints, 1) // the running test finished and was checkpointed
+}
+
+func (s *codingTaskSuite) TestRollbackContinuesFromACheckpoint() {
+	s.onPlan("step")
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 1 })).
+		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 2 })).
+		Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
+	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil)
+	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID != "s3" })).Return(failing, nil)
+	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).After(time.Minute).Return(activities.ReflectOutput{Reflection: "r"}, nil)
+	// After the rollback, the attempt starts from checkpoint 1's files with the feedback.
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
+		return in.Iteration == 3 && in.BaseSnapshot == "s1" && in.Feedback == "" && len(in.Guidance) == 1 && in.Guidance[0] == "start over from here"
+	})).Return(activities.GenerateOutput{SnapshotID: "s3"}, nil).Once()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s3" })).Return(passing, nil).Once()
+
+	s.at(90*time.Second, func() { // during the second reflection
+		s.env.UpdateWorkflow(UpdateRollback, "bad", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { s.Contains(err.Error(), "unknown checkpoint 9") },
+			OnAccept: func() { s.Fail("rollback to checkpoint 9 accepted") },
+			OnComplete: func(any, error) {},
+		}, RollbackRequest{Checkpoint: 9})
+		s.env.UpdateWorkflow(UpdateRollback, "good", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { s.Fail("rollback rejected", err.Error()) },
+			OnAccept: func() {},
+			OnComplete: func(v any, err error) {
+				s.NoError(err)
+				st, ok := v.(Status)
+				s.Require().True(ok)
+				s.Equal(2, len(st.Checkpoints))
+			},
+		}, RollbackRequest{Checkpoint: 1, Feedback: "start over from here"})
+	})
+
+	in := input
+	in.MaxIterations = 5
+	s.env.ExecuteWorkflow(CodingTask, in)
+	s.NoError(s.env.GetWorkflowError())
+	var res TaskResult
+	s.NoError(s.env.GetWorkflowResult(&res))
+	s.Equal("s3", res.SnapshotID)
+}
