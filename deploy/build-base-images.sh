@@ -132,15 +132,22 @@ build_debian() {
 	ctx=$(build_context)
 	# A hard link avoids copying 200 MB when the cache and /tmp share a file system.
 	ln "$tarball" "$ctx/rootfs.tar" 2>/dev/null || cp "$tarball" "$ctx/rootfs.tar"
-	# The apt sources of the image are the mirror debootstrap used.
+	# The apt sources of the image are the mirror debootstrap used. The second
+	# stage flattens the result into one layer, so what the first removes is
+	# really gone from the image.
 	cat >"$ctx/Dockerfile" <<EOF
-FROM scratch
+FROM scratch AS rootfs
 ADD rootfs.tar /
-ENV PATH=$PATH_IN_IMAGE LANG=C.UTF-8
+ENV PATH=$PATH_IN_IMAGE
 RUN apt-get update -qq \\
 	&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ca-certificates >/dev/null \\
-	&& rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \\
-		/usr/share/doc/* /usr/share/man/* /usr/share/info/*
+	&& apt-get clean \\
+	&& rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log \\
+		/usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/locale/* /tmp/*
+
+FROM scratch
+COPY --from=rootfs / /
+ENV PATH=$PATH_IN_IMAGE LANG=C.UTF-8
 CMD ["/bin/bash"]
 EOF
 	log "building $DEBIAN_IMAGE"

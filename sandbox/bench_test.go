@@ -59,11 +59,12 @@ func bare(tb testing.TB, spec Spec, seed string) time.Duration {
 			tb.Fatalf("seed cache: %v %s", err, out)
 		}
 	}
-	cmd := exec.Command(spec.Cmd[0], spec.Cmd[1:]...)
-	if len(spec.Cmd) == 0 {
-		cmd = exec.Command(p.TestCmd[0], p.TestCmd[1:]...)
+	argv := spec.Cmd
+	if len(argv) == 0 {
+		argv = p.TestCmd
 	}
-	if cmd.Args[0] == "python3" {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if argv[0] == "python3" {
 		cmd.Path = "/usr/bin/python3"
 	}
 	cmd.Dir, cmd.Env = dir, env

@@ -78,7 +78,8 @@ type dockerRunner struct {
 	log    *slog.Logger
 	owner  string
 	pools  map[poolKey]*pool
-	bg     sync.WaitGroup // removals and pool refills
+	bg     sync.WaitGroup // pending removals
+	loops  sync.WaitGroup // pool refill loops
 	closed atomic.Bool
 	stop   chan struct{}
 }
@@ -335,6 +336,7 @@ func (d *dockerRunner) Close() error {
 		return nil
 	}
 	close(d.stop)
+	d.loops.Wait()
 	for _, pl := range d.pools {
 		pl.drain()
 	}
@@ -342,8 +344,8 @@ func (d *dockerRunner) Close() error {
 	return d.cli.Close()
 }
 
-// settle waits for pending removals and refills; tests use it to look at a
-// quiet daemon.
+// settle waits for pending removals; tests use it to look at a quiet
+// daemon.
 func (d *dockerRunner) settle() { d.bg.Wait() }
 
 // poolKey is what must match for a warm container to serve a run: limits
@@ -373,7 +375,7 @@ func newPool(d *dockerRunner, key poolKey, size int) *pool {
 }
 
 func (pl *pool) start() {
-	pl.d.bg.Add(1)
+	pl.d.loops.Add(1)
 	go pl.loop()
 	pl.poke()
 }
@@ -398,7 +400,7 @@ func (pl *pool) take() *box {
 }
 
 func (pl *pool) loop() {
-	defer pl.d.bg.Done()
+	defer pl.d.loops.Done()
 	p, _ := LookupProfile(pl.key.profile)
 	backoff := time.Second
 	for {

@@ -29,6 +29,7 @@ const (
 	exitUsage       = 2
 	exitUnavailable = 3 // Temporal, the store or the sandbox cannot be reached
 	exitNotFound    = 4
+	exitWaiting     = 5 // watch stopped at an approval gate
 	exitInterrupted = 130
 )
 
@@ -109,7 +110,7 @@ func Execute() int {
 		err = fmt.Errorf("%w: %v (see autocoder --help)", errUsage, err)
 	}
 	code := exitCode(err, ctx)
-	if err != nil && code != exitOK {
+	if err != nil && code != exitOK && code != exitWaiting {
 		fmt.Fprintln(f.stderr, "autocoder:", err)
 	}
 	return code
@@ -132,7 +133,9 @@ func newRootCmd(f *factory) *cobra.Command {
 		cmd.PrintErrln(cmd.UsageString())
 		return fmt.Errorf("%w: %v", errUsage, err)
 	})
-	root.AddCommand(newRunCmd(f), newStatusCmd(f), newWorkerCmd(f))
+	root.AddCommand(newRunCmd(f), newStatusCmd(f), newWatchCmd(f), newListCmd(f),
+		newApproveCmd(f), newRejectCmd(f), newFeedbackCmd(f), newCancelCmd(f),
+		newRollbackCmd(f), newExportCmd(f), newResumeCmd(f), newWorkerCmd(f))
 	return root
 }
 
@@ -145,6 +148,8 @@ func exitCode(err error, ctx context.Context) int {
 		return exitOK
 	case ctx.Err() != nil:
 		return exitInterrupted
+	case errors.Is(err, errWaiting):
+		return exitWaiting
 	case errors.Is(err, errUsage):
 		return exitUsage
 	case errors.As(err, &notFound):

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/policy"
 	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/worker"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -31,6 +34,14 @@ type runOptions struct {
 	maxIterations int
 	detach        bool
 	json          bool
+
+	approvePlan     bool
+	policy          string
+	allow           []string
+	budgetTokens    int
+	budgetUSD       float64
+	askWhenStuck    bool
+	approvalTimeout time.Duration
 }
 
 func newRunCmd(f *factory) *cobra.Command {
@@ -54,6 +65,13 @@ func newRunCmd(f *factory) *cobra.Command {
 	fl.IntVar(&o.maxIterations, "max-iterations", workflows.DefaultMaxIterations, "attempts allowed across all plan steps")
 	fl.BoolVar(&o.detach, "detach", false, "start the task and return at once")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON on stdout")
+	fl.BoolVar(&o.approvePlan, "approve-plan", false, "wait for a person to approve the plan")
+	fl.StringVar(&o.policy, "policy", workflows.PolicyDeny, "safety findings: deny (fail the attempt), ask (wait for approval) or allow")
+	fl.StringSliceVar(&o.allow, "allow", nil, "policy categories to allow outright: process, network, dynamic, native, abs-write")
+	fl.IntVar(&o.budgetTokens, "budget-tokens", 0, "ask for approval once the task has used this many tokens (0: no limit)")
+	fl.Float64Var(&o.budgetUSD, "budget-usd", 0, "ask for approval once the task has cost this much (0: no limit)")
+	fl.BoolVar(&o.askWhenStuck, "ask-when-stuck", false, "when iterations run out, ask for guidance instead of failing")
+	fl.DurationVar(&o.approvalTimeout, "approval-timeout", workflows.DefaultApprovalTimeout, "how long a question waits; no answer counts as a rejection")
 	return cmd
 }
 
@@ -76,6 +94,11 @@ func runTask(ctx context.Context, f *factory, task string, o runOptions) error {
 			return err
 		}
 	}
+	if ok, err := worker.EnsureSearchAttributes(ctx, c, f.cfg.Namespace); err != nil {
+		slog.Debug("search attributes unavailable; the Web UI list will not filter by phase", "error", err)
+	} else {
+		in.SearchAttributes = ok
+	}
 	id := "autocoder-" + randomSuffix()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:            id,
@@ -95,7 +118,11 @@ func runTask(ctx context.Context, f *factory, task string, o runOptions) error {
 		fmt.Fprintln(f.stdout, id)
 		return nil
 	}
-	return followTask(ctx, f, c, run, o)
+	out := o.out
+	if out == "" {
+		out = o.dir
+	}
+	return follow(ctx, f, c, id, followOptions{out: out, json: o.json, interactive: true})
 }
 
 func taskInput(task string, o runOptions) (workflows.TaskInput, error) {
@@ -117,12 +144,30 @@ func taskInput(task string, o runOptions) (workflows.TaskInput, error) {
 	if lang != "python" && lang != "go" {
 		return workflows.TaskInput{}, usageError("--lang %q: want python or go", lang)
 	}
+	switch o.policy {
+	case workflows.PolicyDeny, workflows.PolicyAsk, workflows.PolicyAllow:
+	default:
+		return workflows.TaskInput{}, usageError("--policy %q: want deny, ask or allow", o.policy)
+	}
+	if _, err := policy.ParseAllow(strings.Join(o.allow, ",")); err != nil {
+		return workflows.TaskInput{}, usageError("--allow: %v", err)
+	}
+	if o.budgetTokens < 0 || o.budgetUSD < 0 || o.approvalTimeout <= 0 {
+		return workflows.TaskInput{}, usageError("budgets must not be negative and --approval-timeout must be positive")
+	}
 	return workflows.TaskInput{
-		Task:          task,
-		Language:      lang,
-		TestCmd:       o.testCmd,
-		MaxIterations: o.maxIterations,
-		Model:         o.model,
+		Task:            task,
+		Language:        lang,
+		TestCmd:         o.testCmd,
+		MaxIterations:   o.maxIterations,
+		Model:           o.model,
+		ApprovePlan:     o.approvePlan,
+		Policy:          o.policy,
+		Allow:           o.allow,
+		BudgetTokens:    o.budgetTokens,
+		BudgetUSD:       o.budgetUSD,
+		AskWhenStuck:    o.askWhenStuck,
+		ApprovalTimeout: o.approvalTimeout,
 	}, nil
 }
 
@@ -142,57 +187,6 @@ func uploadDir(ctx context.Context, f *factory, dir string) (string, error) {
 	}
 	fmt.Fprintf(f.stderr, "uploaded %s: %d files, %d bytes; %d skipped\n", dir, summary.Files, summary.Bytes, len(summary.Skipped))
 	return id, nil
-}
-
-// followTask prints progress until the task ends, then writes its files.
-func followTask(ctx context.Context, f *factory, c client.Client, run client.WorkflowRun, o runOptions) error {
-	done := make(chan error, 1)
-	var result workflows.TaskResult
-	go func() { done <- run.Get(ctx, &result) }()
-
-	p := &progress{w: f.stderr}
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	var runErr error
-wait:
-	for {
-		select {
-		case runErr = <-done:
-			break wait
-		case <-tick.C:
-			if st, err := queryStatus(ctx, c, run.GetID()); err == nil {
-				p.show(st)
-			}
-		}
-	}
-	if st, err := queryStatus(ctx, c, run.GetID()); err == nil {
-		p.show(st)
-		result.Status = st
-	}
-	if runErr != nil {
-		return taskFailure(runErr)
-	}
-	out := o.out
-	if out == "" {
-		out = o.dir
-	}
-	if out == "" {
-		out = run.GetID()
-	}
-	n, err := writeSnapshot(ctx, f, result.SnapshotID, out)
-	if err != nil {
-		return err
-	}
-	if o.json {
-		return writeJSON(f.stdout, map[string]any{"id": run.GetID(), "out": out, "files": n, "result": result})
-	}
-	note := ""
-	if result.TestsByModel {
-		note = " (tests written by the model: review them, they decide what passed)"
-	}
-	fmt.Fprintf(f.stdout, "✔ task %s succeeded in %d iteration(s)%s\n  %d file(s) written to %s\n  tokens: %d in, %d out\n",
-		run.GetID(), result.Iterations, note, n, out, result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens)
-	return nil
 }
 
 func writeSnapshot(ctx context.Context, f *factory, snapshotID, dir string) (int, error) {
@@ -233,36 +227,6 @@ func queryStatus(ctx context.Context, c client.Client, id string) (workflows.Sta
 		return st, fmt.Errorf("decode status: %w", err)
 	}
 	return st, nil
-}
-
-// progress prints a line whenever the task moves.
-type progress struct {
-	w           io.Writer
-	last        string
-	checkpoints int
-}
-
-func (p *progress) show(st workflows.Status) {
-	for _, cp := range st.Checkpoints[min(p.checkpoints, len(st.Checkpoints)):] {
-		mark := "✗"
-		if cp.Passed {
-			mark = "✓"
-		}
-		fmt.Fprintf(p.w, "  %s step %d, iteration %d: %s\n", mark, cp.Step, cp.Iteration, cp.Summary)
-	}
-	p.checkpoints = len(st.Checkpoints)
-	line := progressLine(st)
-	if line != p.last {
-		fmt.Fprintln(p.w, line)
-		p.last = line
-	}
-}
-
-func progressLine(st workflows.Status) string {
-	if st.Step == 0 {
-		return fmt.Sprintf("[%s]", st.Phase)
-	}
-	return fmt.Sprintf("[%s] step %d/%d · iteration %d/%d", st.Phase, st.Step, len(st.Plan), st.Iteration, st.MaxIterations)
 }
 
 func writeJSON(w io.Writer, v any) error {

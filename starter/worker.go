@@ -31,6 +31,7 @@ func newWorkerCmd(f *factory) *cobra.Command {
 				return err
 			}
 			defer closeActs()
+			opts.Namespace = f.cfg.Namespace
 			return worker.Run(ctx, c, acts, opts)
 		},
 	}

@@ -21,6 +21,8 @@ type Options struct {
 	// MaxConcurrentActivities bounds activities in flight; sandbox slots
 	// bound the expensive ones separately. Zero is the SDK default.
 	MaxConcurrentActivities int
+	// Namespace is where search attributes are registered at start.
+	Namespace string
 }
 
 // New registers the workflow and the activities on a worker for the task queue.
@@ -48,6 +50,9 @@ func Register(r Registry, acts *activities.Activities) {
 
 // Run runs the worker until ctx is done, then stops it gracefully.
 func Run(ctx context.Context, c client.Client, acts *activities.Activities, opts Options) error {
+	if _, err := EnsureSearchAttributes(ctx, c, opts.Namespace); err != nil {
+		slog.Warn("custom search attributes unavailable", "error", err)
+	}
 	w := New(c, acts, opts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)

@@ -103,6 +103,7 @@ func newTask(in TaskInput) (*task, error) {
 			Task:          in.Task,
 			Language:      in.Language,
 			Phase:         PhaseStarting,
+			InputSnapshot: in.InputSnapshot,
 			MaxIterations: in.MaxIterations,
 			TestsByModel:  in.TestCmd == "",
 		},

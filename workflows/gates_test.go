@@ -223,8 +223,8 @@ func (s *codingTaskSuite) TestRollbackContinuesFromACheckpoint() {
 
 	s.at(90*time.Second, func() { // during the second reflection
 		s.env.UpdateWorkflow(UpdateRollback, "bad", &testsuite.TestUpdateCallback{
-			OnReject: func(err error) { s.Contains(err.Error(), "unknown checkpoint 9") },
-			OnAccept: func() { s.Fail("rollback to checkpoint 9 accepted") },
+			OnReject:   func(err error) { s.Contains(err.Error(), "unknown checkpoint 9") },
+			OnAccept:   func() { s.Fail("rollback to checkpoint 9 accepted") },
 			OnComplete: func(any, error) {},
 		}, RollbackRequest{Checkpoint: 9})
 		s.env.UpdateWorkflow(UpdateRollback, "good", &testsuite.TestUpdateCallback{

@@ -154,6 +154,7 @@ type Status struct {
 	LastTest      *activities.TestSummary `json:"lastTest,omitempty"`
 	Usage         activities.Usage        `json:"usage"`
 	TestsByModel  bool                    `json:"testsByModel"`
+	InputSnapshot string                  `json:"inputSnapshot,omitempty"`
 	Pending       *Approval               `json:"pending,omitempty"`
 	Feedback      []string                `json:"feedback,omitempty"` // guidance from people, in order
 	Started       time.Time               `json:"started"`

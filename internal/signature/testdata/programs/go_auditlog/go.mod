@@ -1,0 +1,3 @@
+module example.com/auditlog
+
+go 1.26

@@ -1,0 +1,3 @@
+module example.com/board
+
+go 1.26

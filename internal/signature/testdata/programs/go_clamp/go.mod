@@ -1,0 +1,3 @@
+module example.com/clamp
+
+go 1.26

@@ -1,0 +1,3 @@
+module example.com/graph
+
+go 1.26

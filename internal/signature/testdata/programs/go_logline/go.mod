@@ -1,0 +1,3 @@
+module example.com/logline
+
+go 1.26

@@ -1,0 +1,7 @@
+package logline
+
+import "fmt"
+
+func Line(user string, n int) string {
+	return fmt.Sprintf("%s made %s requests", user, n)
+}

@@ -1,0 +1,3 @@
+module example.com/pager
+
+go 1.26

@@ -1,0 +1,3 @@
+module example.com/poller
+
+go 1.26

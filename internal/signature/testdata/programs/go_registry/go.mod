@@ -1,0 +1,3 @@
+module example.com/registry
+
+go 1.26

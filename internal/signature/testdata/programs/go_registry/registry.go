@@ -1,0 +1,5 @@
+package registry
+
+var plugins map[string]func() string
+
+func Register(name string, f func() string) { plugins[name] = f }

@@ -1,0 +1,10 @@
+package registry
+
+import "testing"
+
+func TestRegister(t *testing.T) {
+	Register("echo", func() string { return "echo" })
+	if len(plugins) != 1 {
+		t.Fail()
+	}
+}

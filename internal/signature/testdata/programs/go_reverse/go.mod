@@ -1,0 +1,3 @@
+module example.com/reverse
+
+go 1.26

@@ -1,0 +1,3 @@
+module example.com/spinwait
+
+go 1.26

@@ -1,0 +1,3 @@
+module example.com/tail
+
+go 1.26

@@ -1,0 +1,5 @@
+package tail
+
+func Last(lines []string) string {
+	return lines[len(lines)]
+}

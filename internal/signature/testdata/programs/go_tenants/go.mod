@@ -1,0 +1,3 @@
+module example.com/tenants
+
+go 1.26

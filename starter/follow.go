@@ -1,0 +1,253 @@
+package starter
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/autocoder/autocoder/workflows"
+)
+
+type followOptions struct {
+	out         string // where to write the files on success; "" = ./<id>
+	json        bool
+	interactive bool // ask gate questions inline when on a terminal
+	noFiles     bool // watch only: do not write files
+	untilWait   bool // return when the task waits for a person
+}
+
+// errWaiting ends a non-interactive watch at an approval gate.
+var errWaiting = errors.New("waiting for approval")
+
+// follow shows a task's progress until it ends (or waits, when asked), then
+// writes its files. On a terminal it redraws one status line and asks gate
+// questions inline; piped, it prints a plain line per change.
+func follow(ctx context.Context, f *factory, c client.Client, id string, o followOptions) error {
+	done := make(chan error, 1)
+	var result workflows.TaskResult
+	go func() { done <- c.GetWorkflow(ctx, id, "").Get(ctx, &result) }()
+
+	v := newView(f.stderr, isTerminal(f.stderr))
+	ask := o.interactive && isTerminal(os.Stdin) && isTerminal(f.stderr)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	asked := ""
+	var runErr error
+loop:
+	for {
+		select {
+		case runErr = <-done:
+			break loop
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			st, err := queryStatus(ctx, c, id)
+			if err != nil {
+				continue
+			}
+			v.show(st)
+			if st.Pending == nil {
+				asked = ""
+				continue
+			}
+			key := st.Pending.Kind + st.Pending.Since.String()
+			switch {
+			case ask && asked != key:
+				asked = key
+				v.clear()
+				if err := answerGate(ctx, c, id, st.Pending, bufio.NewReader(os.Stdin), f.stderr); err != nil {
+					return err
+				}
+			case o.untilWait || !ask:
+				if asked != key {
+					asked = key
+					v.clear()
+					printGate(f.stderr, id, st.Pending)
+				}
+				if o.untilWait {
+					return errWaiting
+				}
+			}
+		}
+	}
+	v.clear()
+	if st, err := queryStatus(ctx, c, id); err == nil {
+		v.final(st)
+		result.Status = st
+	}
+	if runErr != nil {
+		return taskFailure(runErr)
+	}
+	n := 0
+	out := o.out
+	if out == "" {
+		out = id
+	}
+	if !o.noFiles {
+		var err error
+		if n, err = writeSnapshot(ctx, f, result.SnapshotID, out); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		return writeJSON(f.stdout, map[string]any{"id": id, "out": out, "files": n, "result": result})
+	}
+	note := ""
+	if result.TestsByModel {
+		note = " (tests written by the model: review them, they decide what passed)"
+	}
+	fmt.Fprintf(f.stdout, "✔ task %s succeeded in %d iteration(s)%s\n", id, result.Iterations, note)
+	if !o.noFiles {
+		fmt.Fprintf(f.stdout, "  %d file(s) written to %s\n", n, out)
+	}
+	fmt.Fprintf(f.stdout, "  tokens: %d in, %d out, $%.4f\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, result.Status.Usage.CostUSD)
+	return nil
+}
+
+func printGate(w io.Writer, id string, p *workflows.Approval) {
+	fmt.Fprintf(w, "? task %s is waiting for approval (%s): %s\n", id, p.Kind, p.Question)
+	if p.Details != "" {
+		fmt.Fprintln(w, indent(strings.TrimRight(p.Details, "\n")))
+	}
+	fmt.Fprintf(w, "  answer with: autocoder approve %s | autocoder reject %s --reason TEXT | autocoder feedback %s TEXT\n", id, id, id)
+	fmt.Fprintf(w, "  (no answer by %s counts as a rejection)\n", p.Deadline.Local().Format(time.DateTime))
+}
+
+// answerGate asks the pending question on the terminal and signals the
+// answer: y approves, n rejects, any other text is guidance.
+func answerGate(ctx context.Context, c client.Client, id string, p *workflows.Approval, in *bufio.Reader, w io.Writer) error {
+	printGate(w, id, p)
+	fmt.Fprint(w, "  approve? [y]es / [n]o / or type feedback: ")
+	line, err := in.ReadString('\n')
+	if err != nil && line == "" {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	signal, payload := gateAnswer(p.Kind, strings.TrimSpace(line))
+	if err := c.SignalWorkflow(ctx, id, "", signal, payload); err != nil {
+		return fmt.Errorf("send %s: %w", signal, err)
+	}
+	fmt.Fprintf(w, "  sent %s\n", signal)
+	return nil
+}
+
+// gateAnswer maps a typed answer to a signal. Free text rejects a plan or
+// flagged code with that reason (the model tries again with it), and is
+// guidance for a stuck task (which goes on with it).
+func gateAnswer(kind, answer string) (string, any) {
+	switch strings.ToLower(answer) {
+	case "y", "yes", "":
+		return workflows.SignalApprove, workflows.ApproveSignal{}
+	case "n", "no":
+		return workflows.SignalReject, workflows.RejectSignal{}
+	}
+	if kind == workflows.GateStuck {
+		return workflows.SignalFeedback, workflows.FeedbackSignal{Text: answer}
+	}
+	return workflows.SignalReject, workflows.RejectSignal{Reason: answer}
+}
+
+// view renders progress: one redrawn line with a bar on a terminal, plain
+// lines otherwise.
+type view struct {
+	w           io.Writer
+	tty         bool
+	last        string
+	checkpoints int
+	drawn       bool
+}
+
+func newView(w io.Writer, tty bool) *view { return &view{w: w, tty: tty} }
+
+func (v *view) show(st workflows.Status) {
+	for _, cp := range st.Checkpoints[min(v.checkpoints, len(st.Checkpoints)):] {
+		v.clear()
+		mark := "✗"
+		if cp.Passed {
+			mark = "✓"
+		}
+		fmt.Fprintf(v.w, "  %s step %d, iteration %d: %s\n", mark, cp.Step, cp.Iteration, cp.Summary)
+	}
+	v.checkpoints = len(st.Checkpoints)
+	line := statusLine(st)
+	if v.tty {
+		fmt.Fprintf(v.w, "\r\033[K%s %s", progressBar(st, 20), line)
+		v.drawn = true
+		return
+	}
+	if plain := plainLine(st); plain != v.last {
+		fmt.Fprintln(v.w, plain)
+		v.last = plain
+	}
+}
+
+func (v *view) final(st workflows.Status) {
+	v.show(st)
+	v.clear()
+}
+
+// clear ends a redrawn line so ordinary output can follow.
+func (v *view) clear() {
+	if v.tty && v.drawn {
+		fmt.Fprint(v.w, "\r\033[K")
+		v.drawn = false
+	}
+}
+
+// plainLine changes only when the task moves, so piped output stays short.
+func plainLine(st workflows.Status) string {
+	if st.Step == 0 {
+		return fmt.Sprintf("[%s]", st.Phase)
+	}
+	return fmt.Sprintf("[%s] step %d/%d · iteration %d/%d", st.Phase, st.Step, len(st.Plan), st.Iteration, st.MaxIterations)
+}
+
+func statusLine(st workflows.Status) string {
+	parts := []string{plainLine(st)}
+	if !st.Started.IsZero() {
+		parts = append(parts, time.Since(st.Started).Round(time.Second).String())
+	}
+	parts = append(parts, fmt.Sprintf("%s tokens", humanCount(st.Usage.PromptTokens+st.Usage.CompletionTokens)))
+	if st.Usage.CostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f", st.Usage.CostUSD))
+	}
+	if st.LastTest != nil {
+		parts = append(parts, st.LastTest.Headline())
+	}
+	return strings.Join(parts, " · ")
+}
+
+// progressBar fills by completed plan steps.
+func progressBar(st workflows.Status, width int) string {
+	done := 0
+	if n := len(st.Plan); n > 0 {
+		steps := st.Step - 1
+		if st.Phase == workflows.PhaseSucceeded {
+			steps = n
+		}
+		done = max(0, min(width, steps*width/n))
+	}
+	return "[" + strings.Repeat("█", done) + strings.Repeat("░", width-done) + "]"
+}
+
+func humanCount(n int) string {
+	if n < 1000 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%.1fk", float64(n)/1000)
+}
+
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := file.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
