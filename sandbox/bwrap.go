@@ -190,7 +190,7 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	args := append(rlimitArgs(j.limits), "--", r.bwrap)
 	args = append(args, r.baseArgs(j.profile, j.profile.environ(path), j.limits)...)
-	args = append(args, "/bin/sh", "-c", entryScript, "sbx", j.profile.GoCache)
+	args = append(args, "/bin/sh", "-c", entryScript, "sbx", j.profile.GoCache, "", "")
 
 	out := newOutputs(j.limits.OutputBytes)
 	cmd := exec.Command(r.prlimit, args...)

@@ -3,9 +3,11 @@ package sandbox
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -141,7 +143,7 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 			d.log.Warn("sandbox: warm container was unusable; running cold", "id", short(b.id), "err", err)
 		}
 	}
-	b, err := d.launch(ctx, j.profile, j.image, j.limits)
+	b, err := d.launch(ctx, j.profile, j.image, j.limits, false)
 	if err != nil {
 		return Result{}, err
 	}
@@ -152,9 +154,10 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 var errStale = errors.New("warm container not accepting input")
 
 // launch creates, attaches and starts a container that waits for its input.
-// Attaching before start guarantees no output is lost.
-func (d *dockerRunner) launch(ctx context.Context, p Profile, image string, lim Limits) (_ *box, err error) {
-	cfg, host := d.containerConfig(p, image, lim)
+// Attaching before start guarantees no output is lost. A warm container
+// runs the profile's Prewarm first.
+func (d *dockerRunner) launch(ctx context.Context, p Profile, image string, lim Limits, warm bool) (_ *box, err error) {
+	cfg, host := d.containerConfig(p, image, lim, warm)
 	name := namePrefix + p.Name + "-" + randomHex(6)
 	created, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host, Name: name})
 	if err != nil {
@@ -177,10 +180,47 @@ func (d *dockerRunner) launch(ctx context.Context, p Profile, image string, lim 
 	if _, err := d.cli.ContainerStart(ctx, b.id, client.ContainerStartOptions{}); err != nil {
 		return nil, fmt.Errorf("container start: %w", err)
 	}
+	if err := awaitReady(ctx, b); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
-func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits) (*container.Config, *container.HostConfig) {
+// readyMarker is the first thing a container writes: to stderr, once it
+// waits for its input.
+const readyMarker = "autocoder-sandbox: ready"
+
+// awaitReady reads the container's first output frame and checks it is the
+// ready marker, so a container that died while starting never serves a run.
+func awaitReady(ctx context.Context, b *box) error {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = b.conn.Conn.SetReadDeadline(dl)
+		defer b.conn.Conn.SetReadDeadline(time.Time{})
+	}
+	var hdr [8]byte
+	if _, err := io.ReadFull(b.conn.Reader, hdr[:]); err != nil {
+		return fmt.Errorf("container ready: %w", err)
+	}
+	size := binary.BigEndian.Uint32(hdr[4:])
+	want := readyMarker + "\n"
+	if stdcopy.StdType(hdr[0]) != stdcopy.Stderr || size != uint32(len(want)) {
+		return fmt.Errorf("container ready: unexpected frame (stream %d, %d bytes)", hdr[0], size)
+	}
+	got := make([]byte, size)
+	if _, err := io.ReadFull(b.conn.Reader, got); err != nil {
+		return fmt.Errorf("container ready: %w", err)
+	}
+	if string(got) != want {
+		return fmt.Errorf("container ready: unexpected output %q", got)
+	}
+	return nil
+}
+
+func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, warm bool) (*container.Config, *container.HostConfig) {
+	prewarm := ""
+	if warm {
+		prewarm = p.Prewarm
+	}
 	init := true
 	pids := lim.Pids
 	tmpfs := func(size int64) string {
@@ -192,7 +232,7 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits) (*co
 		User:         fmt.Sprintf("%d:%d", sandboxUID, sandboxUID),
 		Env:          p.environ(imagePath),
 		WorkingDir:   workDir,
-		Entrypoint:   []string{"/bin/sh", "-c", entryScript, "sbx", p.GoCache},
+		Entrypoint:   []string{"/bin/sh", "-c", entryScript, "sbx", p.GoCache, prewarm, readyMarker},
 		Hostname:     "sandbox",
 		AttachStdin:  true,
 		AttachStdout: true,
@@ -411,7 +451,7 @@ func (pl *pool) loop() {
 		}
 		for len(pl.ready) < cap(pl.ready) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			b, err := pl.d.launch(ctx, p, pl.key.image, pl.lim)
+			b, err := pl.d.launch(ctx, p, pl.key.image, pl.lim, true)
 			cancel()
 			if err != nil {
 				pl.d.log.Warn("sandbox: warm pool refill failed", "profile", p.Name, "err", err)

@@ -28,7 +28,14 @@ type Profile struct {
 	// found in the sandbox; each run seeds its writable GOCACHE from it so
 	// `go test` does not rebuild the standard library.
 	GoCache string
+	// Prewarm is a shell snippet a warm container runs before it waits for
+	// its input: a trivial test run that loads the toolchain and its files
+	// into the page and filesystem caches. It leaves nothing in the workdir.
+	Prewarm string
 }
+
+// prewarmDir is where Prewarm works; it is removed before the run.
+const prewarmDir = tmpDir + "/.prewarm"
 
 const (
 	sandboxUID  = 65534
@@ -55,6 +62,7 @@ func profiles() map[string]Profile {
 				"PYTHONDONTWRITEBYTECODE": "1",
 				"PYTHONUNBUFFERED":        "1",
 			},
+			Prewarm: `printf 'def test_w():\n    pass\n' > test_w.py && python3 -m pytest -q -p no:cacheprovider`,
 		},
 		"go": {
 			Name:    "go",
@@ -71,6 +79,7 @@ func profiles() map[string]Profile {
 				"GOTMPDIR":    tmpDir,
 			},
 			GoCache:   imageCache,
+			Prewarm:   `printf 'module w\n\ngo 1.21\n' > go.mod && printf 'package w\nimport "testing"\nfunc TestW(t *testing.T) {}\n' > w_test.go && go test -count=1 ./...`,
 			HostPaths: []string{hostGoRoot()},
 		},
 	}

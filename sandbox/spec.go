@@ -35,7 +35,8 @@ const (
 	setupMarker   = "autocoder-sandbox: setup failed"
 )
 
-// entryScript runs inside the sandbox as `sh -c entryScript sbx SEED`. Its
+// entryScript runs inside the sandbox as `sh -c entryScript sbx SEED WARM
+// READY`. Its
 // stdin carries the byte length of the quoted command, a newline, the
 // command, then a tar of the workspace. The command travels on stdin so that
 // a container can be started before the run it serves is known.
@@ -44,8 +45,15 @@ const (
 // must be writable, so it becomes a tree of real directories with symlinks
 // to the seed's files: Go reads entries it finds and writes new ones beside
 // them, and all that costs no copy. This happens before stdin is read, so a
-// warm container has it done before its run arrives.
+// warm container has it done before its run arrives. WARM, when not empty,
+// is the profile's Prewarm snippet. READY, when not empty, is written to
+// stderr once the sandbox waits for its input.
 const entryScript = `if [ -n "$1" ] && [ -d "$1" ]; then cp -rs "$1" "$GOCACHE" 2>/dev/null || rm -rf "$GOCACHE"; fi
+if [ -n "$2" ]; then
+	(mkdir -p ` + prewarmDir + ` && cd ` + prewarmDir + ` && eval "$2") >/dev/null 2>&1 </dev/null
+	rm -rf ` + prewarmDir + `
+fi
+[ -z "$3" ] || printf '%s\n' "$3" >&2
 read -r n || exit ` + "125" + `
 cmd=$(dd bs=1 count="$n" 2>/dev/null)
 if ! tar -x -f - -C ` + workDir + ` --no-same-owner 2>/tmp/.sbx-tar; then

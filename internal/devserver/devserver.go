@@ -163,12 +163,15 @@ func (s *Server) start(ctx context.Context, opts Options) error {
 		ctx, cancel = context.WithTimeout(ctx, startTimeout)
 		defer cancel()
 	}
-	if s.temporal, err = newTemporalServer(s.dbPath, s.frontendPort, opts, s.serverLevel); err != nil {
+	srv, err := newTemporalServer(s.dbPath, s.frontendPort, opts, s.serverLevel)
+	if err != nil {
 		return err
 	}
-	if err := s.temporal.Start(); err != nil {
+	// A failed Start has already rolled itself back; Stop must not see it.
+	if err := srv.Start(); err != nil {
 		return fmt.Errorf("start temporal: %w", err)
 	}
+	s.temporal = srv
 	if err := s.awaitFrontend(ctx, opts.SearchAttributes); err != nil {
 		return err
 	}

@@ -21,18 +21,6 @@ import (
 	"github.com/autocoder/autocoder/workflows"
 )
 
-// buildBinary compiles the autocoder command once per test binary run.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "autocoder")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = "../.."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build autocoder: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // cleanEnv is the test process environment without anything that would
 // point the binary at another Temporal, store or model.
 func cleanEnv(extra ...string) []string {
@@ -58,7 +46,7 @@ func TestBinaryEndToEnd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin := buildBinary(t)
+	bin := binary(t)
 
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	model := llmtest.New(t, pythonScenario.script())
@@ -167,7 +155,7 @@ func statusJSON(t *testing.T, bin string, env []string, id string) workflows.Sta
 
 // TestBinaryErrors checks the messages and exit codes of common mistakes.
 func TestBinaryErrors(t *testing.T) {
-	bin := buildBinary(t)
+	bin := binary(t)
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	up := cleanEnv("TEMPORAL_ADDRESS="+ts.GetFrontendHostPort(), "TEMPORAL_NAMESPACE="+ts.GetDefaultNamespace(), "AUTOCODER_DATA_DIR="+t.TempDir())
 	down := cleanEnv("TEMPORAL_ADDRESS=127.0.0.1:1", "AUTOCODER_DATA_DIR="+t.TempDir())

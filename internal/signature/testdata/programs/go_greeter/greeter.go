@@ -1,6 +1,7 @@
 package greeter
 
+const greeting = "hello, "
+
 func Greet(name string) string {
-	greeting := "hello, "
 	return greting + name
 }

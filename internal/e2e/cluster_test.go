@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// cluster is a real Temporal server, a scripted model and a worker process
+// running the built binary; tests drive it with more processes of the CLI.
+type cluster struct {
+	t     *testing.T
+	bin   string
+	env   []string
+	model *llmtest.Server
+}
+
+var (
+	binDir    string
+	buildOnce sync.Once
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binary builds the autocoder command once per test process.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "autocoder-e2e-"); buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "autocoder"), ".")
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build autocoder: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "autocoder")
+}
+
+func newCluster(t *testing.T, script llmtest.Script) *cluster {
+	t.Helper()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	model := llmtest.New(t, script)
+	c := &cluster{t: t, bin: binary(t), model: model, env: cleanEnv(
+		"TEMPORAL_ADDRESS="+ts.GetFrontendHostPort(),
+		"TEMPORAL_NAMESPACE="+ts.GetDefaultNamespace(),
+		"AUTOCODER_DATA_DIR="+t.TempDir(),
+		"OPENAI_BASE_URL="+model.URL(),
+		"OPENAI_API_KEY=test-key",
+		"AUTOCODER_MODEL=openai:gpt-4.1-mini",
+	)}
+	c.startWorker()
+	return c
+}
+
+func (c *cluster) startWorker() {
+	var log bytes.Buffer
+	w := exec.Command(c.bin, "worker")
+	w.Env, w.Stdout, w.Stderr = c.env, &log, &log
+	if err := w.Start(); err != nil {
+		c.t.Fatalf("start worker: %v", err)
+	}
+	c.t.Cleanup(func() {
+		_ = w.Process.Signal(syscall.SIGTERM)
+		_ = w.Wait()
+		if c.t.Failed() {
+			c.t.Logf("worker log:\n%s", log.String())
+		}
+	})
+}
+
+// cli runs the binary to completion and returns stdout, stderr and the exit code.
+func (c *cluster) cli(args ...string) (string, string, int) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.Env = c.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return stdout.String(), stderr.String(), ee.ExitCode()
+	case err != nil:
+		c.t.Fatalf("autocoder %v: %v", args, err)
+	}
+	return stdout.String(), stderr.String(), 0
+}
+
+// mustCLI runs the binary and fails the test unless it exits 0.
+func (c *cluster) mustCLI(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.cli(args...)
+	if code != 0 {
+		c.t.Fatalf("autocoder %v: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, out, errOut)
+	}
+	return out
+}
+
+// start runs a task detached and returns its id.
+func (c *cluster) start(args ...string) string {
+	c.t.Helper()
+	var res struct{ ID string }
+	out := c.mustCLI(append([]string{"run", "--detach", "--json"}, args...)...)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.ID == "" {
+		c.t.Fatalf("run --detach --json printed %q: %v", out, err)
+	}
+	return res.ID
+}
+
+func (c *cluster) status(id string) workflows.Status {
+	c.t.Helper()
+	var st workflows.Status
+	out := c.mustCLI("status", id, "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		c.t.Fatalf("decode status: %v\n%s", err, out)
+	}
+	return st
+}
+
+// waitFor polls the status until cond holds or a minute passes.
+func (c *cluster) waitFor(id, what string, cond func(workflows.Status) bool) workflows.Status {
+	c.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st := c.status(id)
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) || (st.Phase.Done() && !cond(st)) {
+			c.t.Fatalf("task %s: gave up waiting for %s; status: %+v", id, what, st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func waiting(kind string) func(workflows.Status) bool {
+	return func(st workflows.Status) bool { return st.Pending != nil && st.Pending.Kind == kind }
+}
+
+func phase(p workflows.Phase) func(workflows.Status) bool {
+	return func(st workflows.Status) bool { return st.Phase == p }
+}

@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// TestApprovePlanFromAnotherProcess: run --approve-plan --detach waits at the
+// plan gate until a second process approves.
+func TestApprovePlanFromAnotherProcess(t *testing.T) {
+	c := newCluster(t, pythonScenario.script())
+	id := c.start("--lang", "python", "--approve-plan", pythonScenario.task)
+
+	st := c.waitFor(id, "the plan gate", waiting(workflows.GatePlan))
+	if !strings.Contains(st.Pending.Details, "Implement add") {
+		t.Errorf("plan gate details %q do not show the plan", st.Pending.Details)
+	}
+	if got := c.model.Calls(); got != 1 {
+		t.Errorf("model calls while waiting = %d, want 1 (the plan only)", got)
+	}
+	c.mustCLI("approve", id)
+	st = c.waitFor(id, "success", phase(workflows.PhaseSucceeded))
+	if st.Iteration != 2 {
+		t.Errorf("iterations = %d, want 2", st.Iteration)
+	}
+}
+
+// policyScenario's first code shells out, which the safety policy denies.
+var policyScenario = scenario{
+	lang: "python",
+	task: "Write version() in ver.py returning the string 1, with a test.",
+	plan: "1. Implement version in ver.py with a pytest test.",
+	buggy: fence("ver.py", "import subprocess\n\n\ndef version():\n    return subprocess.run([\"echo\", \"1\"], capture_output=True, text=True).stdout.strip()\n") +
+		fence("test_ver.py", "from ver import version\n\n\ndef test_version():\n    assert version() == \"1\"\n"),
+	reflection: "Root cause: a person rejected running a subprocess.\nFix: return the literal.",
+	fixed:      fence("ver.py", "def version():\n    return \"1\"\n"),
+	want:       map[string]string{"ver.py": "def version"},
+}
+
+// TestPolicyAskApprovedAndRejected: in ask mode a policy finding waits for a
+// person; approve runs the code as it is, reject sends the reason to the
+// model, which removes the finding.
+func TestPolicyAskApprovedAndRejected(t *testing.T) {
+	c := newCluster(t, policyScenario.script())
+
+	approved := c.start("--lang", "python", "--policy", "ask", policyScenario.task)
+	st := c.waitFor(approved, "the policy gate", waiting(workflows.GatePolicy))
+	if !strings.Contains(st.Pending.Details, "subprocess") {
+		t.Errorf("policy gate details %q do not name subprocess", st.Pending.Details)
+	}
+	c.mustCLI("approve", approved)
+	st = c.waitFor(approved, "success", phase(workflows.PhaseSucceeded))
+	if st.Iteration != 1 {
+		t.Errorf("approved run: iterations = %d, want 1 (the flagged code ran and passed)", st.Iteration)
+	}
+
+	rejected := c.start("--lang", "python", "--policy", "ask", policyScenario.task)
+	c.waitFor(rejected, "the policy gate", waiting(workflows.GatePolicy))
+	c.mustCLI("reject", rejected, "--reason", "no subprocesses here")
+	st = c.waitFor(rejected, "success", phase(workflows.PhaseSucceeded))
+	if st.Iteration != 2 || st.Checkpoints[0].Passed {
+		t.Errorf("rejected run: iterations = %d, checkpoints %+v; want a rejected attempt then a passing one", st.Iteration, st.Checkpoints)
+	}
+	var sawReason bool
+	for _, r := range c.model.Requests() {
+		if strings.Contains(r.LastUser(), "Rejected by a person: no subprocesses here") {
+			sawReason = true
+		}
+	}
+	if !sawReason {
+		t.Error("the reject reason never reached the model")
+	}
+}
+
+// TestWatchPiped: watch on a pipe prints plain lines and stops at a gate
+// with exit code 5, naming the commands that answer it.
+func TestWatchPiped(t *testing.T) {
+	c := newCluster(t, llmtest.Rules(
+		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: pythonScenario.plan, Delay: 500 * time.Millisecond}},
+		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: pythonScenario.fixed}},
+	))
+	id := c.start("--lang", "python", "--approve-plan", pythonScenario.task)
+	_, errOut, code := c.cli("watch", id)
+	if code != 5 {
+		t.Fatalf("watch exit = %d, want 5 (waiting)\n%s", code, errOut)
+	}
+	for _, want := range []string{"[waiting] step 1/1 · iteration 0/6", "waiting for approval (plan)", "autocoder approve " + id} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("watch output lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "\r") || strings.Contains(errOut, "\033[") {
+		t.Errorf("piped watch output has terminal control codes:\n%q", errOut)
+	}
+	c.mustCLI("cancel", id, "--reason", "done looking")
+	st := c.waitFor(id, "cancellation", phase(workflows.PhaseCancelled))
+	if !strings.Contains(st.Error, "done looking") {
+		t.Errorf("cancelled status error = %q", st.Error)
+	}
+}

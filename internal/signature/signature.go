@@ -1,0 +1,222 @@
+package signature
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Signature is the stable identity of a failure: what kind of error it is,
+// its message with the volatile parts abstracted away, and the key lines a
+// full-text or trigram index searches.
+type Signature struct {
+	Kind  string // error class, e.g. "python:KeyError", "go:compile:undefined", "timeout"
+	Shape string // the main message with placeholders: <path> <n> <id> <str> <addr> <dur>
+	Text  string // normalized key lines, deduplicated, at most MaxText bytes
+}
+
+// Key is the exact-match identity of the signature, suitable for hashing.
+func (s Signature) Key() string { return s.Kind + "|" + s.Shape }
+
+// Kinds that do not belong to one language.
+const (
+	KindTimeout = "timeout"
+	KindOOM     = "oom"
+	KindUnknown = "unknown"
+)
+
+// Bounds on what Normalize returns, so signatures fit in an index row.
+const (
+	MaxKind  = 64
+	MaxShape = 240
+	MaxText  = 600
+	maxLine  = 200
+	maxKeys  = 8
+	// Outputs beyond maxInput keep their head and tail: errors sit at the
+	// start (compilers) or the end (tracebacks, executor markers).
+	maxInput = 1 << 20
+)
+
+// finding is what a language parser extracts from the output lines.
+type finding struct {
+	kind  string
+	shape string   // already normalized
+	keys  []string // raw key lines, most important first
+}
+
+// Normalize turns raw tool output into a signature. lang is the project's
+// language ("python", "go"); anything else is guessed from the output.
+func Normalize(lang, output string) Signature {
+	lines := splitLines(clip(output))
+	var f finding
+	switch canonLang(lang, lines) {
+	case "python":
+		f = parsePython(lines)
+		if f.kind == "" {
+			f = parseGeneric(lines, "python")
+		}
+	case "go":
+		f = parseGo(lines)
+		if f.kind == "" {
+			f = parseGeneric(lines, "go")
+		}
+	default:
+		f = parseGeneric(lines, "")
+	}
+	if k, marker, ok := executorMarker(lines); ok {
+		f = finding{kind: k, shape: normLine(marker), keys: append([]string{marker}, f.keys...)}
+	}
+	return Signature{
+		Kind:  truncate(f.kind, MaxKind),
+		Shape: truncate(f.shape, MaxShape),
+		Text:  keyText(f.keys),
+	}
+}
+
+func clip(s string) string {
+	if len(s) <= maxInput {
+		return s
+	}
+	return s[:maxInput/2] + "\n" + s[len(s)-maxInput/2:]
+}
+
+var ansiRe = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+
+// splitLines cleans the output into lines of valid UTF-8 without NULs or
+// terminal escapes, which databases and similarity measures choke on.
+func splitLines(s string) []string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	if strings.Contains(s, "\x1b") {
+		s = ansiRe.ReplaceAllString(s, "")
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, "\r")
+	}
+	return lines
+}
+
+// canonLang maps lang to "python" or "go", guessing from the output when
+// lang is neither.
+func canonLang(lang string, lines []string) string {
+	switch strings.ToLower(strings.TrimSpace(lang)) {
+	case "python", "python3", "py", "pytest":
+		return "python"
+	case "go", "golang":
+		return "go"
+	}
+	py, gol := 0, 0
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "Traceback (most recent call last)"), strings.HasPrefix(l, "E   "),
+			strings.Contains(l, ".py:"), strings.Contains(l, ".py\", line"):
+			py++
+		case strings.HasPrefix(strings.TrimSpace(l), "--- FAIL"), strings.HasPrefix(l, "panic: "),
+			strings.Contains(l, ".go:"), strings.HasPrefix(l, "goroutine "):
+			gol++
+		}
+	}
+	switch {
+	case py > gol:
+		return "python"
+	case gol > py:
+		return "go"
+	}
+	return ""
+}
+
+const (
+	timeoutMarker = "[killed: wall-clock timeout"
+	oomMarker     = "[killed: out of memory"
+)
+
+// executorMarker finds the line the executor appends when it killed the
+// run; the kill, not whatever was printed before it, is the failure.
+func executorMarker(lines []string) (kind, line string, ok bool) {
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		switch {
+		case strings.HasPrefix(l, timeoutMarker):
+			return KindTimeout, l, true
+		case strings.HasPrefix(l, oomMarker):
+			return KindOOM, l, true
+		}
+	}
+	return "", "", false
+}
+
+var genericErrRe = regexp.MustCompile(`(?i)\b(error|exception|panic|fatal|failed|failure|traceback)\b`)
+
+// parseGeneric is the fallback: the first lines that mention an error, or
+// the last lines of the output when none does.
+func parseGeneric(lines []string, lang string) finding {
+	kind := KindUnknown
+	if lang != "" {
+		kind = lang + ":error"
+	}
+	var keys []string
+	for _, l := range lines {
+		if genericErrRe.MatchString(l) {
+			keys = append(keys, l)
+			if len(keys) == 3 {
+				break
+			}
+		}
+	}
+	if len(keys) == 0 {
+		for i := len(lines) - 1; i >= 0 && len(keys) < 3; i-- {
+			if strings.TrimSpace(lines[i]) != "" {
+				keys = append([]string{lines[i]}, keys...)
+			}
+		}
+		if len(keys) == 0 {
+			return finding{kind: KindUnknown}
+		}
+		if lang != "" {
+			kind = lang + ":unknown"
+		}
+		// Without an error line, the last line is the run's own verdict.
+		return finding{kind: kind, shape: normLine(keys[len(keys)-1]), keys: keys}
+	}
+	return finding{kind: kind, shape: normLine(keys[0]), keys: keys}
+}
+
+// keyText normalizes and deduplicates the key lines and joins as many as
+// fit in MaxText bytes.
+func keyText(keys []string) string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	n := 0
+	for _, k := range keys {
+		l := normLine(k)
+		if l == "" || seen[l] {
+			continue
+		}
+		seen[l] = true
+		extra := len(l)
+		if b.Len() > 0 {
+			extra++
+		}
+		if b.Len()+extra > MaxText || n == maxKeys {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+		n++
+	}
+	return b.String()
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
