@@ -13,6 +13,9 @@
 #      AUTOCODER_BASE_GOLANG_IMAGE (default autocoder/base-golang:<host Go major.minor>),
 #      AUTOCODER_APP_IMAGE (default autocoder/autocoder:dev),
 #      GOPROXY (build arg of the app image; `off` builds from vendor/),
+#      AUTOCODER_EXTRA_CA_DIR (default /usr/local/share/ca-certificates: the site's
+#      CA certificates, *.crt, trusted in the images, e.g. for a TLS-intercepting
+#      proxy; set it empty to trust only Debian's bundle),
 #      AUTOCODER_IMAGE_WORKDIR (rootfs cache shared with scripts/build-images.sh,
 #      default /var/cache/autocoder-images), DEBIAN_MIRROR (default: the host's).
 set -euo pipefail
@@ -132,12 +135,23 @@ build_debian() {
 	ctx=$(build_context)
 	# A hard link avoids copying 200 MB when the cache and /tmp share a file system.
 	ln "$tarball" "$ctx/rootfs.tar" 2>/dev/null || cp "$tarball" "$ctx/rootfs.tar"
+	mkdir "$ctx/ca"
+	local ca_dir=${AUTOCODER_EXTRA_CA_DIR-/usr/local/share/ca-certificates} crt
+	if [ -n "$ca_dir" ]; then
+		for crt in "$ca_dir"/*.crt; do
+			[ -f "$crt" ] || continue
+			log "trusting site CA $crt"
+			cp "$crt" "$ctx/ca/"
+		done
+	fi
 	# The apt sources of the image are the mirror debootstrap used. The second
 	# stage flattens the result into one layer, so what the first removes is
 	# really gone from the image.
 	cat >"$ctx/Dockerfile" <<EOF
 FROM scratch AS rootfs
 ADD rootfs.tar /
+# Installing ca-certificates adds these to the bundle.
+COPY ca/ /usr/local/share/ca-certificates/
 ENV PATH=$PATH_IN_IMAGE
 RUN apt-get update -qq \\
 	&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ca-certificates >/dev/null \\

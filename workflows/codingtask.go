@@ -41,6 +41,7 @@ type task struct {
 
 	budgetTokens int
 	budgetUSD    float64
+	canContinue  bool
 }
 
 // decision is a person's answer to a pending approval.
@@ -59,12 +60,19 @@ func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 	if err != nil {
 		return TaskResult{}, err
 	}
-	t.status.Started = workflow.Now(ctx)
+	if in.Carried == nil {
+		t.status.Started = workflow.Now(ctx)
+	}
+	// Version 1 added continue-as-new; runs recorded before it never do it.
+	t.canContinue = workflow.GetVersion(ctx, "continue-as-new", workflow.DefaultVersion, 1) >= 1
 	if err := t.registerHandlers(ctx); err != nil {
 		return TaskResult{}, err
 	}
 	res, err := t.run(ctx)
 	if err != nil {
+		if workflow.IsContinueAsNewError(err) {
+			return TaskResult{}, err
+		}
 		t.finish(ctx, err)
 		return TaskResult{}, err
 	}
@@ -94,6 +102,13 @@ func newTask(in TaskInput) (*task, error) {
 	if in.ApprovalTimeout <= 0 {
 		in.ApprovalTimeout = DefaultApprovalTimeout
 	}
+	if c := in.Carried; c != nil {
+		t := &task{in: in, status: c.Status, base: c.Base, feedback: c.Feedback,
+			budgetTokens: c.BudgetTokens, budgetUSD: c.BudgetUSD, cancel: c.Cancel}
+		t.status.Runs = c.Runs + 1
+		t.in.Carried = nil
+		return t, nil
+	}
 	return &task{
 		in:           in,
 		base:         in.InputSnapshot,
@@ -106,18 +121,27 @@ func newTask(in TaskInput) (*task, error) {
 			InputSnapshot: in.InputSnapshot,
 			MaxIterations: in.MaxIterations,
 			TestsByModel:  in.TestCmd == "",
+			Runs:          1,
 		},
 	}, nil
 }
 
 func (t *task) run(ctx workflow.Context) (TaskResult, error) {
-	if err := t.plan(ctx); err != nil {
-		return TaskResult{}, err
+	if t.status.Plan == nil {
+		if err := t.plan(ctx); err != nil {
+			return TaskResult{}, err
+		}
 	}
 	for t.status.Step <= len(t.status.Plan) {
 		if t.rollback != nil {
 			t.applyRollback()
 			continue
+		}
+		if err := t.stopIfCancelled(ctx); err != nil {
+			return TaskResult{}, err
+		}
+		if t.historyFull(ctx) {
+			return TaskResult{}, t.continueAsNew(ctx)
 		}
 		if t.status.Iteration >= t.in.MaxIterations {
 			if err := t.stuck(ctx); err != nil {
@@ -360,6 +384,31 @@ func (t *task) ask(ctx workflow.Context, kind, question, details string) (decisi
 	d := *t.decision
 	t.decision = nil
 	return d, nil
+}
+
+// historyFull reports that the task should go on in a fresh run: the
+// server suggests it, or the history passed the task's own limit.
+func (t *task) historyFull(ctx workflow.Context) bool {
+	if !t.canContinue {
+		return false
+	}
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || (t.in.HistoryLimit > 0 && info.GetCurrentHistoryLength() >= t.in.HistoryLimit)
+}
+
+// continueAsNew hands the state to a new run once no update handler is
+// still running; signals already received travel in the state.
+func (t *task) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	next := t.in
+	next.Carried = &Carried{
+		Status: t.status, Base: t.base, Feedback: t.feedback,
+		BudgetTokens: t.budgetTokens, BudgetUSD: t.budgetUSD, Cancel: t.cancel, Runs: t.status.Runs,
+	}
+	workflow.GetLogger(ctx).Info("continuing as new", "iteration", t.status.Iteration, "runs", t.status.Runs)
+	return workflow.NewContinueAsNewError(ctx, WorkflowName, next)
 }
 
 func (t *task) applyRollback() {

@@ -99,6 +99,22 @@ type TaskInput struct {
 	// SearchAttributes is set by the starter when the namespace has the
 	// custom search attributes registered.
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
+	// HistoryLimit continues the task as a new run once its history has
+	// this many events (besides when the server suggests it); 0 = only then.
+	HistoryLimit int `json:"historyLimit,omitempty"`
+	// Carried is the state of the previous run after a continue-as-new.
+	Carried *Carried `json:"carried,omitempty"`
+}
+
+// Carried is what a task hands to its next run when its history grows long.
+type Carried struct {
+	Status       Status        `json:"status"`
+	Base         string        `json:"base"`
+	Feedback     string        `json:"feedback,omitempty"`
+	BudgetTokens int           `json:"budgetTokens,omitempty"`
+	BudgetUSD    float64       `json:"budgetUsd,omitempty"`
+	Cancel       *CancelSignal `json:"cancel,omitempty"`
+	Runs         int           `json:"runs"` // runs before this one
 }
 
 // Signal and update payloads.
@@ -158,6 +174,7 @@ type Status struct {
 	Pending       *Approval               `json:"pending,omitempty"`
 	Feedback      []string                `json:"feedback,omitempty"` // guidance from people, in order
 	Started       time.Time               `json:"started"`
+	Runs          int                     `json:"runs"` // workflow runs so far (continue-as-new)
 	Error         string                  `json:"error,omitempty"`
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,4 +152,78 @@ func recordHistory(ctx context.Context, t *testing.T, c client.Client, run clien
 		t.Fatalf("write history: %v", err)
 	}
 	t.Logf("recorded %d events to %s", len(hist.Events), path)
+}
+
+// TestLongTaskContinuesAsNew runs a task of many iterations with a small
+// history limit: it must hop across several runs, keep its plan, counters
+// and checkpoints, and finish with the right files.
+func TestLongTaskContinuesAsNew(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sb, err := sandbox.New(ctx, sandbox.Config{})
+	requireService(t, "a sandbox backend", err)
+	t.Cleanup(func() { sb.Close() })
+	st, err := store.OpenSQLite(ctx, t.TempDir()+"/autocoder.db")
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+
+	const failures = 7
+	var mu sync.Mutex
+	generated := 0
+	sc := pythonScenario
+	model := llmtest.New(t, func(req llmtest.ChatRequest) llmtest.Reply {
+		u := req.LastUser()
+		switch {
+		case strings.Contains(u, planMarker):
+			return llmtest.Reply{Content: sc.plan}
+		case strings.Contains(u, reflectMarker):
+			return llmtest.Reply{Content: sc.reflection}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		generated++
+		if generated <= failures {
+			return llmtest.Reply{Content: sc.buggy}
+		}
+		return llmtest.Reply{Content: sc.fixed}
+	})
+	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(llm.Env{OpenAIKey: "k", OpenAIBaseURL: model.URL()})}
+	w := worker.New(c, acts, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue}, workflows.WorkflowName,
+		workflows.TaskInput{Task: sc.task, Language: "python", MaxIterations: 12, HistoryLimit: 40, Model: "openai:gpt-4.1-mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.TaskResult
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatalf("task failed: %v", err)
+	}
+	if res.Iterations != failures+1 || len(res.Status.Checkpoints) != failures+1 {
+		t.Errorf("iterations %d, checkpoints %d; want %d", res.Iterations, len(res.Status.Checkpoints), failures+1)
+	}
+	if res.Status.Runs < 3 {
+		t.Errorf("task used %d runs; want it to continue as new at least twice", res.Status.Runs)
+	}
+	if want := 1 + (failures + 1) + failures; model.Calls() != want {
+		t.Errorf("model calls = %d, want %d (one plan, no repeats across runs)", model.Calls(), want)
+	}
+	files, err := st.GetSnapshot(ctx, res.SnapshotID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range files {
+		got[f.Path] = string(f.Data)
+	}
+	checkFiles(t, sc, got)
+	t.Logf("%d iterations over %d runs", res.Iterations, res.Status.Runs)
 }

@@ -102,7 +102,15 @@ func TestRecallPrecision(t *testing.T) {
 	signature := precisionAtK(samples, topK, func(q, c int) float64 {
 		return Similarity(sigs[q], sigs[c])
 	})
+	// Kind equality alone shows what the shape and text add on top.
+	kindOnly := precisionAtK(samples, topK, func(q, c int) float64 {
+		if sigs[q].Kind == sigs[c].Kind {
+			return 1
+		}
+		return 0
+	})
 	t.Logf("dataset: %d outputs, %d classes", len(samples), len(classes))
+	t.Logf("precision@%d kind equality only:             %.3f", topK, kindOnly)
 	t.Logf("precision@%d exact last-error-line baseline: %.3f", topK, baseline)
 	t.Logf("precision@%d signature similarity:           %.3f", topK, signature)
 	if signature < 0.8 {

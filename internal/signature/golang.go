@@ -12,12 +12,11 @@ var (
 	// Compiler and vet diagnostics carry line and column.
 	goPosRe = regexp.MustCompile(`^(vet: )?(?:\S+\.go|<path>):` + num + `:` + num + `: (.+)$`)
 	// t.Errorf output carries only a line.
-	goLogRe       = regexp.MustCompile(`^\s*(?:\S+\.go|<path>):` + num + `: (.+)$`)
-	goFailRe      = regexp.MustCompile(`^\s*--- FAIL: \S+`)
-	goPanicRe     = regexp.MustCompile(`^panic: (.+?)(?: \[recovered[^\]]*\])?$`)
-	goFatalRe     = regexp.MustCompile(`^fatal error: (.+)$`)
+	goLogRe  = regexp.MustCompile(`^\s*(?:\S+\.go|<path>):` + num + `: (.+)$`)
+	goFailRe = regexp.MustCompile(`^\s*--- FAIL: \S+`)
+	// A panic in a test is reported again after the test's recovery.
+	recoveredRe   = regexp.MustCompile(` \[recovered[^\]]*\]$`)
 	goBuildFailRe = regexp.MustCompile(`^FAIL\s+\S+\s+\[(build|setup) failed\]$`)
-	goToolRe      = regexp.MustCompile(`^go: (.+)$`)
 )
 
 // goRule classifies one diagnostic message. An empty shape means the
@@ -124,7 +123,8 @@ func parseGo(lines []string) finding {
 			inFail = false
 			continue
 		}
-		if m := goPosRe.FindStringSubmatch(l); m != nil {
+		located := strings.Contains(l, ".go:") || strings.Contains(l, "<path>:")
+		if m := matchIf(located, goPosRe, l); m != nil {
 			vet := inVet || m[1] != ""
 			line := l
 			if vet && m[1] == "" {
@@ -136,22 +136,23 @@ func parseGo(lines []string) finding {
 			diags = append(diags, line)
 			continue
 		}
-		if goFailRe.MatchString(l) {
+		if strings.Contains(l, "--- FAIL") && goFailRe.MatchString(l) {
 			inFail = true
 			fails = append(fails, "--- FAIL: "+phID)
 			continue
 		}
-		if m := goLogRe.FindStringSubmatch(l); m != nil && (inFail || l[0] == ' ' || l[0] == '\t') {
+		if m := matchIf(located, goLogRe, l); m != nil && (inFail || l[0] == ' ' || l[0] == '\t') {
 			failMsgs = append(failMsgs, l)
 			continue
 		}
-		if m := goPanicRe.FindStringSubmatch(l); m != nil {
-			panics = append(panics, "panic: "+m[1])
-		} else if m := goFatalRe.FindStringSubmatch(l); m != nil {
+		switch {
+		case strings.HasPrefix(l, "panic:"):
+			panics = append(panics, recoveredRe.ReplaceAllString(l, ""))
+		case strings.HasPrefix(l, "fatal error:"):
 			panics = append(panics, l)
-		} else if goBuildFailRe.MatchString(l) {
+		case strings.HasPrefix(l, "FAIL") && goBuildFailRe.MatchString(l):
 			buildFails = append(buildFails, l)
-		} else if m := goToolRe.FindStringSubmatch(l); m != nil {
+		case strings.HasPrefix(l, "go: "):
 			tool = append(tool, l)
 		}
 		if l != "" && l[0] != ' ' && l[0] != '\t' {
@@ -167,12 +168,11 @@ func parseGo(lines []string) finding {
 		kind, shape := classify(rules, firstDiag)
 		return finding{kind: kind, shape: shape, keys: diags}
 	case len(panics) > 0:
-		msg := panics[0]
-		msg = strings.TrimPrefix(strings.TrimPrefix(msg, "panic: "), "fatal error: ")
-		fallback := "go:panic"
-		if strings.HasPrefix(panics[0], "fatal error: ") {
-			fallback = "go:fatal"
+		msg, fallback := strings.TrimPrefix(panics[0], "panic:"), "go:panic"
+		if after, ok := strings.CutPrefix(panics[0], "fatal error:"); ok {
+			msg, fallback = after, "go:fatal"
 		}
+		msg = strings.TrimSpace(msg)
 		return finding{kind: panicKind(msg, fallback), shape: normLine(panics[0]), keys: append(panics, fails...)}
 	case len(fails) > 0:
 		shape := normLine(fails[0])
@@ -186,4 +186,12 @@ func parseGo(lines []string) finding {
 		return finding{kind: "go:build", shape: normLine(keys[0]), keys: keys}
 	}
 	return finding{}
+}
+
+// matchIf runs re only when a cheap test says it can match.
+func matchIf(ok bool, re *regexp.Regexp, s string) []string {
+	if !ok {
+		return nil
+	}
+	return re.FindStringSubmatch(s)
 }

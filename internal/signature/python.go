@@ -94,16 +94,16 @@ func parsePython(lines []string) finding {
 			if e := strings.TrimSpace(l[1:]); e != "" {
 				cur.eLines = append(cur.eLines, e)
 			}
-		case pyLocRe.MatchString(l):
+		case (strings.Contains(l, ".py:") || strings.HasPrefix(l, "<path>:")) && pyLocRe.MatchString(l):
 			cur.loc = pyLocRe.FindStringSubmatch(l)[1]
 			closeBlock()
-		case pyCollectRe.MatchString(l):
+		case strings.HasPrefix(l, "_") && pyCollectRe.MatchString(l):
 			closeBlock()
 			collecting = true
 			if i+1 < len(lines) {
 				collectMsg = lines[i+1]
 			}
-		case pySummaryRe.MatchString(l):
+		case (strings.HasPrefix(l, "FAILED ") || strings.HasPrefix(l, "ERROR ")) && pySummaryRe.MatchString(l):
 			closeBlock()
 			summaries = append(summaries, l)
 			if m := pySummaryRe.FindStringSubmatch(l); summaryMsg == "" && m[3] != "" {
@@ -123,7 +123,7 @@ func parsePython(lines []string) finding {
 
 	var keys []string
 	typ, msg := "", ""
-	for i, b := range blocks {
+	for i, b := range blocks[:min(len(blocks), maxCandidates)] {
 		t, m := b.exception()
 		if i == 0 {
 			typ, msg = t, m

@@ -32,6 +32,11 @@ const (
 	MaxText  = 600
 	maxLine  = 200
 	maxKeys  = 8
+	// Only this many candidate key lines are examined, so a log repeating
+	// one error thousands of times costs no more than a short one.
+	maxCandidates = 64
+	// Longer lines are cut before parsing; no diagnostic needs more.
+	maxRawLine = 2048
 	// Outputs beyond maxInput keep their head and tail: errors sit at the
 	// start (compilers) or the end (tracebacks, executor markers).
 	maxInput = 1 << 20
@@ -92,7 +97,7 @@ func splitLines(s string) []string {
 	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, "\r")
+		lines[i] = truncate(strings.TrimRight(l, "\r"), maxRawLine)
 	}
 	return lines
 }
@@ -112,7 +117,7 @@ func canonLang(lang string, lines []string) string {
 		case strings.HasPrefix(l, "Traceback (most recent call last)"), strings.HasPrefix(l, "E   "),
 			strings.Contains(l, ".py:"), strings.Contains(l, ".py\", line"):
 			py++
-		case strings.HasPrefix(strings.TrimSpace(l), "--- FAIL"), strings.HasPrefix(l, "panic: "),
+		case strings.HasPrefix(strings.TrimSpace(l), "--- FAIL"), strings.HasPrefix(l, "panic:"),
 			strings.Contains(l, ".go:"), strings.HasPrefix(l, "goroutine "):
 			gol++
 		}
@@ -148,6 +153,17 @@ func executorMarker(lines []string) (kind, line string, ok bool) {
 
 var genericErrRe = regexp.MustCompile(`(?i)\b(error|exception|panic|fatal|failed|failure|traceback)\b`)
 
+// mentionsError screens with a cheap substring test before the regexp.
+func mentionsError(l string) bool {
+	lower := strings.ToLower(l)
+	for _, w := range []string{"error", "exception", "panic", "fatal", "fail", "traceback"} {
+		if strings.Contains(lower, w) {
+			return genericErrRe.MatchString(l)
+		}
+	}
+	return false
+}
+
 // parseGeneric is the fallback: the first lines that mention an error, or
 // the last lines of the output when none does.
 func parseGeneric(lines []string, lang string) finding {
@@ -157,7 +173,7 @@ func parseGeneric(lines []string, lang string) finding {
 	}
 	var keys []string
 	for _, l := range lines {
-		if genericErrRe.MatchString(l) {
+		if mentionsError(l) {
 			keys = append(keys, l)
 			if len(keys) == 3 {
 				break
@@ -188,7 +204,7 @@ func keyText(keys []string) string {
 	var b strings.Builder
 	seen := map[string]bool{}
 	n := 0
-	for _, k := range keys {
+	for _, k := range keys[:min(len(keys), maxCandidates)] {
 		l := normLine(k)
 		if l == "" || seen[l] {
 			continue

@@ -1,0 +1,267 @@
+package store
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrInvalidLesson reports a lesson the store refuses to save.
+var ErrInvalidLesson = errors.New("invalid lesson")
+
+// Ranking constants, shared by both backends so they order recalls alike.
+const (
+	// candidateLimit bounds the rows a backend's index hands to rankLessons.
+	candidateLimit = 50
+	// sigKindBonus multiplies the score of a lesson whose error kind equals
+	// the one recalled for: the same exception class is the strongest hint.
+	sigKindBonus = 4.0
+	// learnMin and learnMax cap the learning factor so that a few outcomes
+	// reorder close matches without burying a much better text match.
+	learnMin, learnMax = 0.25, 4.0
+	// maxCompared caps the bytes of text compared, bounding the cost of a
+	// recall over long failure output.
+	maxCompared = 4096
+	// maxQueryTerms caps the words or trigrams a text search looks up.
+	maxQueryTerms = 64
+)
+
+// Key is the identity SaveLesson upserts by; a lesson's ID is its sha256.
+func (l Lesson) Key() string {
+	return strings.Join([]string{l.Kind, l.Language, l.SigKind, l.SigShape, l.Fix}, "\x00")
+}
+
+func lessonID(l Lesson) string {
+	sum := sha256.Sum256([]byte(l.Key()))
+	return hex.EncodeToString(sum[:])
+}
+
+// prepareLesson validates l and returns what a backend stores: text made
+// valid UTF-8 without NUL bytes (Postgres text accepts nothing else, and
+// both backends must hash the same key), the id, and fresh timestamps.
+func prepareLesson(l Lesson, now time.Time) (Lesson, error) {
+	switch l.Kind {
+	case LessonFix, LessonFailure, LessonSuccess:
+	default:
+		return Lesson{}, fmt.Errorf("%w: kind %q", ErrInvalidLesson, l.Kind)
+	}
+	if l.Recalled < 0 || l.Succeeded < 0 || l.Misled < 0 {
+		return Lesson{}, fmt.Errorf("%w: negative counts", ErrInvalidLesson)
+	}
+	for _, f := range []*string{&l.Language, &l.SigKind, &l.SigShape, &l.SigText,
+		&l.Task, &l.FailedExcerpt, &l.Fix, &l.Reflection} {
+		*f = cleanText(*f)
+	}
+	l.ID = lessonID(l)
+	l.CreatedAt = lessonTime(now)
+	l.UpdatedAt = l.CreatedAt
+	return l, nil
+}
+
+func cleanText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// lessonTime is the precision both backends keep: UTC microseconds.
+func lessonTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// recallQuery is one recall, as every backend and rankLessons see it.
+type recallQuery struct {
+	language string
+	kinds    []string
+	bySig    bool   // rank by signature instead of by task
+	sigKind  string // with bySig
+	text     string // the task, or the signature's shape and text
+	k        int
+}
+
+func taskQuery(language, task string, k int) recallQuery {
+	return recallQuery{language: language, kinds: []string{LessonFix, LessonSuccess}, text: task, k: k}
+}
+
+func sigQuery(language, sigKind, sigShape, sigText string, k int) recallQuery {
+	return recallQuery{language: language, kinds: []string{LessonFix}, bySig: true,
+		sigKind: sigKind, text: sigJoin(sigShape, sigText), k: k}
+}
+
+// sigJoin is the text a signature is compared by; the Postgres trigram
+// index is built on the same expression.
+func sigJoin(shape, text string) string { return shape + " " + text }
+
+// limit is how many candidates a backend fetches for q.
+func (q recallQuery) limit() int { return max(candidateLimit, 4*q.k) }
+
+// rankLessons scores the candidates for q and returns the best q.k:
+// score = trigram similarity × kind bonus × learning factor. Lessons with
+// no text in common score 0 and are left out. Equal scores fall back to
+// the most recently updated, then the smaller id, so the order is total.
+func rankLessons(q recallQuery, candidates []Lesson) []ScoredLesson {
+	want := trigrams(q.text)
+	out := make([]ScoredLesson, 0, len(candidates))
+	for _, l := range candidates {
+		text := l.Task
+		if q.bySig {
+			text = sigJoin(l.SigShape, l.SigText)
+		}
+		score := similarity(want, trigrams(text)) * learning(l)
+		if q.bySig && l.SigKind == q.sigKind {
+			score *= sigKindBonus
+		}
+		if score > 0 {
+			out = append(out, ScoredLesson{Lesson: l, Score: score})
+		}
+	}
+	slices.SortFunc(out, func(a, b ScoredLesson) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out[:min(len(out), max(q.k, 0))]
+}
+
+// learning is (succeeded+1)/(misled+1), capped: lessons that helped before
+// rise, lessons that misled sink, and unused ones stay at 1.
+func learning(l Lesson) float64 {
+	return min(max(float64(l.Succeeded+1)/float64(l.Misled+1), learnMin), learnMax)
+}
+
+// trigrams returns the sorted, distinct trigrams of s the way pg_trgm
+// makes them: lowercased alphanumeric words, each padded with two spaces in
+// front and one behind. Each trigram packs three 21-bit runes.
+func trigrams(s string) []uint64 {
+	s = truncate(s, maxCompared)
+	var out []uint64
+	for _, w := range words(s) {
+		r := append([]rune{' ', ' '}, []rune(w)...)
+		r = append(r, ' ')
+		for i := 0; i+3 <= len(r); i++ {
+			out = append(out, uint64(r[i])<<42|uint64(r[i+1])<<21|uint64(r[i+2]))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// similarity is the Jaccard index of two sorted trigram sets, the measure
+// pg_trgm's similarity() computes.
+func similarity(a, b []uint64) float64 {
+	shared := 0
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			shared++
+			i++
+			j++
+		}
+	}
+	union := len(a) + len(b) - shared
+	if union == 0 {
+		return 0
+	}
+	return float64(shared) / float64(union)
+}
+
+// words splits s into lowercased runs of letters and digits.
+func words(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+// queryWords returns up to maxQueryTerms distinct words of s, in order.
+func queryWords(s string) []string {
+	return firstDistinct(words(truncate(s, maxCompared)))
+}
+
+// queryTrigrams returns up to maxQueryTerms distinct three-rune substrings
+// of the words of s, in order: the terms a trigram full-text index holds.
+func queryTrigrams(s string) []string {
+	var grams []string
+	for _, w := range words(truncate(s, maxCompared)) {
+		r := []rune(w)
+		for i := 0; i+3 <= len(r); i++ {
+			grams = append(grams, string(r[i:i+3]))
+		}
+	}
+	return firstDistinct(grams)
+}
+
+func firstDistinct(terms []string) []string {
+	seen := make(map[string]bool, len(terms))
+	out := make([]string, 0, min(len(terms), maxQueryTerms))
+	for _, t := range terms {
+		if len(out) == maxQueryTerms {
+			break
+		}
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// lessonColumns is the column order scanLessons reads.
+const lessonColumns = `id, kind, language, sig_kind, sig_shape, sig_text, task, failed_excerpt, fix,
+	reflection, recalled, succeeded, misled, created_at, updated_at`
+
+// scanLessons reads lessonColumns rows. timeDest adapts a time field to
+// the backend's scan destination.
+func scanLessons(rs rows, timeDest func(*time.Time) any) ([]Lesson, error) {
+	var out []Lesson
+	for rs.Next() {
+		var l Lesson
+		if err := rs.Scan(&l.ID, &l.Kind, &l.Language, &l.SigKind, &l.SigShape, &l.SigText, &l.Task,
+			&l.FailedExcerpt, &l.Fix, &l.Reflection, &l.Recalled, &l.Succeeded, &l.Misled,
+			timeDest(&l.CreatedAt), timeDest(&l.UpdatedAt)); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rs.Err()
+}
+
+// oneLesson finishes a lookup by id: no row is ErrNotFound.
+func oneLesson(id string, ls []Lesson, err error) (Lesson, error) {
+	if err != nil {
+		return Lesson{}, fmt.Errorf("get lesson %s: %w", id, err)
+	}
+	if len(ls) == 0 {
+		return Lesson{}, fmt.Errorf("get lesson %s: %w", id, ErrNotFound)
+	}
+	return ls[0], nil
+}
+
+// distinctIDs sorts and dedups ids: each lesson counts once per recall,
+// and rows are locked in one order so concurrent markers cannot deadlock.
+func distinctIDs(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
