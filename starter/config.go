@@ -3,6 +3,7 @@ package starter
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Environment variables the CLI reads.
@@ -13,6 +14,8 @@ const (
 	envDatabaseURL       = "AUTOCODER_DATABASE_URL"
 	envDataDir           = "AUTOCODER_DATA_DIR"
 	envSandbox           = "AUTOCODER_SANDBOX"
+	envDevPort           = "AUTOCODER_DEV_PORT"
+	envUIPort            = "AUTOCODER_UI_PORT"
 )
 
 // config is the process configuration, read once from the environment.
@@ -23,6 +26,9 @@ type config struct {
 	DatabaseURL     string
 	DataDir         string
 	Sandbox         string
+	// Ports of the embedded Temporal frontend and Web UI (local mode).
+	devPort int
+	uiPort  int
 	// addressSet is true when the user named a Temporal server; otherwise
 	// local commands may start an embedded one.
 	addressSet bool
@@ -37,12 +43,14 @@ func configFromEnv() config {
 		DataDir:         os.Getenv(envDataDir),
 		Sandbox:         envOr(envSandbox, "auto"),
 	}
+	c.devPort = portFromEnv(envDevPort, 7233)
+	c.uiPort = portFromEnv(envUIPort, 8233)
 	c.addressSet = c.TemporalAddress != ""
 	if !c.addressSet {
-		c.TemporalAddress = "localhost:7233"
+		c.TemporalAddress = "127.0.0.1:" + strconv.Itoa(c.devPort)
 	}
 	if c.UIURL == "" {
-		c.UIURL = "http://localhost:8233"
+		c.UIURL = "http://127.0.0.1:" + strconv.Itoa(c.uiPort)
 	}
 	if c.DataDir == "" {
 		c.DataDir = defaultDataDir()

@@ -52,6 +52,8 @@ type factory struct {
 	// ran is set once a command's own code starts; an error before that
 	// came from cobra's argument checks and is a usage error.
 	ran bool
+	// local is set when this process hosts the embedded services.
+	local bool
 }
 
 func (f *factory) Client(ctx context.Context) (client.Client, error) {
@@ -67,7 +69,7 @@ func (f *factory) Client(ctx context.Context) (client.Client, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot reach Temporal at %s (%v).\n"+
-			"Set %s to your Temporal frontend (host:port), or run `autocoder dev` in another terminal to start a local one",
+			"Set %s to your Temporal frontend (host:port), or run `autocoder dev` in another terminal for local mode",
 			errUnavailable, f.cfg.TemporalAddress, err, envTemporalAddress)
 	}
 	f.client = c
@@ -86,10 +88,15 @@ func (f *factory) Store(ctx context.Context) (store.Store, error) {
 	return s, nil
 }
 
-func (f *factory) Close() {
+func (f *factory) closeClient() {
 	if f.client != nil {
 		f.client.Close()
+		f.client = nil
 	}
+}
+
+func (f *factory) Close() {
+	f.closeClient()
 	if f.store != nil {
 		if err := f.store.Close(); err != nil {
 			slog.Warn("close store", "error", err)
@@ -135,7 +142,7 @@ func newRootCmd(f *factory) *cobra.Command {
 	})
 	root.AddCommand(newRunCmd(f), newStatusCmd(f), newWatchCmd(f), newListCmd(f),
 		newApproveCmd(f), newRejectCmd(f), newFeedbackCmd(f), newCancelCmd(f),
-		newRollbackCmd(f), newExportCmd(f), newResumeCmd(f), newWorkerCmd(f))
+		newRollbackCmd(f), newExportCmd(f), newResumeCmd(f), newWorkerCmd(f), newDevCmd(f))
 	return root
 }
 

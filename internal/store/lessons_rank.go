@@ -20,6 +20,9 @@ var ErrInvalidLesson = errors.New("invalid lesson")
 const (
 	// candidateLimit bounds the rows a backend's index hands to rankLessons.
 	candidateLimit = 50
+	// minSimilarity is the least text similarity a recalled lesson has;
+	// below it a lesson is noise in a prompt whatever its record.
+	minSimilarity = 0.1
 	// sigKindBonus multiplies the score of a lesson whose error kind equals
 	// the one recalled for: the same exception class is the strongest hint.
 	sigKindBonus = 4.0
@@ -29,7 +32,7 @@ const (
 	// maxCompared caps the bytes of text compared, bounding the cost of a
 	// recall over long failure output.
 	maxCompared = 4096
-	// maxQueryTerms caps the words or trigrams a text search looks up.
+	// maxQueryTerms caps the trigrams a full-text search looks up.
 	maxQueryTerms = 64
 )
 
@@ -98,22 +101,22 @@ func sigJoin(shape, text string) string { return shape + " " + text }
 // limit is how many candidates a backend fetches for q.
 func (q recallQuery) limit() int { return max(candidateLimit, 4*q.k) }
 
-// rankLessons scores the candidates for q and returns the best q.k:
-// score = trigram similarity × kind bonus × learning factor. Lessons with
-// no text in common score 0 and are left out. Equal scores fall back to
-// the most recently updated, then the smaller id, so the order is total.
+// textOf is the text of l that q compares.
+func (q recallQuery) textOf(l Lesson) string {
+	if q.bySig {
+		return sigJoin(l.SigShape, l.SigText)
+	}
+	return l.Task
+}
+
+// rankLessons scores the candidates for q with lessonScore and returns the
+// best q.k. Equal scores fall back to the most recently updated, then the
+// smaller id, so the order is total.
 func rankLessons(q recallQuery, candidates []Lesson) []ScoredLesson {
 	want := trigrams(q.text)
 	out := make([]ScoredLesson, 0, len(candidates))
 	for _, l := range candidates {
-		text := l.Task
-		if q.bySig {
-			text = sigJoin(l.SigShape, l.SigText)
-		}
-		score := similarity(want, trigrams(text)) * learning(l)
-		if q.bySig && l.SigKind == q.sigKind {
-			score *= sigKindBonus
-		}
+		score := lessonScore(want, q.textOf(l), l.Succeeded, l.Misled, q.bySig && l.SigKind == q.sigKind)
 		if score > 0 {
 			out = append(out, ScoredLesson{Lesson: l, Score: score})
 		}
@@ -130,10 +133,24 @@ func rankLessons(q recallQuery, candidates []Lesson) []ScoredLesson {
 	return out[:min(len(out), max(q.k, 0))]
 }
 
+// lessonScore is trigram similarity × learning factor × kind bonus, or 0
+// below minSimilarity. want is the query's trigrams.
+func lessonScore(want []uint64, text string, succeeded, misled int, kindMatch bool) float64 {
+	sim := similarity(want, trigrams(text))
+	if sim < minSimilarity {
+		return 0
+	}
+	score := sim * learning(succeeded, misled)
+	if kindMatch {
+		score *= sigKindBonus
+	}
+	return score
+}
+
 // learning is (succeeded+1)/(misled+1), capped: lessons that helped before
 // rise, lessons that misled sink, and unused ones stay at 1.
-func learning(l Lesson) float64 {
-	return min(max(float64(l.Succeeded+1)/float64(l.Misled+1), learnMin), learnMax)
+func learning(succeeded, misled int) float64 {
+	return min(max(float64(succeeded+1)/float64(misled+1), learnMin), learnMax)
 }
 
 // trigrams returns the sorted, distinct trigrams of s the way pg_trgm
@@ -183,11 +200,6 @@ func words(s string) []string {
 	})
 }
 
-// queryWords returns up to maxQueryTerms distinct words of s, in order.
-func queryWords(s string) []string {
-	return firstDistinct(words(truncate(s, maxCompared)))
-}
-
 // queryTrigrams returns up to maxQueryTerms distinct three-rune substrings
 // of the words of s, in order: the terms a trigram full-text index holds.
 func queryTrigrams(s string) []string {
@@ -227,9 +239,18 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// lessonColumns is the column order scanLessons reads.
-const lessonColumns = `id, kind, language, sig_kind, sig_shape, sig_text, task, failed_excerpt, fix,
-	reflection, recalled, succeeded, misled, created_at, updated_at`
+// lessonColumns lists, qualified by alias when one is given, the columns
+// scanLessons reads, in its order.
+func lessonColumns(alias string) string {
+	cols := []string{"id", "kind", "language", "sig_kind", "sig_shape", "sig_text", "task",
+		"failed_excerpt", "fix", "reflection", "recalled", "succeeded", "misled", "created_at", "updated_at"}
+	if alias != "" {
+		for i, c := range cols {
+			cols[i] = alias + "." + c
+		}
+	}
+	return strings.Join(cols, ", ")
+}
 
 // scanLessons reads lessonColumns rows. timeDest adapts a time field to
 // the backend's scan destination.
@@ -242,6 +263,7 @@ func scanLessons(rs rows, timeDest func(*time.Time) any) ([]Lesson, error) {
 			timeDest(&l.CreatedAt), timeDest(&l.UpdatedAt)); err != nil {
 			return nil, err
 		}
+		l.CreatedAt, l.UpdatedAt = l.CreatedAt.UTC(), l.UpdatedAt.UTC()
 		out = append(out, l)
 	}
 	return out, rs.Err()
@@ -264,4 +286,23 @@ func distinctIDs(ids []string) []string {
 	out := slices.Clone(ids)
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// outcome is what MarkRecalled adds to succeeded and to misled.
+func outcome(succeeded bool) (won, lost int) {
+	if succeeded {
+		return 1, 0
+	}
+	return 0, 1
+}
+
+// forgotten finishes a delete by id: no row deleted is ErrNotFound.
+func forgotten(id string, deleted int64, err error) error {
+	if err == nil && deleted == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("forget lesson %s: %w", id, err)
+	}
+	return nil
 }

@@ -50,4 +50,6 @@ type Store interface {
 
 	Stats(ctx context.Context) (Stats, error)
 	Close() error
+
+	LessonStore
 }
