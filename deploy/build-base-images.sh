@@ -27,6 +27,8 @@ WORKDIR=${AUTOCODER_IMAGE_WORKDIR:-/var/cache/autocoder-images}
 DEBIAN_IMAGE=${AUTOCODER_BASE_DEBIAN_IMAGE:-autocoder/base-debian:$SUITE}
 APP_IMAGE=${AUTOCODER_APP_IMAGE:-autocoder/autocoder:dev}
 PATH_IN_IMAGE=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# Marks the images built here, so the script removes its own leftovers only.
+LABEL=autocoder.build=base-images
 
 force=0
 app=0
@@ -149,6 +151,7 @@ build_debian() {
 	# really gone from the image.
 	cat >"$ctx/Dockerfile" <<EOF
 FROM scratch AS rootfs
+LABEL $LABEL
 ADD rootfs.tar /
 # Installing ca-certificates adds these to the bundle.
 COPY ca/ /usr/local/share/ca-certificates/
@@ -160,6 +163,7 @@ RUN apt-get update -qq \\
 		/usr/share/doc/* /usr/share/man/* /usr/share/info/* /usr/share/locale/* /tmp/*
 
 FROM scratch
+LABEL $LABEL
 COPY --from=rootfs / /
 ENV PATH=$PATH_IN_IMAGE LANG=C.UTF-8
 CMD ["/bin/bash"]
@@ -212,6 +216,8 @@ main() {
 	if [ $rebuilt = 1 ] || wanted "$golang"; then
 		build_golang "$golang"
 	fi
+	# The flattening stage and images replaced by --force are left untagged.
+	docker image prune -f --filter "label=$LABEL" >/dev/null
 	if [ $app = 1 ]; then
 		build_app "$golang"
 	else

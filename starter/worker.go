@@ -51,6 +51,12 @@ func (f *factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	if _, err := llm.EnvFromOS().DefaultSpec(); err != nil {
 		slog.Warn("no default model: tasks must name one with --model", "error", err)
 	}
+	// Containers a crashed worker left behind are removed before new ones start.
+	if n, err := sandbox.Reap(ctx); err != nil {
+		slog.Warn("reap leaked sandbox containers", "error", err)
+	} else if n > 0 {
+		slog.Info("reaped leaked sandbox containers", "count", n)
+	}
 	sb, err := sandbox.New(ctx, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
