@@ -61,6 +61,7 @@ func planPrompt(in PlanInput, files []workspace.File) string {
 		b.WriteString("\n")
 	}
 	writeGuidance(&b, in.Guidance)
+	writeLessons(&b, in.Lessons)
 	b.WriteString(`Write a short plan as numbered steps (1. 2. 3.), at most 5, each one line.
 Every step must leave the tests passing, so each step includes its own tests. Small tasks need one step.`)
 	return b.String()
@@ -82,6 +83,7 @@ func generatePrompt(in GenerateInput, files []workspace.File) string {
 		fmt.Fprintf(&b, "Your previous attempt failed. Diagnosis and fix plan:\n%s\n\n", in.Feedback)
 	}
 	writeGuidance(&b, in.Guidance)
+	writeLessons(&b, in.Lessons)
 	b.WriteString(outputFormat)
 	return b.String()
 }
@@ -166,5 +168,14 @@ func writeGuidance(b *strings.Builder, guidance []string) {
 	for _, g := range guidance {
 		fmt.Fprintf(b, "- %s\n", g)
 	}
+	b.WriteString("\n")
+}
+
+func writeLessons(b *strings.Builder, lessons string) {
+	if lessons == "" {
+		return
+	}
+	b.WriteString("Lessons from earlier tasks (verified fixes; apply them where they fit):\n")
+	b.WriteString(lessons)
 	b.WriteString("\n")
 }

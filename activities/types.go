@@ -81,6 +81,8 @@ type PlanInput struct {
 	Model         string `json:"model,omitempty"`
 	// Guidance is what people said, e.g. why they rejected a plan.
 	Guidance []string `json:"guidance,omitempty"`
+	// Lessons is recalled experience from earlier tasks.
+	Lessons string `json:"lessons,omitempty"`
 }
 
 // PlanOutput is the plan as numbered steps.
@@ -102,7 +104,9 @@ type GenerateInput struct {
 	Feedback string `json:"feedback,omitempty"`
 	// Guidance is what people said through the feedback signal.
 	Guidance []string `json:"guidance,omitempty"`
-	Model    string   `json:"model,omitempty"`
+	// Lessons is recalled experience from earlier tasks.
+	Lessons string `json:"lessons,omitempty"`
+	Model   string `json:"model,omitempty"`
 }
 
 // GenerateOutput names the snapshot the model's files produced. When the

@@ -142,7 +142,7 @@ func newRootCmd(f *factory) *cobra.Command {
 	})
 	root.AddCommand(newRunCmd(f), newStatusCmd(f), newWatchCmd(f), newListCmd(f),
 		newApproveCmd(f), newRejectCmd(f), newFeedbackCmd(f), newCancelCmd(f),
-		newRollbackCmd(f), newExportCmd(f), newResumeCmd(f), newWorkerCmd(f), newDevCmd(f))
+		newRollbackCmd(f), newExportCmd(f), newResumeCmd(f), newWorkerCmd(f), newDevCmd(f), newLessonsCmd(f))
 	return root
 }
 
@@ -159,7 +159,7 @@ func exitCode(err error, ctx context.Context) int {
 		return exitWaiting
 	case errors.Is(err, errUsage):
 		return exitUsage
-	case errors.As(err, &notFound):
+	case errors.As(err, &notFound), errors.Is(err, store.ErrNotFound):
 		return exitNotFound
 	case errors.Is(err, errUnavailable):
 		return exitUnavailable

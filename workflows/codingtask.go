@@ -5,6 +5,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,8 @@ type task struct {
 	budgetTokens int
 	budgetUSD    float64
 	canContinue  bool
+	learn        bool // recall and save lessons
+	mem          Memory
 }
 
 // decision is a person's answer to a pending approval.
@@ -65,6 +68,8 @@ func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 	}
 	// Version 1 added continue-as-new; runs recorded before it never do it.
 	t.canContinue = workflow.GetVersion(ctx, "continue-as-new", workflow.DefaultVersion, 1) >= 1
+	// Version 1 added lessons: recall before planning and retries, save at the end.
+	t.learn = workflow.GetVersion(ctx, "lessons", workflow.DefaultVersion, 1) >= 1
 	if err := t.registerHandlers(ctx); err != nil {
 		return TaskResult{}, err
 	}
@@ -104,7 +109,7 @@ func newTask(in TaskInput) (*task, error) {
 	}
 	if c := in.Carried; c != nil {
 		t := &task{in: in, status: c.Status, base: c.Base, feedback: c.Feedback,
-			budgetTokens: c.BudgetTokens, budgetUSD: c.BudgetUSD, cancel: c.Cancel}
+			budgetTokens: c.BudgetTokens, budgetUSD: c.BudgetUSD, cancel: c.Cancel, mem: c.Memory}
 		t.status.Runs = c.Runs + 1
 		t.in.Carried = nil
 		return t, nil
@@ -128,6 +133,7 @@ func newTask(in TaskInput) (*task, error) {
 
 func (t *task) run(ctx workflow.Context) (TaskResult, error) {
 	if t.status.Plan == nil {
+		t.mem.TaskLessons = t.recall(ctx, "")
 		if err := t.plan(ctx); err != nil {
 			return TaskResult{}, err
 		}
@@ -153,6 +159,7 @@ func (t *task) run(ctx workflow.Context) (TaskResult, error) {
 			return TaskResult{}, err
 		}
 	}
+	t.saveLessons(ctx, true)
 	t.setPhase(ctx, PhaseSucceeded)
 	return TaskResult{
 		SnapshotID:   t.base,
@@ -171,6 +178,7 @@ func (t *task) plan(ctx workflow.Context) error {
 		err := workflow.ExecuteActivity(modelCtx(ctx, "plan"), a.Plan, activities.PlanInput{
 			Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
 			InputSnapshot: t.in.InputSnapshot, Model: t.in.Model, Guidance: t.status.Feedback,
+			Lessons: t.mem.TaskLessons,
 		}).Get(ctx, &plan)
 		if err != nil {
 			return fmt.Errorf("plan: %w", err)
@@ -216,6 +224,7 @@ func (t *task) attempt(ctx workflow.Context) error {
 		Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
 		Plan: t.status.Plan, Step: t.status.Step, Iteration: it,
 		BaseSnapshot: t.base, Feedback: t.feedback, Guidance: t.status.Feedback, Model: t.in.Model,
+		Lessons: t.mem.TaskLessons + t.mem.FailureLessons,
 	}).Get(ctx, &gen)
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
@@ -240,10 +249,17 @@ func (t *task) attempt(ctx workflow.Context) error {
 		t.base = gen.SnapshotID
 	}
 	if result.Passed {
+		if p := t.mem.Pending; p != nil {
+			p.PassedSnapshot = gen.SnapshotID
+			t.mem.Fixes = append(t.mem.Fixes, *p)
+			t.mem.Pending = nil
+		}
+		t.mem.FailureLessons = ""
 		t.status.Step++
 		t.feedback = ""
 		return nil
 	}
+	t.mem.Failed = true
 	if t.rollback != nil {
 		return nil // the failure no longer matters: the loop moves back
 	}
@@ -261,6 +277,8 @@ func (t *task) attempt(ctx workflow.Context) error {
 	if err := t.spend(ctx, refl.Usage); err != nil {
 		return err
 	}
+	t.mem.Pending = &activities.Fix{FailedSnapshot: t.base, FailureOutput: result.Output, Reflection: refl.Reflection}
+	t.mem.FailureLessons = t.recall(ctx, result.Output)
 	return t.stopIfCancelled(ctx)
 }
 
@@ -310,6 +328,7 @@ func (t *task) check(ctx workflow.Context, gen activities.GenerateOutput) (activ
 // test output.
 func (t *task) stuck(ctx workflow.Context) error {
 	if !t.in.AskWhenStuck {
+		t.saveLessons(ctx, false)
 		return t.exhausted()
 	}
 	d, err := t.ask(ctx, GateStuck, fmt.Sprintf("No passing attempt after %d iterations. Allow %d more? (feedback helps)",
@@ -321,6 +340,7 @@ func (t *task) stuck(ctx workflow.Context) error {
 		return nil
 	}
 	if !d.approved {
+		t.saveLessons(ctx, false)
 		return t.exhausted()
 	}
 	t.in.MaxIterations += t.extraIterations()
@@ -406,6 +426,7 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 	next.Carried = &Carried{
 		Status: t.status, Base: t.base, Feedback: t.feedback,
 		BudgetTokens: t.budgetTokens, BudgetUSD: t.budgetUSD, Cancel: t.cancel, Runs: t.status.Runs,
+		Memory: t.mem,
 	}
 	workflow.GetLogger(ctx).Info("continuing as new", "iteration", t.status.Iteration, "runs", t.status.Runs)
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, next)
@@ -536,6 +557,51 @@ func (t *task) checkpoint(ctx workflow.Context, snapshot string, result activiti
 	})
 }
 
+// recall fetches lessons by task (failure == "") or by failure and notes
+// their ids in the status. Memory is an aid: if the store cannot answer,
+// the task goes on without it.
+func (t *task) recall(ctx workflow.Context, failure string) string {
+	if !t.learn {
+		return ""
+	}
+	var out activities.RecallOutput
+	kind := "recall lessons for the task"
+	if failure != "" {
+		kind = t.label("recall lessons for the failure of")
+	}
+	err := workflow.ExecuteActivity(memoryCtx(ctx, kind), a.Recall, activities.RecallInput{
+		Task: t.in.Task, Language: t.in.Language, FailureOutput: failure,
+	}).Get(ctx, &out)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("recall failed; going on without lessons", "error", err)
+		return ""
+	}
+	for _, id := range out.IDs {
+		if !slices.Contains(t.status.Lessons, id) {
+			t.status.Lessons = append(t.status.Lessons, id)
+		}
+	}
+	return out.Text
+}
+
+// saveLessons records what the task taught, and whether the lessons it
+// recalled helped.
+func (t *task) saveLessons(ctx workflow.Context, succeeded bool) {
+	if !t.learn {
+		return
+	}
+	in := activities.SaveLessonsInput{
+		Task: t.in.Task, Language: t.in.Language, Plan: t.status.Plan, Fixes: t.mem.Fixes,
+		FirstTry: succeeded && !t.mem.Failed, Recalled: t.status.Lessons, Succeeded: succeeded,
+	}
+	if p := t.mem.Pending; p != nil && !succeeded {
+		in.Unfixed = []string{p.FailureOutput}
+	}
+	if err := workflow.ExecuteActivity(memoryCtx(ctx, "save lessons"), a.SaveLessons, in).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("saving lessons failed", "error", err)
+	}
+}
+
 func (t *task) exhausted() error {
 	msg := fmt.Sprintf("no passing attempt after %d iterations (step %d of %d)", t.status.Iteration, t.status.Step, len(t.status.Plan))
 	if out := t.lastOutput(); out != "" {
@@ -656,6 +722,21 @@ func modelCtx(ctx workflow.Context, summary string) workflow.Context {
 				activities.ErrTypeModelAuth, activities.ErrTypeModelRequest,
 				activities.ErrTypeModelConfig, activities.ErrTypeBadInput,
 			},
+		},
+	})
+}
+
+// Store calls are short; a store that stays down is not worth failing the
+// task over (the caller goes on without memory).
+func memoryCtx(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Second,
+			MaximumAttempts:    5,
 		},
 	})
 }

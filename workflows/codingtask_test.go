@@ -24,6 +24,13 @@ type codingTaskSuite struct {
 func TestCodingTask(t *testing.T) { suite.Run(t, new(codingTaskSuite)) }
 
 func (s *codingTaskSuite) SetupTest() {
+	s.newEnv()
+	// Memory is exercised by its own test; elsewhere it recalls nothing.
+	s.env.OnActivity(a.Recall, mock.Anything, mock.Anything).Return(activities.RecallOutput{}, nil).Maybe()
+	s.env.OnActivity(a.SaveLessons, mock.Anything, mock.Anything).Return(nil, nil).Maybe()
+}
+
+func (s *codingTaskSuite) newEnv() {
 	s.env = s.NewTestWorkflowEnvironment()
 	s.env.RegisterWorkflowWithOptions(CodingTask, RegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})

@@ -115,6 +115,17 @@ type Carried struct {
 	BudgetUSD    float64       `json:"budgetUsd,omitempty"`
 	Cancel       *CancelSignal `json:"cancel,omitempty"`
 	Runs         int           `json:"runs"` // runs before this one
+	Memory       Memory        `json:"memory"`
+}
+
+// Memory is what a task gathers to learn from: recalled lessons for its
+// prompts, and the verified fixes it makes.
+type Memory struct {
+	TaskLessons    string           `json:"taskLessons,omitempty"`
+	FailureLessons string           `json:"failureLessons,omitempty"`
+	Fixes          []activities.Fix `json:"fixes,omitempty"`
+	Pending        *activities.Fix  `json:"pending,omitempty"` // the last failure, until an attempt passes
+	Failed         bool             `json:"failed,omitempty"`  // some attempt failed
 }
 
 // Signal and update payloads.
@@ -174,7 +185,8 @@ type Status struct {
 	Pending       *Approval               `json:"pending,omitempty"`
 	Feedback      []string                `json:"feedback,omitempty"` // guidance from people, in order
 	Started       time.Time               `json:"started"`
-	Runs          int                     `json:"runs"` // workflow runs so far (continue-as-new)
+	Runs          int                     `json:"runs"`              // workflow runs so far (continue-as-new)
+	Lessons       []string                `json:"lessons,omitempty"` // ids of lessons recalled into prompts
 	Error         string                  `json:"error,omitempty"`
 }
 

@@ -156,6 +156,7 @@ func TestComposeConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := compose(t, tc.vars)
 			if r.code != 0 {
 				t.Fatalf("docker-compose config: exit %d: %s", r.code, tail(r.stderr))
@@ -277,6 +278,7 @@ func hasMount(ms []mount, typ, target string) bool {
 func TestComposeRequiresSecrets(t *testing.T) {
 	for name := range requiredEnv {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			vars := withRequired(nil)
 			delete(vars, name)
 			r := compose(t, vars)

@@ -23,10 +23,19 @@ import (
 // cluster is a real Temporal server, a scripted model and a worker process
 // running the built binary; tests drive it with more processes of the CLI.
 type cluster struct {
-	t     *testing.T
-	bin   string
-	env   []string
-	model *llmtest.Server
+	t       *testing.T
+	bin     string
+	env     []string
+	model   *llmtest.Server
+	workers []func()
+}
+
+// stopWorkers stops every worker started so far.
+func (c *cluster) stopWorkers() {
+	for _, stop := range c.workers {
+		stop()
+	}
+	c.workers = nil
 }
 
 var (
@@ -62,7 +71,7 @@ func binary(t *testing.T) string {
 	return filepath.Join(binDir, "autocoder")
 }
 
-func newCluster(t *testing.T, script llmtest.Script) *cluster {
+func newCluster(t *testing.T, script llmtest.Script, extraEnv ...string) *cluster {
 	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	model := llmtest.New(t, script)
@@ -74,24 +83,33 @@ func newCluster(t *testing.T, script llmtest.Script) *cluster {
 		"OPENAI_API_KEY=test-key",
 		"AUTOCODER_MODEL=openai:gpt-4.1-mini",
 	)}
+	c.env = append(c.env, extraEnv...)
 	c.startWorker()
 	return c
 }
 
-func (c *cluster) startWorker() {
+// startWorker starts a worker process; the returned stop ends it
+// gracefully (it also ends at cleanup).
+func (c *cluster) startWorker() (stop func()) {
 	var log bytes.Buffer
 	w := exec.Command(c.bin, "worker")
 	w.Env, w.Stdout, w.Stderr = c.env, &log, &log
 	if err := w.Start(); err != nil {
 		c.t.Fatalf("start worker: %v", err)
 	}
-	c.t.Cleanup(func() {
-		_ = w.Process.Signal(syscall.SIGTERM)
-		_ = w.Wait()
-		if c.t.Failed() {
-			c.t.Logf("worker log:\n%s", log.String())
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = w.Process.Signal(syscall.SIGTERM)
+			_ = w.Wait()
+			if c.t.Failed() {
+				c.t.Logf("worker log:\n%s", log.String())
+			}
+		})
+	}
+	c.t.Cleanup(stop)
+	c.workers = append(c.workers, stop)
+	return stop
 }
 
 // cli runs the binary to completion and returns stdout, stderr and the exit code.
@@ -155,7 +173,11 @@ func (c *cluster) waitFor(id, what string, cond func(workflows.Status) bool) wor
 			return st
 		}
 		if time.Now().After(deadline) || (st.Phase.Done() && !cond(st)) {
-			c.t.Fatalf("task %s: gave up waiting for %s; status: %+v", id, what, st)
+			last := ""
+			if st.LastTest != nil {
+				last = st.LastTest.Output
+			}
+			c.t.Fatalf("task %s: gave up waiting for %s; status: %+v\nlast output:\n%s", id, what, st, last)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -155,20 +155,38 @@ func learning(succeeded, misled int) float64 {
 
 // trigrams returns the sorted, distinct trigrams of s the way pg_trgm
 // makes them: lowercased alphanumeric words, each padded with two spaces in
-// front and one behind. Each trigram packs three 21-bit runes.
+// front and one behind. Each trigram packs three 21-bit runes. It runs once
+// per candidate row, so it makes one pass and one allocation.
 func trigrams(s string) []uint64 {
 	s = truncate(s, maxCompared)
-	var out []uint64
-	for _, w := range words(s) {
-		r := append([]rune{' ', ' '}, []rune(w)...)
-		r = append(r, ' ')
-		for i := 0; i+3 <= len(r); i++ {
-			out = append(out, uint64(r[i])<<42|uint64(r[i+1])<<21|uint64(r[i+2]))
+	out := make([]uint64, 0, len(s)+len(s)/2)
+	var window uint64 // the last runes, packed; masked to the last three
+	inWord := false
+	endWord := func() {
+		if inWord {
+			out = append(out, (window<<21|' ')&trigramMask)
+			inWord = false
 		}
 	}
+	for _, r := range s {
+		if !isWordRune(r) {
+			endWord()
+			continue
+		}
+		if !inWord {
+			window, inWord = ' '<<21|' ', true
+		}
+		window = window<<21 | uint64(unicode.ToLower(r))
+		out = append(out, window&trigramMask)
+	}
+	endWord()
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+const trigramMask = 1<<63 - 1
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // similarity is the Jaccard index of two sorted trigram sets, the measure
 // pg_trgm's similarity() computes.
@@ -195,9 +213,7 @@ func similarity(a, b []uint64) float64 {
 
 // words splits s into lowercased runs of letters and digits.
 func words(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWordRune(r) })
 }
 
 // queryTrigrams returns up to maxQueryTerms distinct three-rune substrings

@@ -1,0 +1,162 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// benchModelLatency is the scripted model's fixed answer time.
+const benchModelLatency = 200 * time.Millisecond
+
+// taskCost splits one task's latency into model time, sandbox time and the
+// rest, which is orchestration: Temporal round trips, store and memo
+// writes, prompt building, scheduling between activities.
+type taskCost struct {
+	Latency, Model, Sandbox, Overhead time.Duration
+	Iterations                        int
+	TestRun                           time.Duration // the last test run inside the sandbox
+}
+
+// TestConcurrencyBenchmark runs one task alone, then many at once, on one
+// worker process with bounded sandbox slots and a model answering in a
+// fixed 200 ms; every first attempt passes. It reports the wall times,
+// task latency percentiles, the orchestration overhead per iteration and
+// the worker's peak memory. It runs only with AUTOCODER_BENCH=1;
+// AUTOCODER_BENCH_TASKS and AUTOCODER_BENCH_SLOTS change the load.
+func TestConcurrencyBenchmark(t *testing.T) {
+	if os.Getenv("AUTOCODER_BENCH") != "1" {
+		t.Skip("benchmark: set AUTOCODER_BENCH=1 to run it")
+	}
+	requireDocker(t)
+	tasks, slots := envInt(t, "AUTOCODER_BENCH_TASKS", 100), envInt(t, "AUTOCODER_BENCH_SLOTS", 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+
+	bin := binary(t)
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+	d := benchModelLatency
+	model := newModelServer(t, taskScript(false, delays{plan: d, generate: d, reflect: d}))
+	workers := newFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL()),
+		"--sandbox-slots", strconv.Itoa(slots))
+	w := workers.start()
+
+	// One task alone, after a warm-up task that pays for first-use costs.
+	if _, _, err := runBatch(ctx, c, "bench-warm", 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	single, singleWall, err := runBatch(ctx, c, "bench-single", 2000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, manyWall, err := runBatch(ctx, c, "bench-many", 0, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, err := vmHWM(w.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.stop(time.Minute); err != nil {
+		t.Errorf("graceful stop: %v", err)
+	}
+
+	t.Logf("one task alone: wall %s; %s", singleWall.Round(time.Millisecond), describeCosts(single))
+	t.Logf("%d tasks at once (%d sandbox slots): wall %s (%.1fx one task); %s",
+		tasks, slots, manyWall.Round(time.Millisecond), float64(manyWall)/float64(singleWall), describeCosts(many))
+	t.Logf("worker peak memory (VmHWM): %.1f MiB", float64(peak)/(1<<20))
+}
+
+// runBatch starts count tasks numbered from first at once, waits for all and
+// returns their costs and the wall time from the first start to the last end.
+func runBatch(ctx context.Context, c client.Client, prefix string, first, count int) ([]taskCost, time.Duration, error) {
+	start := time.Now()
+	ids := make([]string, count)
+	for i := range count {
+		id, err := startTask(ctx, c, prefix, first+i, 2)
+		if err != nil {
+			return nil, 0, err
+		}
+		ids[i] = id
+	}
+	costs := make([]taskCost, count)
+	var end time.Time
+	for i, id := range ids {
+		res, err := waitDone(ctx, c, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		h, err := loadHistory(ctx, c, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if res.Iterations != 1 {
+			return nil, 0, fmt.Errorf("task %s took %d iterations, want 1", id, res.Iterations)
+		}
+		costs[i] = costOf(h, res)
+		end = maxTime(end, h.End)
+	}
+	return costs, end.Sub(start), nil
+}
+
+// costOf reads model and sandbox time from the history: each model call is
+// the fixed latency; each sandbox activity (validate, execute) counts whole
+// from scheduling to completion, slot waits included.
+func costOf(h taskHistory, res workflows.TaskResult) taskCost {
+	c := taskCost{Latency: h.End.Sub(h.Start), Iterations: res.Iterations}
+	c.Model = time.Duration(res.Status.Usage.Calls) * benchModelLatency
+	for _, a := range h.Activities {
+		if a.Type == "Validate" || a.Type == "Execute" {
+			c.Sandbox += a.Finished.Sub(a.Scheduled)
+		}
+	}
+	if lt := res.Status.LastTest; lt != nil {
+		c.TestRun = lt.Duration
+	}
+	c.Overhead = c.Latency - c.Model - c.Sandbox
+	return c
+}
+
+func describeCosts(cs []taskCost) string {
+	var lat, perIt, sb, run []time.Duration
+	for _, c := range cs {
+		lat = append(lat, c.Latency)
+		perIt = append(perIt, c.Overhead/time.Duration(max(c.Iterations, 1)))
+		sb = append(sb, c.Sandbox)
+		run = append(run, c.TestRun)
+	}
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	return fmt.Sprintf("latency p50 %s p95 %s max %s; orchestration overhead per iteration p50 %s p95 %s; "+
+		"sandbox activities per task p50 %s (test run inside the sandbox p50 %s)",
+		ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 100)),
+		ms(percentile(perIt, 50)), ms(percentile(perIt, 95)), ms(percentile(sb, 50)), ms(percentile(run, 50)))
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

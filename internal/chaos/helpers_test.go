@@ -1,0 +1,555 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+var (
+	binDir    string
+	buildOnce sync.Once
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binary builds the autocoder command once per test process.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "autocoder-chaos-"); buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "autocoder"), ".")
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build autocoder: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "autocoder")
+}
+
+// cleanEnv is the test process environment without anything that would
+// point the binary at another Temporal, store or model.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "TEMPORAL_") || strings.HasPrefix(name, "AUTOCODER_") ||
+			strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "ANTHROPIC_") || name == "OLLAMA_HOST" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// workerEnv is what a worker process needs besides the store: Temporal, the
+// scripted model and the docker sandbox (no silent fallback to bwrap, whose
+// runs would leave no containers to count).
+func workerEnv(temporalAddr, namespace, dataDir, modelURL string, extra ...string) []string {
+	return cleanEnv(append([]string{
+		"TEMPORAL_ADDRESS=" + temporalAddr,
+		"TEMPORAL_NAMESPACE=" + namespace,
+		"AUTOCODER_DATA_DIR=" + dataDir,
+		"AUTOCODER_SANDBOX=docker",
+		"OPENAI_BASE_URL=" + modelURL,
+		"OPENAI_API_KEY=test-key",
+		"AUTOCODER_MODEL=openai:gpt-4.1-mini",
+	}, extra...)...)
+}
+
+// requireService fails in CI and skips elsewhere when a service is missing.
+func requireService(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is required in CI: %v", what, err)
+	}
+	t.Skipf("%s unavailable: %v", what, err)
+}
+
+func requireDocker(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput()
+	if err != nil {
+		err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
+	}
+	requireService(t, "docker", err)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Markers in the prompts the activities build (activities/prompts.go).
+const (
+	planMarker    = "Write a short plan"
+	reflectMarker = "Reflect before the next attempt"
+	retryMarker   = "Your previous attempt failed"
+)
+
+var taskRE = regexp.MustCompile(`Chaos task (\d+):`)
+
+// taskText is the task numbered n; the number routes the scripted answers
+// and names the files, so every task's result is distinct.
+func taskText(n int) string {
+	return fmt.Sprintf("Chaos task %d: write a function add(a, b) in calc_%d.py that returns the sum, with pytest tests.", n, n)
+}
+
+// wantFiles is the exact final workspace of task n.
+func wantFiles(n int) map[string]string {
+	return map[string]string{
+		fmt.Sprintf("calc_%d.py", n):      fmt.Sprintf("# task %d\ndef add(a, b):\n    return a + b\n", n),
+		fmt.Sprintf("test_calc_%d.py", n): fmt.Sprintf("from calc_%d import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n", n),
+	}
+}
+
+func fence(path, body string) string { return "```path=" + path + "\n" + body + "```\n" }
+
+// delays hold model answers back per kind of call.
+type delays struct{ plan, generate, reflect time.Duration }
+
+// taskScript answers plan, generate and reflect calls of numbered tasks.
+// With buggyFirst the first code subtracts, the tests catch it, reflection
+// names it and the second code is right; otherwise the first code passes.
+func taskScript(buggyFirst bool, d delays) llmtest.Script {
+	return func(req llmtest.ChatRequest) llmtest.Reply {
+		last := req.LastUser()
+		m := taskRE.FindStringSubmatch(last)
+		if m == nil {
+			return llmtest.Reply{Status: http.StatusBadRequest, Content: "no chaos task number in the prompt"}
+		}
+		n, _ := strconv.Atoi(m[1])
+		files := wantFiles(n)
+		calc, test := fmt.Sprintf("calc_%d.py", n), fmt.Sprintf("test_calc_%d.py", n)
+		switch {
+		case strings.Contains(last, planMarker):
+			return llmtest.Reply{Delay: d.plan, Content: fmt.Sprintf("1. Implement add in %s with pytest tests in %s.", calc, test)}
+		case strings.Contains(last, reflectMarker):
+			return llmtest.Reply{Delay: d.reflect, Content: fmt.Sprintf(
+				"Root cause: add subtracts b instead of adding it (%s line 3).\nHypothesis: wrong operator.\nFix: return a + b.", calc)}
+		case !buggyFirst || strings.Contains(last, retryMarker):
+			return llmtest.Reply{Delay: d.generate, Content: fence(calc, files[calc]) + fence(test, files[test])}
+		default:
+			buggy := strings.Replace(files[calc], "a + b", "a - b", 1)
+			return llmtest.Reply{Delay: d.generate, Content: "Here is the code.\n\n" + fence(calc, buggy) + fence(test, files[test])}
+		}
+	}
+}
+
+// modelCall is one request the scripted model received. Cut means the
+// client went away before the answer was written.
+type modelCall struct {
+	Prompt     string // hash of the request's messages
+	Start, End time.Time
+	Cut        bool
+}
+
+// modelServer serves a script over HTTP and records every call, so tests
+// can tell a repeated prompt from a new one and see which calls a kill cut.
+type modelServer struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []modelCall
+}
+
+func newModelServer(t *testing.T, script llmtest.Script) *modelServer {
+	t.Helper()
+	m := &modelServer{}
+	inner := llmtest.Handler(script)
+	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		m.mu.Lock()
+		i := len(m.calls)
+		m.calls = append(m.calls, modelCall{Prompt: promptKey(body), Start: time.Now()})
+		m.mu.Unlock()
+		inner.ServeHTTP(w, r)
+		m.mu.Lock()
+		m.calls[i].End, m.calls[i].Cut = time.Now(), r.Context().Err() != nil
+		m.mu.Unlock()
+	}))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+func (m *modelServer) URL() string { return m.srv.URL + "/v1" }
+
+func (m *modelServer) Calls() []modelCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.calls)
+}
+
+// promptKey identifies a request by its messages: the same prompt of the
+// same task and iteration gives the same key.
+func promptKey(body []byte) string {
+	var req struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &req) // a body that does not decode keys as empty
+	sum := sha256.Sum256(req.Messages)
+	return hex.EncodeToString(sum[:8])
+}
+
+// workerProc is one `autocoder worker` OS process.
+type workerProc struct {
+	cmd     *exec.Cmd
+	started time.Time
+	log     string // path of its combined output
+	done    chan struct{}
+	waitErr error
+}
+
+// fleet starts, kills and restarts the worker process of a test; one runs
+// at a time.
+type fleet struct {
+	t    *testing.T
+	bin  string
+	env  []string
+	args []string
+	dir  string
+	mu   sync.Mutex
+	all  []*workerProc
+}
+
+func newFleet(t *testing.T, bin string, env []string, args ...string) *fleet {
+	f := &fleet{t: t, bin: bin, env: env, args: args, dir: t.TempDir()}
+	t.Cleanup(func() {
+		for _, w := range f.procs() {
+			if !w.exited() {
+				_ = w.cmd.Process.Kill()
+				<-w.done
+			}
+		}
+		if t.Failed() {
+			for i, w := range f.procs() {
+				t.Logf("worker %d (pid %d) log tail:\n%s", i, w.cmd.Process.Pid, tailFile(w.log, 40))
+			}
+		}
+	})
+	return f
+}
+
+// start launches a new worker process and returns once it runs.
+func (f *fleet) start() *workerProc {
+	f.t.Helper()
+	f.mu.Lock()
+	n := len(f.all)
+	f.mu.Unlock()
+	logPath := filepath.Join(f.dir, fmt.Sprintf("worker-%d.log", n))
+	out, err := os.Create(logPath)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cmd := exec.Command(f.bin, append([]string{"worker"}, f.args...)...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = f.env, out, out
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		f.t.Fatalf("start worker: %v", err)
+	}
+	w := &workerProc{cmd: cmd, started: time.Now(), log: logPath, done: make(chan struct{})}
+	go func() {
+		w.waitErr = cmd.Wait()
+		out.Close()
+		close(w.done)
+	}()
+	f.mu.Lock()
+	f.all = append(f.all, w)
+	f.mu.Unlock()
+	return w
+}
+
+func (f *fleet) procs() []*workerProc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.all)
+}
+
+// current is the newest worker.
+func (f *fleet) current() *workerProc {
+	ps := f.procs()
+	return ps[len(ps)-1]
+}
+
+// owners are the sandbox owner labels of every worker the fleet ran.
+func (f *fleet) owners() []string {
+	host, _ := os.Hostname()
+	var out []string
+	for _, w := range f.procs() {
+		out = append(out, host+"/"+strconv.Itoa(w.cmd.Process.Pid))
+	}
+	return out
+}
+
+func (w *workerProc) exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill sends SIGKILL: no deferred cleanup, no graceful activity drain.
+func (w *workerProc) kill() error {
+	if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill worker: %w", err)
+	}
+	<-w.done
+	return nil
+}
+
+// stop asks for a graceful stop and waits for the process to exit.
+func (w *workerProc) stop(timeout time.Duration) error {
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stop worker: %w", err)
+	}
+	select {
+	case <-w.done:
+		return w.waitErr
+	case <-time.After(timeout):
+		_ = w.cmd.Process.Kill()
+		<-w.done
+		return fmt.Errorf("worker %d did not stop within %s", w.cmd.Process.Pid, timeout)
+	}
+}
+
+// vmHWM is the peak resident set size of a running process, from /proc.
+func vmHWM(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read proc status: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse VmHWM %q: %w", rest, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmHWM in proc status")
+}
+
+func tailFile(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// leakedContainers lists sandbox containers, running or not, that belong
+// to the given owners. Filtering by owner keeps other users' runs out.
+func leakedContainers(ctx context.Context, owners []string) ([]string, error) {
+	var ids []string
+	for _, o := range owners {
+		out, err := exec.CommandContext(ctx, "docker", "ps", "-a", "-q",
+			"--filter", "label=autocoder.sandbox=1", "--filter", "label=autocoder.sandbox.owner="+o).Output()
+		if err != nil {
+			return nil, fmt.Errorf("docker ps: %w", err)
+		}
+		ids = append(ids, strings.Fields(string(out))...)
+	}
+	return ids, nil
+}
+
+// startTask starts task n directly through the Temporal client, as
+// `autocoder run --detach` does.
+func startTask(ctx context.Context, c client.Client, prefix string, n, maxIterations int) (string, error) {
+	id := fmt.Sprintf("%s-%d", prefix, n)
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
+		workflows.WorkflowName, workflows.TaskInput{Task: taskText(n), Language: "python", MaxIterations: maxIterations})
+	if err != nil {
+		return "", fmt.Errorf("start task %d: %w", n, err)
+	}
+	return id, nil
+}
+
+// waitDone waits for a task to close and returns its result. It polls
+// rather than long-polls so a Temporal restart is ridden out.
+func waitDone(ctx context.Context, c client.Client, id string) (workflows.TaskResult, error) {
+	for {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return workflows.TaskResult{}, fmt.Errorf("wait for %s: %w (last describe error: %v)", id, ctx.Err(), err)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	var res workflows.TaskResult
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		return res, fmt.Errorf("task %s: %w", id, err)
+	}
+	return res, nil
+}
+
+// pendingStarted lists the activity types of a task that a worker started
+// at or after since and that have not finished.
+func pendingStarted(ctx context.Context, c client.Client, id string, since time.Time) ([]string, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", id, err)
+	}
+	var types []string
+	for _, pa := range d.GetPendingActivities() {
+		if pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && !pa.GetLastStartedTime().AsTime().Before(since) {
+			types = append(types, pa.GetActivityType().GetName())
+		}
+	}
+	return types, nil
+}
+
+// activityRun is one activity of a task's history, scheduled to closed.
+type activityRun struct {
+	Type                string
+	Scheduled, Finished time.Time
+}
+
+// taskHistory is what the benchmark and the chaos test read from a task's
+// history: its span and its completed activities.
+type taskHistory struct {
+	Start, End time.Time
+	Activities []activityRun
+}
+
+// completionsAfter returns the first activity completion after t.
+func (h taskHistory) completionAfter(t time.Time) (time.Time, bool) {
+	for _, a := range h.Activities {
+		if a.Finished.After(t) {
+			return a.Finished, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func loadHistory(ctx context.Context, c client.Client, id string) (taskHistory, error) {
+	var h taskHistory
+	scheduled := map[int64]activityRun{}
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return h, fmt.Errorf("history of %s: %w", id, err)
+		}
+		at := ev.GetEventTime().AsTime()
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+			h.Start = at
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+			h.End = at
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			scheduled[ev.GetEventId()] = activityRun{
+				Type:      ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(),
+				Scheduled: at,
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			a := scheduled[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]
+			a.Finished = at
+			h.Activities = append(h.Activities, a)
+		}
+	}
+	return h, nil
+}
+
+// checkSnapshot compares a task's final snapshot with its expected files.
+func checkSnapshot(ctx context.Context, st store.Store, n int, snapshot string) error {
+	files, err := st.GetSnapshot(ctx, snapshot)
+	if err != nil {
+		return fmt.Errorf("task %d: read snapshot %s: %w", n, snapshot, err)
+	}
+	want := wantFiles(n)
+	got := map[string]string{}
+	for _, f := range files {
+		got[f.Path] = string(f.Data)
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("task %d: snapshot has files %v, want %d files", n, keys(got), len(want))
+	}
+	for path, body := range want {
+		if got[path] != body {
+			return fmt.Errorf("task %d: %s is\n%q\nwant\n%q", n, path, got[path], body)
+		}
+	}
+	return nil
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// percentile is the nearest-rank percentile of ds (p in 0..100).
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s))*p/100+0.999999) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}

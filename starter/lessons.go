@@ -1,0 +1,132 @@
+package starter
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/autocoder/autocoder/internal/store"
+)
+
+func newLessonsCmd(f *factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "lessons",
+		Short: "Inspect what autocoder has learned: verified fixes, failure records, success patterns",
+	}
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	var kind string
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List lessons, most recently updated first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := f.Store(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if kind != "" && kind != store.LessonFix && kind != store.LessonFailure && kind != store.LessonSuccess {
+				return usageError("--kind %q: want fix, failure or success", kind)
+			}
+			ls, err := st.ListLessons(cmd.Context(), kind, limit)
+			if err != nil {
+				return fmt.Errorf("list lessons: %w", err)
+			}
+			if asJSON {
+				return writeJSON(f.stdout, ls)
+			}
+			tw := tabwriter.NewWriter(f.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tKIND\tLANG\tSIGNATURE\tRECALLED\tHELPED\tMISLED\tUPDATED\tTASK")
+			for _, l := range ls {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", l.ID[:12], l.Kind, l.Language, orDefault(l.SigKind, "-"),
+					l.Recalled, l.Succeeded, l.Misled, l.UpdatedAt.Local().Format(time.DateTime), clipLine(l.Task, 50))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&kind, "kind", "", "only this kind: fix, failure or success")
+	list.Flags().IntVar(&limit, "limit", 50, "at most this many")
+
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one lesson (an id prefix from `lessons list` is enough)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := findLesson(cmd.Context(), f, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(f.stdout, l)
+			}
+			fmt.Fprintf(f.stdout, "id:         %s\nkind:       %s\nlanguage:   %s\nsignature:  %s | %s\ntask:       %s\nrecalled:   %d (helped %d, misled %d)\nupdated:    %s\n",
+				l.ID, l.Kind, l.Language, orDefault(l.SigKind, "-"), l.SigShape, l.Task, l.Recalled, l.Succeeded, l.Misled, l.UpdatedAt.Local().Format(time.DateTime))
+			if l.FailedExcerpt != "" {
+				fmt.Fprintf(f.stdout, "failure:\n%s\n", indent(l.FailedExcerpt))
+			}
+			if l.Reflection != "" {
+				fmt.Fprintf(f.stdout, "diagnosis:\n%s\n", indent(l.Reflection))
+			}
+			if l.Fix != "" {
+				fmt.Fprintf(f.stdout, "fix:\n%s\n", indent(l.Fix))
+			}
+			return nil
+		},
+	}
+	forget := &cobra.Command{
+		Use:   "forget ID",
+		Short: "Delete a lesson so it is never recalled again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := findLesson(cmd.Context(), f, args[0])
+			if err != nil {
+				return err
+			}
+			st, _ := f.Store(cmd.Context())
+			if err := st.ForgetLesson(cmd.Context(), l.ID); err != nil {
+				return fmt.Errorf("forget lesson: %w", err)
+			}
+			fmt.Fprintf(f.stderr, "forgot lesson %s\n", l.ID)
+			return nil
+		},
+	}
+	cmd.AddCommand(list, show, forget)
+	return cmd
+}
+
+// errLessonNotFound maps to the not-found exit code.
+var errLessonNotFound = fmt.Errorf("lesson %w", store.ErrNotFound)
+
+// findLesson resolves a full id or a unique prefix of one.
+func findLesson(ctx context.Context, f *factory, id string) (store.Lesson, error) {
+	st, err := f.Store(ctx)
+	if err != nil {
+		return store.Lesson{}, err
+	}
+	if l, err := st.GetLesson(ctx, id); err == nil {
+		return l, nil
+	}
+	all, err := st.ListLessons(ctx, "", 100000)
+	if err != nil {
+		return store.Lesson{}, fmt.Errorf("list lessons: %w", err)
+	}
+	var match []store.Lesson
+	for _, l := range all {
+		if len(id) >= 4 && len(l.ID) >= len(id) && l.ID[:len(id)] == id {
+			match = append(match, l)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return store.Lesson{}, fmt.Errorf("%w: no lesson with id %q", errLessonNotFound, id)
+	default:
+		return store.Lesson{}, usageError("id prefix %q matches %d lessons", id, len(match))
+	}
+}

@@ -1,0 +1,39 @@
+package workflows
+
+import (
+	"github.com/stretchr/testify/mock"
+
+	"github.com/autocoder/autocoder/activities"
+)
+
+// TestLessonsRecalledAndSaved: task lessons reach the plan and every
+// generate; failure lessons reach the retry; the verified fix (failed
+// snapshot → passing snapshot) is saved with the recalled lessons' outcome.
+func (s *codingTaskSuite) TestLessonsRecalledAndSaved() {
+	s.newEnv()
+	s.env.OnActivity(a.Recall, mock.Anything, activities.RecallInput{Task: input.Task, Language: "python"}).
+		Return(activities.RecallOutput{IDs: []string{"L1"}, Text: "task lesson\n"}, nil).Once()
+	s.env.OnActivity(a.Plan, mock.Anything, mock.MatchedBy(func(in activities.PlanInput) bool { return in.Lessons == "task lesson\n" })).
+		Return(activities.PlanOutput{Steps: []string{"step"}}, nil).Once()
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
+		return in.Iteration == 1 && in.Lessons == "task lesson\n"
+	})).Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
+	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Twice()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
+	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.ReflectOutput{Reflection: "off by one"}, nil).Once()
+	s.env.OnActivity(a.Recall, mock.Anything, activities.RecallInput{Task: input.Task, Language: "python", FailureOutput: failing.Output}).
+		Return(activities.RecallOutput{IDs: []string{"L2", "L1"}, Text: "fix lesson\n"}, nil).Once()
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
+		return in.Iteration == 2 && in.Lessons == "task lesson\nfix lesson\n"
+	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
+	s.env.OnActivity(a.SaveLessons, mock.Anything, activities.SaveLessonsInput{
+		Task: input.Task, Language: "python", Plan: []string{"step"},
+		Fixes:    []activities.Fix{{FailedSnapshot: "s1", PassedSnapshot: "s2", FailureOutput: failing.Output, Reflection: "off by one"}},
+		Recalled: []string{"L1", "L2"}, Succeeded: true,
+	}).Return([]string{"L3"}, nil).Once()
+
+	s.env.ExecuteWorkflow(CodingTask, input)
+	s.NoError(s.env.GetWorkflowError())
+	s.Equal([]string{"L1", "L2"}, s.queryStatus().Lessons)
+}
