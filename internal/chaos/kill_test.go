@@ -49,7 +49,8 @@ type kill struct {
 // restart to the next progress of each interrupted task is measured.
 func TestChaosKillWorker(t *testing.T) {
 	requireDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	bin := binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	seed := time.Now().UnixNano()
@@ -63,7 +64,6 @@ func TestChaosKillWorker(t *testing.T) {
 	t.Logf("seed %d (rerun with AUTOCODER_CHAOS_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 
-	bin := binary(t)
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
 	// Model calls take about a second so kills land mid-call.

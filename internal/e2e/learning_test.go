@@ -24,8 +24,9 @@ func learningScript() llmtest.Script {
 	return llmtest.Rules(
 		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: sc.plan}},
 		llmtest.Rule{Contains: reflectMarker, Reply: llmtest.Reply{Content: sc.reflection}},
-		llmtest.Rule{Contains: firstLine(sc.reflection), Reply: llmtest.Reply{Content: sc.fixed}},
+		// The verified change itself, as a recalled lesson quotes it.
 		llmtest.Rule{Contains: "+    return a + b", Reply: llmtest.Reply{Content: sc.fixed + fence("test_calc.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")}},
+		llmtest.Rule{Contains: firstLine(sc.reflection), Reply: llmtest.Reply{Content: sc.fixed}},
 		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: sc.buggy}},
 	)
 }

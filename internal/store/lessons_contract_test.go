@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,6 +91,23 @@ func RunLessonContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		}
 		if got.CreatedAt.Location() != time.UTC || time.Since(got.CreatedAt) > time.Minute {
 			t.Errorf("created at %v, want a recent UTC time", got.CreatedAt)
+		}
+	})
+
+	t.Run("long text is capped and still recalled", func(t *testing.T) {
+		s := one(t)
+		long := strings.Repeat("ValueError: bad literal for int() with base 10 ", 400)
+		l := fixLesson("python", "python:ValueError", "invalid literal for int() with base N: X", long, long, "strip()")
+		got := mustGet(t, s, mustSave(t, s, l))
+		if n := len(got.SigShape) + 1 + len(got.SigText); n > maxCompared || len(got.Task) > maxCompared || got.Task != long[:len(got.Task)] {
+			t.Fatalf("stored a %d-byte signature and a %d-byte task, want at most %d", n, len(got.Task), maxCompared)
+		}
+		bySig, err := s.RecallBySignature(ctx, "python", l.SigKind, l.SigShape, long, 1)
+		if err != nil || len(bySig) != 1 || bySig[0].Score != sigKindBonus {
+			t.Errorf("signature recall %v, %v; want the lesson scoring %v", scores(bySig), err, sigKindBonus)
+		}
+		if byTask := recallTask(t, s, "python", long, 1); len(byTask) != 1 || byTask[0].Score != 1 {
+			t.Errorf("task recall %v, want the lesson scoring 1", scores(byTask))
 		}
 	})
 

@@ -29,8 +29,9 @@ const (
 	// learnMin and learnMax cap the learning factor so that a few outcomes
 	// reorder close matches without burying a much better text match.
 	learnMin, learnMax = 0.25, 4.0
-	// maxCompared caps the bytes of text compared, bounding the cost of a
-	// recall over long failure output.
+	// maxCompared caps the bytes of a task and of a signature, stored or
+	// recalled for, bounding the cost of comparing long failure output.
+	// Capping on the way in lets both backends compare the same text.
 	maxCompared = 4096
 	// maxQueryTerms caps the trigrams a full-text search looks up.
 	maxQueryTerms = 64
@@ -62,6 +63,8 @@ func prepareLesson(l Lesson, now time.Time) (Lesson, error) {
 		&l.Task, &l.FailedExcerpt, &l.Fix, &l.Reflection} {
 		*f = cleanText(*f)
 	}
+	l.Task = truncate(l.Task, maxCompared)
+	l.SigShape, l.SigText = capSig(l.SigShape, l.SigText)
 	l.ID = lessonID(l)
 	l.CreatedAt = lessonTime(now)
 	l.UpdatedAt = l.CreatedAt
@@ -86,17 +89,24 @@ type recallQuery struct {
 }
 
 func taskQuery(language, task string, k int) recallQuery {
-	return recallQuery{language: language, kinds: []string{LessonFix, LessonSuccess}, text: task, k: k}
+	return recallQuery{language: language, kinds: []string{LessonFix, LessonSuccess},
+		text: truncate(task, maxCompared), k: k}
 }
 
 func sigQuery(language, sigKind, sigShape, sigText string, k int) recallQuery {
 	return recallQuery{language: language, kinds: []string{LessonFix}, bySig: true,
-		sigKind: sigKind, text: sigJoin(sigShape, sigText), k: k}
+		sigKind: sigKind, text: sigJoin(capSig(sigShape, sigText)), k: k}
 }
 
 // sigJoin is the text a signature is compared by; the Postgres trigram
 // index is built on the same expression.
 func sigJoin(shape, text string) string { return shape + " " + text }
+
+// capSig cuts a signature so that sigJoin of it fits maxCompared.
+func capSig(shape, text string) (string, string) {
+	shape = truncate(shape, maxCompared-1)
+	return shape, truncate(text, maxCompared-1-len(shape))
+}
 
 // limit is how many candidates a backend fetches for q.
 func (q recallQuery) limit() int { return max(candidateLimit, 4*q.k) }
@@ -158,7 +168,6 @@ func learning(succeeded, misled int) float64 {
 // front and one behind. Each trigram packs three 21-bit runes. It runs once
 // per candidate row, so it makes one pass and one allocation.
 func trigrams(s string) []uint64 {
-	s = truncate(s, maxCompared)
 	out := make([]uint64, 0, len(s)+len(s)/2)
 	var window uint64 // the last runes, packed; masked to the last three
 	inWord := false
@@ -220,7 +229,7 @@ func words(s string) []string {
 // of the words of s, in order: the terms a trigram full-text index holds.
 func queryTrigrams(s string) []string {
 	var grams []string
-	for _, w := range words(truncate(s, maxCompared)) {
+	for _, w := range words(s) {
 		r := []rune(w)
 		for i := 0; i+3 <= len(r); i++ {
 			grams = append(grams, string(r[i:i+3]))
