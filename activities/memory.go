@@ -221,12 +221,12 @@ func lineDiff(a, b string) string {
 		case i < len(x) && j < len(y) && x[i] == y[j]:
 			i++
 			j++
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			out.WriteString("+" + y[j] + "\n")
-			j++
-		default:
+		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
 			out.WriteString("-" + x[i] + "\n")
 			i++
+		default:
+			out.WriteString("+" + y[j] + "\n")
+			j++
 		}
 	}
 	return out.String()

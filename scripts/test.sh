@@ -34,6 +34,15 @@ export "${pg_url?}"
 log "go vet"
 go vet ./...
 
-log "go test"
-if [ $# -eq 0 ]; then set -- ./...; fi
-go test -race -timeout 25m "$@"
+if [ $# -gt 0 ]; then
+  log "go test $*"
+  exec go test -timeout 25m "$@"
+fi
+# Unit and contract tests run under the race detector; the packages that
+# embed a whole Temporal server run without it (it multiplies their build
+# and run time several times over on a small machine).
+heavy='/internal/(e2e|chaos|devserver)$'
+log "go test -race (unit, contract, sandbox)"
+go test -race -timeout 20m $(go list ./... | grep -Ev "$heavy")
+log "go test (end to end)"
+go test -timeout 25m $(go list ./... | grep -E "$heavy")

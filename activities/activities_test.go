@@ -1,0 +1,245 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
+)
+
+// env runs activities with a real SQLite store and the real openai client
+// talking to a scripted model; the sandbox is added by tests that need it.
+type env struct {
+	acts  *Activities
+	model *llmtest.Server
+	tenv  *testsuite.TestActivityEnvironment
+}
+
+func newEnv(t *testing.T, script llmtest.Script) *env {
+	t.Helper()
+	st, err := store.OpenSQLite(context.Background(), t.TempDir()+"/a.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	model := llmtest.New(t, script)
+	llmEnv := llm.Env{OpenAIKey: "k", OpenAIBaseURL: model.URL()}
+	acts := &Activities{Store: st, Models: func(name string) (llm.Model, llm.Spec, error) {
+		spec, err := llm.ParseSpec(name)
+		if err != nil {
+			return nil, spec, err
+		}
+		m, err := llm.New(spec, llmEnv)
+		return m, spec, err
+	}}
+	var s testsuite.WorkflowTestSuite
+	tenv := s.NewTestActivityEnvironment()
+	tenv.RegisterActivity(acts)
+	return &env{acts: acts, model: model, tenv: tenv}
+}
+
+func (e *env) snapshot(t *testing.T, files map[string]string) string {
+	t.Helper()
+	var fs []workspace.File
+	for p, d := range files {
+		fs = append(fs, workspace.File{Path: p, Data: []byte(d)})
+	}
+	id, err := e.acts.Store.PutSnapshot(context.Background(), fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func genInput(base string) GenerateInput {
+	return GenerateInput{Task: "t", Language: "python", Plan: []string{"do it"}, Step: 1, Iteration: 1, BaseSnapshot: base, Model: "openai:gpt-4.1-mini"}
+}
+
+func TestGenerateAppliesFilesAndEdits(t *testing.T) {
+	e := newEnv(t, llmtest.Text("```path=app.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```\n```path=new.py\nprint('hi')\n```\n"))
+	base := e.snapshot(t, map[string]string{"app.py": "x = 1\ny = 3\n"})
+	v, err := e.tenv.ExecuteActivity(e.acts.Generate, genInput(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out GenerateOutput
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Rejected != "" || strings.Join(out.Changed, ",") != "app.py,new.py" || out.Usage.PromptTokens == 0 {
+		t.Fatalf("output = %+v", out)
+	}
+	files, err := e.acts.Store.GetSnapshot(context.Background(), out.SnapshotID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || string(files[0].Data) != "x = 2\ny = 3\n" {
+		t.Fatalf("files = %+v", files)
+	}
+}
+
+func TestGenerateRejectsUnusableOutputAsAResult(t *testing.T) {
+	for name, reply := range map[string]string{
+		"no code":        "I would rather not.",
+		"path traversal": "```path=../../etc/passwd\nroot::0:0\n```\n",
+		"absolute path":  "```path=/etc/cron.d/x\n* * * * * root sh\n```\n",
+		"edit misses":    "```path=app.py\n<<<<<<< SEARCH\nnot there\n=======\nx\n>>>>>>> REPLACE\n```\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, llmtest.Text(reply))
+			base := e.snapshot(t, map[string]string{"app.py": "x = 1\n"})
+			v, err := e.tenv.ExecuteActivity(e.acts.Generate, genInput(base))
+			if err != nil {
+				t.Fatalf("bad model output must be a result, got error %v", err)
+			}
+			var out GenerateOutput
+			if err := v.Get(&out); err != nil {
+				t.Fatal(err)
+			}
+			if out.Rejected == "" || out.SnapshotID != base {
+				t.Fatalf("output = %+v, want a rejection keeping the base", out)
+			}
+		})
+	}
+}
+
+func TestModelAnswersAreMemoizedPerTask(t *testing.T) {
+	e := newEnv(t, llmtest.Text("```path=a.py\nx = 1\n```\n"))
+	for range 2 {
+		if _, err := e.tenv.ExecuteActivity(e.acts.Generate, genInput("")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.model.Calls(); got != 1 {
+		t.Errorf("model calls = %d, want 1: a retried activity must reuse the memoized answer", got)
+	}
+	in := genInput("")
+	in.Iteration = 2
+	if _, err := e.tenv.ExecuteActivity(e.acts.Generate, in); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.model.Calls(); got != 2 {
+		t.Errorf("model calls = %d, want 2: a new iteration asks again", got)
+	}
+}
+
+func TestModelErrorsMapToRetryPolicy(t *testing.T) {
+	tests := []struct {
+		reply         llmtest.Reply
+		wantType      string
+		nonRetryable  bool
+		wantNextDelay time.Duration
+	}{
+		{llmtest.Reply{Status: 401}, ErrTypeModelAuth, true, 0},
+		{llmtest.Reply{Status: 400}, ErrTypeModelRequest, true, 0},
+		{llmtest.Reply{Status: 429, RetryAfter: "7"}, "ModelRateLimited", false, 7 * time.Second},
+	}
+	for _, tc := range tests {
+		e := newEnv(t, llmtest.Fixed(tc.reply))
+		_, err := e.tenv.ExecuteActivity(e.acts.Plan, PlanInput{Task: "t", Language: "python", Model: "openai:gpt-4.1-mini"})
+		var app *temporal.ApplicationError
+		if !errors.As(err, &app) {
+			t.Fatalf("status %d: error %v is not an application error", tc.reply.Status, err)
+		}
+		if app.Type() != tc.wantType || app.NonRetryable() != tc.nonRetryable || app.NextRetryDelay() != tc.wantNextDelay {
+			t.Errorf("status %d: type %s nonRetryable %v next %s; want %s %v %s", tc.reply.Status, app.Type(), app.NonRetryable(), app.NextRetryDelay(), tc.wantType, tc.nonRetryable, tc.wantNextDelay)
+		}
+	}
+}
+
+func TestPlanFallsBackToOneStep(t *testing.T) {
+	e := newEnv(t, llmtest.Text("I will just do it."))
+	v, err := e.tenv.ExecuteActivity(e.acts.Plan, PlanInput{Task: "t", Language: "go", Model: "openai:gpt-4.1-mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out PlanOutput
+	if err := v.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Steps) != 1 {
+		t.Errorf("steps = %q", out.Steps)
+	}
+}
+
+func TestValidateWithTheRealSandbox(t *testing.T) {
+	sb, err := sandbox.New(context.Background(), sandbox.Config{PoolSize: -1})
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("sandbox required in CI: %v", err)
+		}
+		t.Skipf("no sandbox: %v", err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	tests := []struct {
+		lang, path, src string
+		allow           []string
+		passed, policy  bool
+		want            string
+	}{
+		{"python", "ok.py", "def f():\n    return 1\n", nil, true, false, ""},
+		{"python", "bad.py", "def f(:\n", nil, false, false, "syntax"},
+		{"python", "sh.py", "import subprocess\nsubprocess.run(['ls'])\n", nil, false, true, "process"},
+		{"python", "sh.py", "import subprocess\nsubprocess.run(['ls'])\n", []string{"process"}, true, false, ""},
+		{"go", "main.go", "package main\n\nimport \"os/exec\"\n\nfunc main() { exec.Command(\"ls\").Run() }\n", nil, false, true, "process"},
+		{"go", "main.go", "package main\n\nfunc main() {\n", nil, false, false, "syntax"},
+	}
+	for _, tc := range tests {
+		e := newEnv(t, llmtest.Text(""))
+		e.acts.Sandbox = sb
+		id := e.snapshot(t, map[string]string{tc.path: tc.src})
+		v, err := e.tenv.ExecuteActivity(e.acts.Validate, CheckInput{SnapshotID: id, Language: tc.lang, Allow: tc.allow})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.lang, tc.path, err)
+		}
+		var s TestSummary
+		if err := v.Get(&s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Passed != tc.passed || s.PolicyOnly != tc.policy || !strings.Contains(s.Output, tc.want) {
+			t.Errorf("%s %s allow=%v: %+v", tc.lang, tc.path, tc.allow, s)
+		}
+	}
+}
+
+func TestSummarizeFindsFailingTests(t *testing.T) {
+	py := sandbox.Result{ExitCode: 1, Stdout: "F.\n=== short test summary info ===\nFAILED test_calc.py::test_add - assert -1 == 5\n1 failed, 1 passed"}
+	goRes := sandbox.Result{ExitCode: 1, Stdout: "--- FAIL: TestAdd (0.00s)\n    calc_test.go:6: Add(2, 3) = 6, want 5\nFAIL\nFAIL\texample.com/calc\t0.002s"}
+	timeout := sandbox.Result{ExitCode: 137, TimedOut: true, Duration: 2 * time.Second}
+	if s := summarize(py); s.Passed || strings.Join(s.FailingTests, ",") != "test_calc.py::test_add" {
+		t.Errorf("pytest: %+v", s)
+	}
+	if s := summarize(goRes); strings.Join(s.FailingTests, ",") != "TestAdd" {
+		t.Errorf("go test: %+v", s)
+	}
+	if s := summarize(timeout); s.Passed || !strings.Contains(s.Output, "wall-clock timeout") || s.Headline() != "tests timed out" {
+		t.Errorf("timeout: %+v", s)
+	}
+	if s := summarize(sandbox.Result{Stdout: strings.Repeat("x", 10*outputTail)}); len(s.Output) > outputTail+10 {
+		t.Errorf("output kept %d bytes, want about %d", len(s.Output), outputTail)
+	}
+}
+
+func TestLineDiff(t *testing.T) {
+	got := lineDiff("a\nb\nc\n", "a\nB\nc\nd\n")
+	if want := "-b\n+B\n+d\n"; got != want {
+		t.Errorf("lineDiff = %q, want %q", got, want)
+	}
+	if got := fileSetDiff(
+		[]workspace.File{{Path: "x.py", Data: []byte("1\n")}, {Path: "gone.py", Data: []byte("")}},
+		[]workspace.File{{Path: "x.py", Data: []byte("2\n")}, {Path: "new.py", Data: []byte("n\n")}},
+	); got != "--- x.py\n+++ x.py\n-1\n+2\n--- new.py\n+++ new.py\n+n\ndeleted gone.py\n" {
+		t.Errorf("fileSetDiff = %q", got)
+	}
+}
