@@ -36,7 +36,7 @@ for a in "$@"; do
 	case $a in
 	--force) force=1 ;;
 	--app) app=1 ;;
-	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) echo "unknown argument: $a" >&2; exit 2 ;;
 	esac
 done

@@ -269,7 +269,8 @@ func listedAs(doc *html.Node, id, status string) error {
 		})) == 0 {
 			return fmt.Errorf("row %q has no link to the workflow", text)
 		}
-		if !strings.Contains(text, status) {
+		cells := findAll(r, testID("execution-status"))
+		if len(cells) != 1 || textOf(cells[0]) != status {
 			return fmt.Errorf("row %q does not show status %s", text, status)
 		}
 		return nil

@@ -1,7 +1,12 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,9 +101,74 @@ func TestWatchPiped(t *testing.T) {
 	if strings.Contains(errOut, "\r") || strings.Contains(errOut, "\033[") {
 		t.Errorf("piped watch output has terminal control codes:\n%q", errOut)
 	}
+	t.Logf("piped sample:\n%s", errOut)
 	c.mustCLI("cancel", id, "--reason", "done looking")
 	st := c.waitFor(id, "cancellation", phase(workflows.PhaseCancelled))
 	if !strings.Contains(st.Error, "done looking") {
 		t.Errorf("cancelled status error = %q", st.Error)
 	}
+}
+
+// TestWatchOnATerminal: on a pseudo-terminal (util-linux script), watch
+// draws a progress bar, asks the plan question inline, sends the typed
+// answer and follows the task to the end.
+func TestWatchOnATerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatalf("script (util-linux) is needed for a pseudo-terminal: %v", err)
+	}
+	c := newCluster(t, pythonScenario.script())
+	id := c.start("--lang", "python", "--approve-plan", pythonScenario.task)
+	c.waitFor(id, "the plan gate", waiting(workflows.GatePlan))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "script", "-qfec", c.bin+" watch "+id, "/dev/null")
+	cmd.Env = append(c.env, "TERM=xterm")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var screen syncBuffer
+	cmd.Stdout, cmd.Stderr = &screen, &screen
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(screen.String(), "approve? [y]es / [n]o") {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch never asked:\n%q", screen.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := io.WriteString(stdin, "y\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch: %v\n%q", err, screen.String())
+	}
+	out := screen.String()
+	for _, want := range []string{"sent approve", "░", "\r\033[K", "✔ task " + id + " succeeded in 2 iteration(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal output lacks %q:\n%q", want, out)
+		}
+	}
+	t.Logf("terminal sample:\n%s", out)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
