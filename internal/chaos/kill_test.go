@@ -223,11 +223,10 @@ func killDuring(ctx context.Context, t *testing.T, c client.Client, workers *fle
 }
 
 // reportRecovery measures, for each task a kill interrupted, the time from
-// the restart to the task's next activity completion. A later kill that
-// lands first makes the measurement void.
+// the restart to the task's next activity completion.
 func reportRecovery(t *testing.T, kills []kill, histories map[string]taskHistory) {
 	t.Helper()
-	var waits []time.Duration
+	var waits, bounded []time.Duration
 	superseded := 0
 	for i, k := range kills {
 		var firstAny time.Duration = -1
@@ -242,11 +241,14 @@ func reportRecovery(t *testing.T, kills []kill, histories map[string]taskHistory
 			if !ok {
 				continue
 			}
+			mine = append(mine, at.Sub(k.Restart))
+			// A later kill may have cut the retry too: only the bound
+			// check leaves such a task out.
 			if i+1 < len(kills) && at.After(kills[i+1].At) {
 				superseded++
 				continue
 			}
-			mine = append(mine, at.Sub(k.Restart))
+			bounded = append(bounded, at.Sub(k.Restart))
 		}
 		waits = append(waits, mine...)
 		t.Logf("kill %d (%s): first progress of any task %s after restart; interrupted tasks resumed after p50 %s, max %s (%d tasks)",
@@ -259,10 +261,10 @@ func reportRecovery(t *testing.T, kills []kill, histories map[string]taskHistory
 			within++
 		}
 	}
-	t.Logf("restart to next progress of interrupted tasks: p50 %s, max %s over %d tasks (%d within the %s target; %d superseded by a later kill)",
+	t.Logf("restart to next progress of interrupted tasks: p50 %s, max %s over %d tasks (%d within the %s target; %d of them resumed only after a later kill)",
 		percentile(waits, 50).Round(time.Millisecond), percentile(waits, 100).Round(time.Millisecond), len(waits),
 		within, recoveryTarget, superseded)
-	if m := percentile(waits, 100); m > recoveryBound {
+	if m := percentile(bounded, 100); m > recoveryBound {
 		t.Errorf("an interrupted task waited %s after the restart, longer than the %s the activity timeouts allow", m, recoveryBound)
 	}
 }
