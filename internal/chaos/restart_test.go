@@ -143,7 +143,7 @@ func TestPostgresRestart(t *testing.T) {
 		// model's answer.
 		time.Sleep(1500 * time.Millisecond)
 		start := time.Now()
-		if err := pg.ctl("restart", "-m", "fast", "-w", "-t", "60"); err != nil {
+		if err := pg.ctl("restart", "-m", "fast", "-w", "-t", "60", "-l", pg.logFile()); err != nil {
 			t.Fatalf("restart postgres: %v", err)
 		}
 		t.Logf("postgres restarted in %s", time.Since(start).Round(time.Millisecond))
@@ -199,7 +199,7 @@ func startPostgres(ctx context.Context, t *testing.T) *pgCluster {
 	if err != nil {
 		t.Fatalf("configure postgres: %v", err)
 	}
-	if err := p.ctl("start", "-w", "-t", "60", "-l", filepath.Join(p.data, "server.log")); err != nil {
+	if err := p.ctl("start", "-w", "-t", "60", "-l", p.logFile()); err != nil {
 		t.Fatalf("start postgres: %v", err)
 	}
 	t.Cleanup(func() { _ = p.ctl("stop", "-m", "immediate") })
@@ -226,13 +226,19 @@ func (p *pgCluster) prepareDir(base string) error {
 	return os.Chown(p.data, uid, gid)
 }
 
+// logFile takes the server's output: without it a server started by
+// pg_ctl would hold the caller's output pipe open.
+func (p *pgCluster) logFile() string { return filepath.Join(p.data, "server.log") }
+
 // run runs a PostgreSQL program as the cluster owner.
 func (p *pgCluster) run(ctx context.Context, prog string, args ...string) error {
 	argv := append([]string{filepath.Join(p.bin, prog)}, args...)
 	if os.Geteuid() == 0 {
 		argv = append([]string{"runuser", "-u", "postgres", "--"}, argv...)
 	}
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s: %w\n%s", prog, err, out)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -20,21 +19,6 @@ import (
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/workflows"
 )
-
-// cleanEnv is the test process environment without anything that would
-// point the binary at another Temporal, store or model.
-func cleanEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "TEMPORAL_") || strings.HasPrefix(name, "AUTOCODER_") ||
-			strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "ANTHROPIC_") || name == "OLLAMA_HOST" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
 
 var startedRE = regexp.MustCompile(`task (autocoder-[0-9a-f]+) started`)
 

@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -38,38 +37,17 @@ func (c *cluster) stopWorkers() {
 	c.workers = nil
 }
 
-var (
-	binDir    string
-	buildOnce sync.Once
-	buildErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testenv.Cleanup()
 	os.Exit(code)
 }
 
-// binary builds the autocoder command once per test process.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "autocoder-e2e-"); buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "autocoder"), ".")
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build autocoder: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "autocoder")
-}
+func binary(t *testing.T) string { return testenv.Binary(t) }
+
+func freePort(t *testing.T) int { return testenv.FreePort(t) }
+
+func cleanEnv(extra ...string) []string { return testenv.CleanEnv(extra...) }
 
 func newCluster(t *testing.T, script llmtest.Script, extraEnv ...string) *cluster {
 	t.Helper()

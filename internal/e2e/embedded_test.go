@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -15,16 +14,6 @@ import (
 
 	"github.com/autocoder/autocoder/internal/llmtest"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // TestEmbeddedModeSurvivesAKill: with no Temporal anywhere, run hosts a
 // local server (SQLite file), Web UI and worker itself. The process is

@@ -34,18 +34,7 @@ func TestTaskEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	sb, err := sandbox.New(ctx, sandbox.Config{})
-	requireService(t, "a sandbox backend", err)
-	t.Cleanup(func() { sb.Close() })
-
-	st, err := store.OpenSQLite(ctx, t.TempDir()+"/autocoder.db")
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
+	sb, st, c := services(ctx, t)
 
 	for _, sc := range scenarios {
 		t.Run(sc.lang, func(t *testing.T) {
@@ -160,16 +149,7 @@ func recordHistory(ctx context.Context, t *testing.T, c client.Client, run clien
 func TestLongTaskContinuesAsNew(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	sb, err := sandbox.New(ctx, sandbox.Config{})
-	requireService(t, "a sandbox backend", err)
-	t.Cleanup(func() { sb.Close() })
-	st, err := store.OpenSQLite(ctx, t.TempDir()+"/autocoder.db")
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
+	sb, st, c := services(ctx, t)
 
 	const failures = 7
 	var mu sync.Mutex
@@ -226,4 +206,20 @@ func TestLongTaskContinuesAsNew(t *testing.T) {
 	}
 	checkFiles(t, sc, got)
 	t.Logf("%d iterations over %d runs", res.Iterations, res.Status.Runs)
+}
+
+// services starts what an in-process worker needs: the sandbox, a SQLite
+// store and a real Temporal server.
+func services(ctx context.Context, t *testing.T) (sandbox.Runner, store.Store, client.Client) {
+	t.Helper()
+	sb, err := sandbox.New(ctx, sandbox.Config{})
+	requireService(t, "a sandbox backend", err)
+	t.Cleanup(func() { sb.Close() })
+	st, err := store.OpenSQLite(ctx, t.TempDir()+"/autocoder.db")
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	return sb, st, ts.GetDefaultClient()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/testenv"
 )
 
 // scenario is a small task whose scripted model gets it wrong once: the
@@ -72,16 +73,9 @@ var goScenario = scenario{
 
 var scenarios = []scenario{pythonScenario, goScenario}
 
-// requireService fails in CI and skips elsewhere when a service is missing.
 func requireService(t *testing.T, what string, err error) {
 	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is required in CI: %v", what, err)
-	}
-	t.Skipf("%s unavailable: %v", what, err)
+	testenv.RequireService(t, what, err)
 }
 
 func checkFiles(t *testing.T, s scenario, files map[string]string) {

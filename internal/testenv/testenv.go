@@ -1,0 +1,110 @@
+// Package testenv holds what the integration tests share: the rule that a
+// missing service fails in CI, free ports, a clean environment for child
+// processes and the built autocoder binary.
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// RequireService fails the test in CI (CI=true) and skips it elsewhere when
+// err says a service the test needs is missing.
+func RequireService(t testing.TB, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is required in CI: %v", what, err)
+	}
+	t.Skipf("%s unavailable: %v", what, err)
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// CleanEnv is this process's environment without anything that would point
+// a child autocoder at another Temporal, store or model, plus extra.
+func CleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "TEMPORAL_") || strings.HasPrefix(name, "AUTOCODER_") ||
+			strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "ANTHROPIC_") || name == "OLLAMA_HOST" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+var (
+	binDir    string
+	buildOnce sync.Once
+	buildErr  error
+)
+
+// Binary builds the autocoder command once per test process and returns
+// its path. Call Cleanup from TestMain to remove it.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := repoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		if binDir, buildErr = os.MkdirTemp("", "autocoder-bin-"); buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "autocoder"), ".")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build autocoder: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "autocoder")
+}
+
+// Cleanup removes the built binary.
+func Cleanup() {
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+}
+
+// repoRoot is the directory of the go.mod above the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
