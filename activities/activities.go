@@ -68,6 +68,10 @@ func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt str
 		return llm.Response{}, Usage{}, fmt.Errorf("read memo: %w", err)
 	}
 
+	// Heartbeats go out while waiting for the first token too, so the
+	// heartbeat timeout (not the call's length) bounds how long a dead
+	// worker's call goes unnoticed.
+	stop := heartbeatWhile(ctx, 2*time.Second)
 	resp, err = model.Complete(ctx, llm.Request{
 		System: system,
 		Prompt: prompt,
@@ -75,6 +79,7 @@ func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt str
 			activity.RecordHeartbeat(ctx)
 		},
 	})
+	stop()
 	if err != nil {
 		return llm.Response{}, Usage{}, modelError(err)
 	}

@@ -706,15 +706,16 @@ func RegisterOptions() workflow.RegisterOptions {
 	return workflow.RegisterOptions{Name: WorkflowName}
 }
 
-// Model calls stream and heartbeat, so a dead worker is noticed within the
-// heartbeat timeout; retries are Temporal's alone.
+// Model calls heartbeat every 2 s while they wait or stream, so a dead
+// worker is noticed within the 10 s heartbeat timeout; retries are
+// Temporal's alone.
 func modelCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             summary,
 		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
+		HeartbeatTimeout:    10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    2 * time.Second,
+			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
 			MaximumInterval:    time.Minute,
 			MaximumAttempts:    6,
@@ -742,12 +743,12 @@ func memoryCtx(ctx workflow.Context, summary string) workflow.Context {
 }
 
 // Sandbox runs are bounded by the sandbox's own wall clock; the activity
-// timeout only has to outlast it.
+// timeout only has to outlast it. They heartbeat every 5 s.
 func sandboxCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             summary,
 		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    30 * time.Second,
+		HeartbeatTimeout:    15 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,62 +29,21 @@ import (
 
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/workflows"
-)
-
-var (
-	binDir    string
-	buildOnce sync.Once
-	buildErr  error
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testenv.Cleanup()
 	os.Exit(code)
-}
-
-// binary builds the autocoder command once per test process.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "autocoder-chaos-"); buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "autocoder"), ".")
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build autocoder: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "autocoder")
-}
-
-// cleanEnv is the test process environment without anything that would
-// point the binary at another Temporal, store or model.
-func cleanEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "TEMPORAL_") || strings.HasPrefix(name, "AUTOCODER_") ||
-			strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "ANTHROPIC_") || name == "OLLAMA_HOST" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
 }
 
 // workerEnv is what a worker process needs besides the store: Temporal, the
 // scripted model and the docker sandbox (no silent fallback to bwrap, whose
 // runs would leave no containers to count).
 func workerEnv(temporalAddr, namespace, dataDir, modelURL string, extra ...string) []string {
-	return cleanEnv(append([]string{
+	return testenv.CleanEnv(append([]string{
 		"TEMPORAL_ADDRESS=" + temporalAddr,
 		"TEMPORAL_NAMESPACE=" + namespace,
 		"AUTOCODER_DATA_DIR=" + dataDir,
@@ -96,18 +54,6 @@ func workerEnv(temporalAddr, namespace, dataDir, modelURL string, extra ...strin
 	}, extra...)...)
 }
 
-// requireService fails in CI and skips elsewhere when a service is missing.
-func requireService(t *testing.T, what string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is required in CI: %v", what, err)
-	}
-	t.Skipf("%s unavailable: %v", what, err)
-}
-
 func requireDocker(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -116,17 +62,7 @@ func requireDocker(t *testing.T) {
 	if err != nil {
 		err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(out))
 	}
-	requireService(t, "docker", err)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	testenv.RequireService(t, "docker", err)
 }
 
 // Markers in the prompts the activities build (activities/prompts.go).

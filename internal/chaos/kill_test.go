@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/testenv"
 )
 
 const (
@@ -24,10 +25,10 @@ const (
 	// writing its memo: a kill within it may cost the call again.
 	memoGrace = 2 * time.Second
 	// recoveryBound is the longest wait for progress after a restart the
-	// product's own settings allow: the model calls' heartbeat timeout
-	// (workflows/codingtask.go), its first retry interval, and slack for a
-	// loaded machine.
-	recoveryBound = time.Minute + 2*time.Second + 25*time.Second
+	// product's own settings allow: the sandbox calls' heartbeat timeout
+	// (15 s, the longer of the two in workflows/codingtask.go), the first
+	// retry interval, and slack for a loaded machine.
+	recoveryBound = 15*time.Second + time.Second + 15*time.Second
 	// recoveryTarget is the wait we want after a restart.
 	recoveryTarget = 10 * time.Second
 )
@@ -49,7 +50,7 @@ type kill struct {
 // restart to the next progress of each interrupted task is measured.
 func TestChaosKillWorker(t *testing.T) {
 	requireDocker(t)
-	bin := binary(t)
+	bin := testenv.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/testenv"
 )
 
 // outageDelays keep a generate call running long enough for an outage to
@@ -68,9 +69,9 @@ func TestTemporalServerRestart(t *testing.T) {
 	requireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin := binary(t)
+	bin := testenv.Binary(t)
 
-	opts := devserver.Options{DataDir: t.TempDir(), FrontendPort: freePort(t), UIPort: devserver.NoUI,
+	opts := devserver.Options{DataDir: t.TempDir(), FrontendPort: testenv.FreePort(t), UIPort: devserver.NoUI,
 		Logger: slog.New(slog.DiscardHandler)}
 	srv, err := devserver.Start(ctx, opts)
 	if err != nil {
@@ -124,7 +125,7 @@ func TestPostgresRestart(t *testing.T) {
 	requireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin := binary(t)
+	bin := testenv.Binary(t)
 	pg := startPostgres(ctx, t)
 	url, err := pg.createDatabase(ctx, "chaos_"+randomHex(4))
 	if err != nil {
@@ -176,14 +177,14 @@ func startPostgres(ctx context.Context, t *testing.T) *pgCluster {
 		bin = "/usr/lib/postgresql/15/bin"
 	}
 	_, err := os.Stat(filepath.Join(bin, "pg_ctl"))
-	requireService(t, "PostgreSQL binaries (AUTOCODER_PG_BIN)", err)
+	testenv.RequireService(t, "PostgreSQL binaries (AUTOCODER_PG_BIN)", err)
 
 	base, err := os.MkdirTemp("", "autocoder-chaos-pg-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	p := &pgCluster{bin: bin, data: filepath.Join(base, "data"), port: freePort(t)}
+	p := &pgCluster{bin: bin, data: filepath.Join(base, "data"), port: testenv.FreePort(t)}
 	if err := p.prepareDir(base); err != nil {
 		t.Fatal(err)
 	}
