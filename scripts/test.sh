@@ -27,6 +27,9 @@ else
   log "docker is not reachable: docker-backed tests will fail in CI and skip elsewhere"
 fi
 
+log "headless chromium for the Web UI check"
+scripts/install-browser.sh
+
 log "starting postgres"
 pg_url=$(scripts/postgres.sh | tail -n 1)
 export "${pg_url?}"

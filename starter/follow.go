@@ -228,7 +228,7 @@ func progressBar(st workflows.Status, width int) string {
 	done := 0
 	if n := len(st.Plan); n > 0 {
 		steps := st.Step - 1
-		if st.Phase == workflows.PhaseSucceeded {
+		if st.Phase == workflows.PhaseSucceeded || st.Step > n {
 			steps = n
 		}
 		done = max(0, min(width, steps*width/n))

@@ -160,6 +160,7 @@ func (t *task) run(ctx workflow.Context) (TaskResult, error) {
 		}
 	}
 	t.saveLessons(ctx, true)
+	t.status.Step = len(t.status.Plan) // the loop leaves it one past the last step
 	t.setPhase(ctx, PhaseSucceeded)
 	return TaskResult{
 		SnapshotID:   t.base,

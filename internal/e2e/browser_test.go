@@ -46,7 +46,7 @@ func TestWebUIShowsTask(t *testing.T) {
 	)
 	uiBase := startDev(t, bin, env)
 
-	runEnv := append(env, "TEMPORAL_ADDRESS=127.0.0.1:"+strconv.Itoa(devPort))
+	runEnv := append(env[:len(env):len(env)], "TEMPORAL_ADDRESS=127.0.0.1:"+strconv.Itoa(devPort))
 	run := exec.CommandContext(ctx, bin, "run", "--detach", "--json", "--lang", sc.lang, sc.task)
 	run.Env = runEnv
 	out, err := run.Output()
