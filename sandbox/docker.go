@@ -29,6 +29,7 @@ const (
 	labelBackend = "autocoder.sandbox.backend"
 	labelProfile = "autocoder.sandbox.profile"
 	labelOwner   = "autocoder.sandbox.owner"
+	labelRunner  = "autocoder.sandbox.runner" // one Runner of the owner process
 	namePrefix   = "autocoder-sbx-"
 	// foreignReapAge is how old a container of another host must be before
 	// Reap takes it for leaked; its owner's liveness cannot be checked.
@@ -79,6 +80,7 @@ type dockerRunner struct {
 	cli    dockerAPI
 	log    *slog.Logger
 	owner  string
+	id     string // labelRunner value: tells this runner's containers from its siblings'
 	pools  map[poolKey]*pool
 	bg     sync.WaitGroup // pending removals
 	loops  sync.WaitGroup // pool refill loops
@@ -91,7 +93,7 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: ownerID(), pools: map[poolKey]*pool{}, stop: make(chan struct{})}
+	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: ownerID(), id: runnerID(), pools: map[poolKey]*pool{}, stop: make(chan struct{})}
 	for _, name := range cfg.Profiles {
 		p, err := LookupProfile(name)
 		if err != nil {
@@ -244,6 +246,7 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, warm
 			labelBackend: "docker",
 			labelProfile: p.Name,
 			labelOwner:   d.owner,
+			labelRunner:  d.id,
 		},
 		NetworkDisabled: true,
 	}
@@ -548,4 +551,10 @@ func short(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+func runnerID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
 }

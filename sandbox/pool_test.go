@@ -44,7 +44,7 @@ func TestPoolLifecycle(t *testing.T) {
 	}
 	list := func() []string {
 		l, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: true,
-			Filters: make(client.Filters).Add("label", labelOwner+"="+d.owner)})
+			Filters: make(client.Filters).Add("label", labelRunner+"="+d.id)})
 		if err != nil {
 			t.Fatal(err)
 		}
