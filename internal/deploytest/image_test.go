@@ -21,13 +21,17 @@ const appImage = "autocoder/autocoder:dev"
 // first build takes minutes; later ones reuse the cached base images and
 // module layer.
 func TestWorkerImage(t *testing.T) {
-	if os.Getenv("AUTOCODER_DOCKER_BUILD_TEST") != "1" && os.Getenv("CI") != "true" {
-		t.Skip("builds images for minutes; set AUTOCODER_DOCKER_BUILD_TEST=1 (always on with CI=true)")
+	// A cold build compiles the whole binary inside the builder (10–20
+	// minutes on two cores), so it runs on demand, not in CI.
+	if os.Getenv("AUTOCODER_DOCKER_BUILD_TEST") != "1" {
+		t.Skip("builds images for many minutes; set AUTOCODER_DOCKER_BUILD_TEST=1")
 	}
 	needDocker(t)
 	needTool(t, "bash")
 	root := repoRoot(t)
-	ctx := testContext(t, 20*time.Minute)
+	// A cold build (modules and a full compile) takes minutes on an idle
+	// 2-core machine and far longer on a loaded one.
+	ctx := testContext(t, 45*time.Minute)
 	env := append(os.Environ(), "AUTOCODER_APP_IMAGE="+appImage)
 
 	start := time.Now()
