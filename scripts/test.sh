@@ -37,6 +37,9 @@ export "${pg_url?}"
 log "go vet"
 go vet ./...
 
+log "workflowcheck (determinism of workflow code)"
+go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows
+
 if [ $# -gt 0 ]; then
   log "go test $*"
   exec go test -timeout 25m "$@"

@@ -680,7 +680,7 @@ func (t *task) label(kind string) string {
 func numbered(steps []string) string {
 	var b strings.Builder
 	for i, s := range steps {
-		fmt.Fprintf(&b, "%d. %s\n", i+1, s)
+		b.WriteString(fmt.Sprintf("%d. %s\n", i+1, s))
 	}
 	return b.String()
 }
