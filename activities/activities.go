@@ -87,8 +87,10 @@ func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt str
 	if err != nil {
 		return llm.Response{}, Usage{}, fmt.Errorf("encode memo: %w", err)
 	}
+	// The answer is paid for: a store hiccup only costs the memo, which
+	// matters solely if this activity is retried.
 	if err := a.Store.PutMemo(ctx, key, raw); err != nil {
-		return llm.Response{}, Usage{}, fmt.Errorf("write memo: %w", err)
+		activity.GetLogger(ctx).Warn("model answer not memoized", "error", err)
 	}
 	return resp, usageOf(spec, resp), nil
 }
