@@ -40,20 +40,8 @@ need_root() {
 	fi
 }
 
-mirror() {
-	if [ -n "${DEBIAN_MIRROR:-}" ]; then
-		echo "$DEBIAN_MIRROR"
-		return
-	fi
-	local m=""
-	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-		m=$(awk '/^URIs:/ && $2 ~ /debian\/?$/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)
-	fi
-	if [ -z "$m" ] && [ -f /etc/apt/sources.list ]; then
-		m=$(awk '$1=="deb" && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list)
-	fi
-	echo "${m:-http://deb.debian.org/debian}"
-}
+# shellcheck source=scripts/lib/debian.sh
+. "$(dirname "$0")/lib/debian.sh"
 
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 
