@@ -85,19 +85,19 @@ func runTask(ctx context.Context, f *factory, task string, o runOptions) error {
 			return usageError("--model: %v", err)
 		}
 	}
-	if !o.detach {
+	if !o.detach && f.useEmbedded() {
+		// The worker will be this process: a missing model would only fail
+		// the task later, so say it before starting anything.
+		if in.Model == "" {
+			if _, err := llm.EnvFromOS().DefaultSpec(); err != nil {
+				return usageError("%v", err)
+			}
+		}
 		stop, err := f.hostIfNeeded(ctx)
 		if err != nil {
 			return err
 		}
 		defer stop()
-	}
-	if f.local && in.Model == "" {
-		// The worker is this process: a missing model would only fail the
-		// task later, so say it now.
-		if _, err := llm.EnvFromOS().DefaultSpec(); err != nil {
-			return usageError("%v", err)
-		}
 	}
 	c, err := f.Client(ctx)
 	if err != nil {

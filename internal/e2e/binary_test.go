@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,6 +144,7 @@ func TestBinaryErrors(t *testing.T) {
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	up := cleanEnv("TEMPORAL_ADDRESS="+ts.GetFrontendHostPort(), "TEMPORAL_NAMESPACE="+ts.GetDefaultNamespace(), "AUTOCODER_DATA_DIR="+t.TempDir())
 	down := cleanEnv("TEMPORAL_ADDRESS=127.0.0.1:1", "AUTOCODER_DATA_DIR="+t.TempDir())
+	local := cleanEnv("AUTOCODER_DEV_PORT="+strconv.Itoa(freePort(t)), "AUTOCODER_DATA_DIR="+t.TempDir())
 
 	tests := []struct {
 		name     string
@@ -157,6 +159,7 @@ func TestBinaryErrors(t *testing.T) {
 		{"bad flag", up, []string{"run", "--max-iterations", "zero", "x"}, 2, "invalid argument"},
 		{"bad language", up, []string{"run", "--lang", "cobol", "x"}, 2, "want python or go"},
 		{"bad model", up, []string{"run", "--model", "nosuch:model", "x"}, 2, "--model"},
+		{"no model in local mode", local, []string{"run", "x"}, 2, "OPENAI_API_KEY"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
