@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,7 +49,7 @@ func postgresTarget(tb testing.TB) string {
 	_, _ = rand.Read(suffix)
 	name := "autocoder_t_" + hex.EncodeToString(suffix)
 	admin(tb, base, "CREATE DATABASE "+name)
-	tb.Cleanup(func() { admin(tb, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	tb.Cleanup(func() { dropDatabase(tb, base, name) })
 	u.Path = "/" + name
 	return u.String()
 }
@@ -110,4 +111,23 @@ func genFiles(n, size int, seed string) []workspace.File {
 		files[i] = workspace.File{Path: fmt.Sprintf("pkg%02d/file%04d.go", i%50, i), Data: data[:size]}
 	}
 	return files
+}
+
+// dropDatabase drops a test database, retrying while a background worker
+// (autovacuum) still holds it; a database left behind is logged, not failed.
+func dropDatabase(tb testing.TB, url, name string) {
+	ctx := context.Background()
+	var err error
+	for range 20 {
+		var conn *pgx.Conn
+		if conn, err = pgx.Connect(ctx, url); err == nil {
+			_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name)
+			conn.Close(ctx)
+		}
+		if err == nil {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	tb.Logf("test database %s left behind: %v", name, err)
 }
