@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -171,6 +170,3 @@ func hostProcsWith(marker string) []string {
 	}
 	return out
 }
-
-// isErr reports whether err matches target, for table cases.
-func isErr(err, target error) bool { return errors.Is(err, target) }

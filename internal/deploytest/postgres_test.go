@@ -1,9 +1,10 @@
 package deploytest
 
 import (
+	"github.com/autocoder/autocoder/internal/testenv"
+
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -56,7 +57,7 @@ func startCluster(t *testing.T) *cluster {
 		}
 		c.asUser = []string{"runuser", "-u", "postgres", "--"}
 	}
-	c.port = freePort(t)
+	c.port = testenv.FreePort(t)
 	ctx := testContext(t, 2*time.Minute)
 	data := filepath.Join(dir, "data")
 	c.mustRun(ctx, t, "initdb", "-D", data, "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8",
@@ -89,16 +90,6 @@ func (c *cluster) mustRun(ctx context.Context, t *testing.T, name string, args .
 		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
 		t.Fatalf("%s: exit %d\n%s\n%s\nserver log:\n%s", name, r.code, tail(r.stdout), tail(r.stderr), tail(string(log)))
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // initScript runs deploy/postgres/initdb/10-autocoder.sh the way the

@@ -11,13 +11,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.temporal.io/server/temporaltest"
 
-	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -31,32 +29,8 @@ func TestBinaryEndToEnd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin := binary(t)
-
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	model := llmtest.New(t, pythonScenario.script())
-	env := cleanEnv(
-		"TEMPORAL_ADDRESS="+ts.GetFrontendHostPort(),
-		"TEMPORAL_NAMESPACE="+ts.GetDefaultNamespace(),
-		"AUTOCODER_DATA_DIR="+t.TempDir(),
-		"OPENAI_BASE_URL="+model.URL(),
-		"OPENAI_API_KEY=test-key",
-		"AUTOCODER_MODEL=openai:gpt-4.1-mini",
-	)
-
-	var workerLog bytes.Buffer
-	w := exec.Command(bin, "worker")
-	w.Env, w.Stdout, w.Stderr = env, &workerLog, &workerLog
-	if err := w.Start(); err != nil {
-		t.Fatalf("start worker: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = w.Process.Signal(syscall.SIGTERM)
-		_ = w.Wait()
-		if t.Failed() {
-			t.Logf("worker log:\n%s", workerLog.String())
-		}
-	})
+	c := newCluster(t, pythonScenario.script())
+	bin, env := c.bin, c.env
 
 	out := filepath.Join(t.TempDir(), "out")
 	run := exec.CommandContext(ctx, bin, "run", pythonScenario.task, "--lang", "python", "--out", out)
