@@ -20,16 +20,23 @@ func trivialSpec(profile string) Spec {
 	return Spec{Profile: "python", Files: files("test_a.py", pyPass)}
 }
 
-// waitWarm blocks until every pool of a docker runner is full, so that a
+// waitWarm blocks until every warm pool of a runner is full, so that a
 // sample measures a warm run and not a refill.
 func waitWarm(tb testing.TB, r Runner) {
-	d, ok := inner(r).(*dockerRunner)
-	if !ok {
-		return
+	var full []func() bool
+	switch b := inner(r).(type) {
+	case *dockerRunner:
+		for _, pl := range b.pools {
+			full = append(full, pl.full)
+		}
+	case *bwrapRunner:
+		for _, pl := range b.pools {
+			full = append(full, pl.full)
+		}
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for _, pl := range d.pools {
-		for len(pl.ready) < cap(pl.ready) {
+	for _, f := range full {
+		for !f() {
 			if time.Now().After(deadline) {
 				tb.Fatal("warm pool did not fill")
 			}
@@ -99,7 +106,8 @@ func BenchmarkOverhead(b *testing.B) {
 			runner func(b *testing.B) Runner
 		}{
 			{"bare", nil},
-			{"bwrap", func(b *testing.B) Runner { return testRunner(b, "bwrap", -1) }},
+			{"bwrap-cold", func(b *testing.B) Runner { return testRunner(b, "bwrap", -1) }},
+			{"bwrap-warm", func(b *testing.B) Runner { return testRunner(b, "bwrap", 2) }},
 			{"docker-cold", func(b *testing.B) Runner { return testRunner(b, "docker", -1) }},
 			{"docker-warm", func(b *testing.B) Runner { return testRunner(b, "docker", 2) }},
 		}

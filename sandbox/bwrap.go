@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -32,6 +33,7 @@ type bwrapRunner struct {
 	etcDir  string
 	goRoot  string
 	goCache *goCache
+	pools   map[bwrapKey]*warmPool[*proc]
 	closed  atomic.Bool
 	running sync.WaitGroup
 }
@@ -52,7 +54,7 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: prlimit not found (apt-get install util-linux): %w", ErrUnavailable, err)
 	}
-	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger}
+	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger, pools: map[bwrapKey]*warmPool[*proc]{}}
 	if os.Geteuid() == 0 {
 		r.cred = &syscall.Credential{Uid: sandboxUID, Gid: sandboxUID, Groups: []uint32{}}
 	}
@@ -82,6 +84,18 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 		if err != nil {
 			os.RemoveAll(r.etcDir)
 			return nil, err
+		}
+	}
+	if cfg.PoolSize > 0 {
+		lim := cfg.PoolLimits.withDefaults()
+		for _, name := range cfg.Profiles {
+			p, err := LookupProfile(name)
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			r.pools[bwrapKey{name, lim.forPool()}] = newWarmPool(name, cfg.PoolSize, r.log,
+				func(ctx context.Context) (*proc, error) { return r.launch(ctx, p, lim) }, r.discard)
 		}
 	}
 	return r, nil
@@ -171,6 +185,7 @@ func rlimitArgs(lim Limits) []string {
 	}
 }
 
+// Run takes a warm sandbox when one matches, else starts one.
 func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if r.closed.Load() {
 		return Result{}, ErrClosed
@@ -181,56 +196,183 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if j.profile.GoCache != "" && (r.goCache == nil || r.goCache.wait(ctx) != nil) {
-		j.profile.GoCache = ""
+	if pl := r.pools[bwrapKey{j.profile.Name, j.limits.forPool()}]; pl != nil {
+		defer pl.replenish()
+		if p, ok := pl.take(); ok {
+			res, err := r.exec(ctx, p, j)
+			if !errors.Is(err, errStale) {
+				return res, err
+			}
+			r.log.Warn("sandbox: warm bwrap sandbox was unusable; starting another", "err", err)
+		}
+	}
+	p, err := r.launch(ctx, j.profile, j.limits)
+	if err != nil {
+		return Result{}, err
+	}
+	return r.exec(ctx, p, j)
+}
+
+// bwrapKey is what must match for a warm sandbox to serve a run: the
+// profile and the limits fixed when it starts.
+type bwrapKey struct {
+	profile string
+	limits  Limits
+}
+
+// forPool clears the limits a backend applies per run rather than at start.
+func (l Limits) forPool() Limits {
+	l.OutputBytes = 0
+	return l
+}
+
+// proc is one started sandbox waiting for its input.
+type proc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *relay
+	stderr *relay
+	exited chan struct{} // closed when cmd.Wait has returned
+	err    error         // cmd.Wait's error, once exited is closed
+}
+
+// launch starts a sandbox whose entry script seeds the Go cache, then waits
+// for its input; it returns once the sandbox says it is ready.
+func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc, error) {
+	if p.GoCache != "" && (r.goCache == nil || r.goCache.wait(ctx) != nil) {
+		p.GoCache = ""
 	}
 	path := hostPath
 	if r.goRoot != "" {
 		path = r.goRoot + "/bin:" + hostPath
 	}
-	args := append(rlimitArgs(j.limits), "--", r.bwrap)
-	args = append(args, r.baseArgs(j.profile, j.profile.environ(path), j.limits)...)
-	args = append(args, "/bin/sh", "-c", entryScript, "sbx", j.profile.GoCache, "", "")
+	args := append(rlimitArgs(lim), "--", r.bwrap)
+	args = append(args, r.baseArgs(p, p.environ(path), lim)...)
+	args = append(args, "/bin/sh", "-c", entryScript, "sbx", p.GoCache, "", readyMarker)
 
-	out := newOutputs(j.limits.OutputBytes)
 	cmd := exec.Command(r.prlimit, args...)
 	cmd.Env = []string{}
-	cmd.Stdin = bytes.NewReader(j.stdin)
-	cmd.Stdout = out.stdout
-	cmd.Stderr = out.stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("bwrap stdin: %w", err)
+	}
+	pr := &proc{cmd: cmd, stdin: stdin, stdout: &relay{}, stderr: &relay{ready: make(chan struct{})}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = pr.stdout, pr.stderr
 	// Own process group: a kill reaches bwrap and, through
 	// --die-with-parent and the pid namespace, everything inside.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: r.cred}
 	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return Result{}, fmt.Errorf("bwrap start: %w", err)
+		return nil, fmt.Errorf("bwrap start: %w", err)
 	}
-	pgid := cmd.Process.Pid
-	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	go func() {
+		pr.err = cmd.Wait()
+		close(pr.exited)
+	}()
+	select {
+	case <-pr.stderr.ready:
+		return pr, nil
+	case <-pr.exited:
+		return nil, fmt.Errorf("bwrap sandbox exited while starting: %v: %s", pr.err, bytes.TrimSpace(pr.stderr.early()))
+	case <-ctx.Done():
+		r.discard(pr)
+		return nil, fmt.Errorf("bwrap sandbox start: %w", ctx.Err())
+	}
+}
+
+// exec feeds a started sandbox its input and collects the outcome.
+func (r *bwrapRunner) exec(ctx context.Context, pr *proc, j job) (Result, error) {
+	defer r.discard(pr)
+	select {
+	case <-pr.exited:
+		return Result{}, fmt.Errorf("%w: exited before its input: %v", errStale, pr.err)
+	default:
+	}
+	out := newOutputs(j.limits.OutputBytes)
+	pr.stdout.attach(out.stdout)
+	pr.stderr.attach(out.stderr)
 	var timedOut atomic.Bool
+	start := time.Now()
 	timer := time.AfterFunc(j.limits.Timeout, func() {
 		timedOut.Store(true)
-		kill()
+		r.kill(pr)
 	})
 	defer timer.Stop()
-	stop := context.AfterFunc(ctx, kill)
+	stop := context.AfterFunc(ctx, func() { r.kill(pr) })
 	defer stop()
-
-	werr := cmd.Wait()
+	// A sandbox that fails to unpack stops reading; the entry script then
+	// reports it, so a failed write needs no handling of its own.
+	go func() {
+		_, _ = pr.stdin.Write(j.stdin)
+		_ = pr.stdin.Close()
+	}()
+	<-pr.exited
 	res := Result{Duration: time.Since(start), TimedOut: timedOut.Load()}
 	if ctx.Err() != nil && !res.TimedOut {
 		return Result{}, fmt.Errorf("sandbox run: %w", ctx.Err())
 	}
 	var exitErr *exec.ExitError
 	switch {
-	case werr == nil:
-	case errors.As(werr, &exitErr):
+	case pr.err == nil:
+	case errors.As(pr.err, &exitErr):
 		res.ExitCode = exitCode(exitErr.ProcessState)
 	default:
-		return Result{}, fmt.Errorf("bwrap wait: %w", werr)
+		return Result{}, fmt.Errorf("bwrap wait: %w", pr.err)
 	}
 	return res, out.fill(&res)
+}
+
+// kill ends a sandbox's whole process group.
+func (r *bwrapRunner) kill(pr *proc) { _ = syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL) }
+
+// discard kills a sandbox and waits until it is gone.
+func (r *bwrapRunner) discard(pr *proc) {
+	r.kill(pr)
+	<-pr.exited
+}
+
+// relay passes a sandbox's output on to the run it serves. Until a run is
+// attached, the stderr relay looks for the ready marker and keeps what came
+// before it, for the error of a sandbox that fails to start.
+type relay struct {
+	mu    sync.Mutex
+	w     io.Writer
+	ready chan struct{} // closed once the ready marker was seen; nil on stdout
+	buf   []byte
+}
+
+const relayEarlyMax = 4 << 10
+
+func (l *relay) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w != nil {
+		return l.w.Write(b)
+	}
+	if l.ready == nil || len(l.buf) >= relayEarlyMax {
+		return len(b), nil
+	}
+	l.buf = append(l.buf, b[:min(len(b), relayEarlyMax-len(l.buf))]...)
+	if i := bytes.Index(l.buf, []byte(readyMarker+"\n")); i >= 0 {
+		select {
+		case <-l.ready:
+		default:
+			close(l.ready)
+		}
+	}
+	return len(b), nil
+}
+
+func (l *relay) attach(w io.Writer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.w = w
+}
+
+func (l *relay) early() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.buf...)
 }
 
 // exitCode maps a signal death to the shell convention 128+n, as docker
@@ -245,6 +387,9 @@ func exitCode(ps *os.ProcessState) int {
 func (r *bwrapRunner) Close() error {
 	if r.closed.Swap(true) {
 		return nil
+	}
+	for _, pl := range r.pools {
+		pl.close()
 	}
 	r.running.Wait()
 	return os.RemoveAll(r.etcDir)

@@ -20,6 +20,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
@@ -48,6 +49,10 @@ type dockerAPI interface {
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
 	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
 	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	VolumeCreate(ctx context.Context, options client.VolumeCreateOptions) (client.VolumeCreateResult, error)
+	VolumeInspect(ctx context.Context, volumeID string, options client.VolumeInspectOptions) (client.VolumeInspectResult, error)
+	VolumeRemove(ctx context.Context, volumeID string, options client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
+	VolumeList(ctx context.Context, options client.VolumeListOptions) (client.VolumeListResult, error)
 	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
 	Close() error
 }
@@ -81,11 +86,10 @@ type dockerRunner struct {
 	log    *slog.Logger
 	owner  string
 	id     string // labelRunner value: tells this runner's containers from its siblings'
-	pools  map[poolKey]*pool
-	bg     sync.WaitGroup // pending removals
-	loops  sync.WaitGroup // pool refill loops
+	pools  map[poolKey]*warmPool[*box]
+	mounts map[string][]mount.Mount // toolchain volumes by image
+	bg     sync.WaitGroup           // pending removals
 	closed atomic.Bool
-	stop   chan struct{}
 }
 
 func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
@@ -93,7 +97,8 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: ownerID(), id: runnerID(), pools: map[poolKey]*pool{}, stop: make(chan struct{})}
+	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: ownerID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{}, mounts: map[string][]mount.Mount{}}
+	var profiles []Profile
 	for _, name := range cfg.Profiles {
 		p, err := LookupProfile(name)
 		if err != nil {
@@ -104,13 +109,20 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 			cli.Close()
 			return nil, err
 		}
-		if cfg.PoolSize > 0 {
-			key := newPoolKey(p, p.Image, cfg.PoolLimits.withDefaults())
-			d.pools[key] = newPool(d, key, cfg.PoolSize)
+		// Without the volumes sandboxes still work, only slower.
+		if m, err := d.toolchainMounts(ctx, p, p.Image); err != nil {
+			d.log.Warn("sandbox: toolchain volumes unavailable; the image's own files serve", "profile", p.Name, "err", err)
+		} else {
+			d.mounts[p.Image] = m
 		}
+		profiles = append(profiles, p)
 	}
-	for _, pl := range d.pools {
-		pl.start()
+	if cfg.PoolSize > 0 {
+		lim := cfg.PoolLimits.withDefaults()
+		for _, p := range profiles {
+			d.pools[newPoolKey(p, p.Image, lim)] = newWarmPool(p.Name, cfg.PoolSize, d.log,
+				func(ctx context.Context) (*box, error) { return d.launch(ctx, p, p.Image, lim, true) }, d.discard)
+		}
 	}
 	return d, nil
 }
@@ -137,7 +149,8 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 		return Result{}, err
 	}
 	if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; pl != nil {
-		if b := pl.take(); b != nil {
+		defer pl.replenish()
+		if b, ok := pl.take(); ok {
 			res, err := d.exec(ctx, b, j)
 			if !errors.Is(err, errStale) {
 				return res, err
@@ -262,6 +275,7 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, warm
 		// a flood of it to the daemon's disk.
 		LogConfig: container.LogConfig{Type: "none"},
 		Tmpfs:     map[string]string{workDir: tmpfs(lim.WorkdirBytes), tmpDir: tmpfs(lim.TmpBytes)},
+		Mounts:    d.mounts[image],
 		Resources: container.Resources{
 			Memory:     lim.MemoryBytes,
 			MemorySwap: lim.MemoryBytes,
@@ -273,9 +287,14 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, warm
 }
 
 // exec feeds a started container its input and collects the outcome. The
-// container is removed afterwards on every path.
+// container is removed afterwards on every path. The wait for its exit is
+// asked for before the input goes in, so that the exit code arrives with the
+// end of the output instead of one more round trip after it.
 func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err error) {
 	defer d.discard(b)
+	wctx, stopWait := context.WithCancel(ctx)
+	defer stopWait()
+	wait := d.cli.ContainerWait(wctx, b.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	out := newOutputs(j.limits.OutputBytes)
 	copied := make(chan error, 1)
 	go func() {
@@ -309,36 +328,26 @@ func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err
 	res.Duration = time.Since(start)
 	timer.Stop()
 
-	st, err := d.exitState(ctx, b.id)
-	if err != nil {
-		return Result{}, err
-	}
-	res.ExitCode = st.ExitCode
-	res.OOMKilled = st.OOMKilled
-	res.TimedOut = timedOut.Load()
-	return res, out.fill(&res)
-}
-
-// exitState waits until the container is no longer running and reads its
-// exit code and OOM flag.
-func (d *dockerRunner) exitState(ctx context.Context, id string) (*container.State, error) {
-	wait := d.cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	select {
-	case <-wait.Result:
+	case w := <-wait.Result:
+		res.ExitCode = int(w.StatusCode)
 	case err := <-wait.Error:
-		return nil, fmt.Errorf("container wait: %w", err)
+		return Result{}, fmt.Errorf("container wait: %w", err)
 	case <-ctx.Done():
-		d.kill(id)
-		return nil, fmt.Errorf("container wait: %w", ctx.Err())
+		d.kill(b.id)
+		return Result{}, fmt.Errorf("container wait: %w", ctx.Err())
 	}
-	ins, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	// The wait answer has no OOM flag; the state does.
+	ins, err := d.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("container inspect: %w", err)
+		return Result{}, fmt.Errorf("container inspect: %w", err)
 	}
 	if ins.Container.State == nil {
-		return nil, fmt.Errorf("container inspect: no state for %s", short(id))
+		return Result{}, fmt.Errorf("container inspect: no state for %s", short(b.id))
 	}
-	return ins.Container.State, nil
+	res.OOMKilled = ins.Container.State.OOMKilled
+	res.TimedOut = timedOut.Load()
+	return res, out.fill(&res)
 }
 
 // kill stops the whole container (and so the whole process tree) at once.
@@ -378,10 +387,8 @@ func (d *dockerRunner) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
-	close(d.stop)
-	d.loops.Wait()
 	for _, pl := range d.pools {
-		pl.drain()
+		pl.close()
 	}
 	d.bg.Wait()
 	return d.cli.Close()
@@ -400,92 +407,6 @@ type poolKey struct {
 
 func newPoolKey(p Profile, image string, l Limits) poolKey {
 	return poolKey{p.Name, image, l.MemoryBytes, l.NanoCPUs, l.Pids, l.WorkdirBytes, l.TmpBytes}
-}
-
-// pool keeps started containers waiting on stdin. Each serves one run and
-// is replaced in the background.
-type pool struct {
-	d      *dockerRunner
-	key    poolKey
-	ready  chan *box
-	refill chan struct{}
-	lim    Limits
-}
-
-func newPool(d *dockerRunner, key poolKey, size int) *pool {
-	lim := Limits{MemoryBytes: key.memory, NanoCPUs: key.cpus, Pids: key.pids, WorkdirBytes: key.workdir, TmpBytes: key.tmpfs}
-	return &pool{d: d, key: key, ready: make(chan *box, size), refill: make(chan struct{}, 1), lim: lim}
-}
-
-func (pl *pool) start() {
-	pl.d.loops.Add(1)
-	go pl.loop()
-	pl.poke()
-}
-
-func (pl *pool) poke() {
-	select {
-	case pl.refill <- struct{}{}:
-	default:
-	}
-}
-
-// take returns a warm container or nil.
-func (pl *pool) take() *box {
-	select {
-	case b := <-pl.ready:
-		pl.poke()
-		return b
-	default:
-		pl.poke()
-		return nil
-	}
-}
-
-func (pl *pool) loop() {
-	defer pl.d.loops.Done()
-	p, _ := LookupProfile(pl.key.profile)
-	backoff := time.Second
-	for {
-		select {
-		case <-pl.d.stop:
-			return
-		case <-pl.refill:
-		}
-		for len(pl.ready) < cap(pl.ready) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			b, err := pl.d.launch(ctx, p, pl.key.image, pl.lim, true)
-			cancel()
-			if err != nil {
-				pl.d.log.Warn("sandbox: warm pool refill failed", "profile", p.Name, "err", err)
-				select {
-				case <-pl.d.stop:
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(backoff*2, time.Minute)
-				continue
-			}
-			backoff = time.Second
-			select {
-			case pl.ready <- b:
-			case <-pl.d.stop:
-				pl.d.discard(b)
-				return
-			}
-		}
-	}
-}
-
-func (pl *pool) drain() {
-	for {
-		select {
-		case b := <-pl.ready:
-			pl.d.discard(b)
-		default:
-			return
-		}
-	}
 }
 
 // Reap removes leaked sandbox containers: those whose owner process on this
@@ -517,7 +438,11 @@ func reap(ctx context.Context, cli dockerAPI, log *slog.Logger) (int, error) {
 		log.Info("sandbox: reaped leaked container", "id", short(c.ID), "owner", c.Labels[labelOwner])
 		n++
 	}
-	return n, nil
+	v, err := reapVolumes(ctx, cli)
+	if v > 0 {
+		log.Info("sandbox: reaped toolchain volumes of removed images", "volumes", v)
+	}
+	return n + v, err
 }
 
 // leaked decides from an owner label "host/pid" whether a container's

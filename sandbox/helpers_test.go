@@ -93,9 +93,16 @@ func inner(r Runner) backend {
 }
 
 // assertClean checks that a run left nothing behind: no container of this
-// process (pool disabled) and no process descended from the test.
+// process and no process descended from the test, beyond the idle warm
+// sandboxes of the test's runners.
 func assertClean(t *testing.T, r Runner) {
 	t.Helper()
+	for _, r := range allRunners() {
+		waitWarm(t, r) // a refill under way is no leak
+		if br, ok := inner(r).(*bwrapRunner); ok && br.goCache != nil {
+			_ = br.goCache.wait(context.Background()) // nor is the first build of the Go cache
+		}
+	}
 	switch b := inner(r).(type) {
 	case *dockerRunner:
 		b.settle()
@@ -107,19 +114,52 @@ func assertClean(t *testing.T, r Runner) {
 			t.Fatalf("list containers: %v", err)
 		}
 		idle := 0
-		for _, pl := range b.pools {
-			idle += len(pl.ready)
+		for _, r := range allRunners() {
+			if d, ok := inner(r).(*dockerRunner); ok {
+				for _, pl := range d.pools {
+					idle += len(pl.snapshot())
+				}
+			}
 		}
 		if len(list.Items) > idle {
-			t.Errorf("%d sandbox containers left (%d idle in the pool)", len(list.Items), idle)
+			t.Errorf("%d sandbox containers left (%d idle in the pools)", len(list.Items), idle)
 		}
 	case *bwrapRunner:
 		// A process that outlived its sandbox would be reparented to the
 		// test (child subreaper is not set, so to init) or stay under it.
-		if d := descendants(os.Getpid()); len(d) > 0 {
-			t.Errorf("processes left under the test: %v", d)
+		warm := map[int]bool{}
+		for _, r := range allRunners() {
+			if br, ok := inner(r).(*bwrapRunner); ok {
+				for _, pl := range br.pools {
+					for _, p := range pl.snapshot() {
+						warm[p.cmd.Process.Pid] = true
+						for _, d := range descendants(p.cmd.Process.Pid) {
+							warm[d] = true
+						}
+					}
+				}
+			}
+		}
+		var left []int
+		for _, pid := range descendants(os.Getpid()) {
+			if !warm[pid] {
+				left = append(left, pid)
+			}
+		}
+		if len(left) > 0 {
+			t.Errorf("processes left under the test: %v", left)
 		}
 	}
+}
+
+func allRunners() []Runner {
+	runnersMu.Lock()
+	defer runnersMu.Unlock()
+	var rs []Runner
+	for _, r := range runners {
+		rs = append(rs, r)
+	}
+	return rs
 }
 
 // descendants lists the pids whose parent chain reaches root.

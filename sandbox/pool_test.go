@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,4 +100,52 @@ func TestLeaked(t *testing.T) {
 			t.Errorf("%s: leaked = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestToolchainVolumes checks that docker sandboxes read their toolchain
+// from read-only volumes, and that Reap removes the volumes of an image
+// that is gone.
+func TestToolchainVolumes(t *testing.T) {
+	r := testRunner(t, "docker", -1)
+	d := inner(r).(*dockerRunner)
+	for _, profile := range []string{"python", "go"} {
+		p, _ := LookupProfile(profile)
+		if len(d.mounts[p.Image]) != len(p.ToolchainDirs) {
+			t.Fatalf("%s: %d toolchain mounts, want %d", profile, len(d.mounts[p.Image]), len(p.ToolchainDirs))
+		}
+		for _, dir := range p.ToolchainDirs {
+			res := run(t, r, Spec{Profile: profile, Cmd: sh(`awk '$5 == "` + dir + `" { print $6 }' /proc/self/mountinfo; if touch ` + dir + `/x 2>/dev/null; then echo writable; fi`)})
+			if res.ExitCode != 0 || !strings.HasPrefix(res.Stdout, "ro,") || strings.Contains(res.Stdout, "writable") {
+				t.Fatalf("%s %s: want a read-only mount of its own, got exit %d %q %q", profile, dir, res.ExitCode, res.Stdout, res.Stderr)
+			}
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	gone := namePrefix + "test-" + randomHex(4)
+	if _, err := d.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: gone,
+		Labels: map[string]string{labelSandbox: "1", labelVolumeImage: "sha256:" + strings.Repeat("0", 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Reap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.cli.VolumeInspect(ctx, gone, client.VolumeInspectOptions{}); err == nil {
+		t.Fatal("Reap left the volume of a removed image")
+	}
+	for _, m := range d.mounts[mustProfile(t, "python").Image] {
+		if _, err := d.cli.VolumeInspect(ctx, m.Source, client.VolumeInspectOptions{}); err != nil {
+			t.Fatalf("Reap removed a volume in use: %v", err)
+		}
+	}
+}
+
+func mustProfile(t *testing.T, name string) Profile {
+	t.Helper()
+	p, err := LookupProfile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

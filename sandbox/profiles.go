@@ -28,6 +28,9 @@ type Profile struct {
 	// found in the sandbox; each run seeds its writable GOCACHE from it so
 	// `go test` does not rebuild the standard library.
 	GoCache string
+	// ToolchainDirs are the image's directories the docker backend serves
+	// from read-only volumes (see toolchainMounts).
+	ToolchainDirs []string
 	// Prewarm is a shell snippet a warm container runs before it waits for
 	// its input: a trivial test run that loads the toolchain and its files
 	// into the page and filesystem caches. It leaves nothing in the workdir.
@@ -52,6 +55,11 @@ const (
 	hostPath  = "/usr/bin:/bin:/usr/sbin:/sbin"
 )
 
+// toolchainDirs hold the interpreters, compilers and shared libraries of
+// both images (Debian's packages, and the official images' /usr/local).
+// Not /usr as a whole: docker mounts its init binary under /usr/sbin.
+var toolchainDirs = []string{"/usr/bin", "/usr/lib", "/usr/local"}
+
 func profiles() map[string]Profile {
 	return map[string]Profile{
 		"python": {
@@ -62,7 +70,8 @@ func profiles() map[string]Profile {
 				"PYTHONDONTWRITEBYTECODE": "1",
 				"PYTHONUNBUFFERED":        "1",
 			},
-			Prewarm: `printf 'def test_w():\n    pass\n' > test_w.py && python3 -m pytest -q -p no:cacheprovider`,
+			ToolchainDirs: toolchainDirs,
+			Prewarm:       `printf 'def test_w():\n    pass\n' > test_w.py && python3 -m pytest -q -p no:cacheprovider`,
 		},
 		"go": {
 			Name:    "go",
@@ -78,9 +87,10 @@ func profiles() map[string]Profile {
 				"GOMODCACHE":  tmpDir + "/gopath/pkg/mod",
 				"GOTMPDIR":    tmpDir,
 			},
-			GoCache:   imageCache,
-			Prewarm:   `printf 'module w\n\ngo 1.21\n' > go.mod && printf 'package w\nimport "testing"\nfunc TestW(t *testing.T) {}\n' > w_test.go && go test -count=1 ./...`,
-			HostPaths: []string{hostGoRoot()},
+			GoCache:       imageCache,
+			ToolchainDirs: append(toolchainDirs, "/opt"),
+			Prewarm:       `printf 'module w\n\ngo 1.21\n' > go.mod && printf 'package w\nimport "testing"\nfunc TestW(t *testing.T) {}\n' > w_test.go && go test -count=1 ./...`,
+			HostPaths:     []string{hostGoRoot()},
 		},
 	}
 }

@@ -15,8 +15,9 @@ type Config struct {
 	// AUTOCODER_SANDBOX, else "auto" (docker when the daemon answers,
 	// else bwrap).
 	Backend string
-	// PoolSize is the number of warm containers kept per profile (docker
-	// only). Zero means DefaultPoolSize; negative disables the pool.
+	// PoolSize is the number of warm sandboxes (started, waiting for their
+	// input) kept per profile. Zero means DefaultPoolSize; negative
+	// disables the pool.
 	PoolSize int
 	// Slots bounds how many runs execute at once; zero means the number of
 	// CPUs.
@@ -24,8 +25,8 @@ type Config struct {
 	// Profiles are the profiles to check images for and keep warm; empty
 	// means all.
 	Profiles []string
-	// PoolLimits are the limits of warm containers; a run whose limits
-	// differ gets a cold container. Zero fields take DefaultLimits.
+	// PoolLimits are the limits of warm sandboxes; a run whose limits
+	// differ starts a sandbox of its own. Zero fields take DefaultLimits.
 	PoolLimits Limits
 	// CacheDir holds the bwrap backend's pre-built Go cache; empty means a
 	// directory under os.TempDir().
@@ -33,7 +34,7 @@ type Config struct {
 	Logger   *slog.Logger
 }
 
-// DefaultPoolSize is the warm containers per profile when Config leaves it 0.
+// DefaultPoolSize is the warm sandboxes per profile when Config leaves it 0.
 const DefaultPoolSize = 2
 
 func (c Config) withDefaults() Config {

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -20,18 +21,24 @@ type Limits struct {
 	TmpBytes     int64
 }
 
-// DefaultLimits suit a unit-test run of a small project.
+// DefaultLimits suit a unit-test run of a small project. A run may use up
+// to defaultCPUs cores: builds and test runners are parallel (go test
+// compiles and links on several threads), and the slot limit already
+// bounds how many runs share the host.
 func DefaultLimits() Limits {
 	return Limits{
 		Timeout:      2 * time.Minute,
 		MemoryBytes:  1 << 30,
-		NanoCPUs:     1e9,
+		NanoCPUs:     int64(min(runtime.NumCPU(), defaultCPUs)) * 1e9,
 		Pids:         256,
 		OutputBytes:  1 << 20,
 		WorkdirBytes: 256 << 20,
 		TmpBytes:     256 << 20,
 	}
 }
+
+// defaultCPUs caps the cores of one run on a large host.
+const defaultCPUs = 4
 
 // Spec says what to run.
 type Spec struct {

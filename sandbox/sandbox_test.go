@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,43 @@ func TestFilesModesAndDirs(t *testing.T) {
 			want := "hello\nran a b c'd\n/work\n65534\n"
 			if res.ExitCode != 0 || res.Stdout != want {
 				t.Fatalf("exit %d stdout %q (want %q) stderr %q", res.ExitCode, res.Stdout, want, res.Stderr)
+			}
+		})
+	}
+}
+
+// TestCommandArguments checks that argv reaches the program word for word,
+// whatever the model put in it: quotes, newlines, shell syntax, empty words.
+func TestCommandArguments(t *testing.T) {
+	args := []string{"a b", "it's", "two\nlines", "$HOME `id` $(id)", "", "'\"'", "\n", "*"}
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			r := testRunner(t, be, 0)
+			res := run(t, r, Spec{Profile: "python", Cmd: append([]string{"printf", "[%s]"}, args...)})
+			want := ""
+			for _, a := range args {
+				want += "[" + a + "]"
+			}
+			if res.ExitCode != 0 || res.Stdout != want {
+				t.Fatalf("exit %d, stdout %q, want %q (stderr %q)", res.ExitCode, res.Stdout, want, res.Stderr)
+			}
+		})
+	}
+}
+
+// TestGoCacheNotTrimmed checks that a run's Go cache carries a trim date of
+// today, so Go never trims the seeded entries, however old the seed is.
+func TestGoCacheNotTrimmed(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			r := testRunner(t, be, 0)
+			res := run(t, r, Spec{Profile: "go", Cmd: sh(`test ! -L "$GOCACHE/trim.txt" && cat "$GOCACHE/trim.txt"`)})
+			stamp, err := strconv.ParseInt(strings.TrimSpace(res.Stdout), 10, 64)
+			if res.ExitCode != 0 || err != nil {
+				t.Fatalf("exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			if d := time.Since(time.Unix(stamp, 0)); d < 0 || d > time.Minute {
+				t.Fatalf("trim.txt says %s, %s from now", time.Unix(stamp, 0), d)
 			}
 		})
 	}

@@ -31,36 +31,42 @@ var (
 // setupFailed is the exit code and stderr marker of the entry script when
 // it cannot unpack the workspace; the user command has not run then.
 const (
-	setupExitCode = 125
-	setupMarker   = "autocoder-sandbox: setup failed"
+	setupExitCode     = 125
+	setupExitCodeText = "125"
+	setupMarker       = "autocoder-sandbox: setup failed"
 )
 
 // entryScript runs inside the sandbox as `sh -c entryScript sbx SEED WARM
-// READY`. Its
-// stdin carries the byte length of the quoted command, a newline, the
-// command, then a tar of the workspace. The command travels on stdin so that
-// a container can be started before the run it serves is known.
+// READY`. Its stdin carries a line with the host's clock (unix seconds) and
+// the shell-quoted command, then a tar of the workspace. The command travels on stdin so that a container can be
+// started before the run it serves is known. Past the ready marker only
+// shell builtins and tar run before the command: every program started here
+// is latency the run pays.
 //
 // SEED, when not empty, is a read-only pre-built Go build cache. GOCACHE
 // must be writable, so it becomes a tree of real directories with symlinks
 // to the seed's files: Go reads entries it finds and writes new ones beside
 // them, and all that costs no copy. This happens before stdin is read, so a
-// warm container has it done before its run arrives. WARM, when not empty,
+// warm container has it done before its run arrives. Its trim.txt is made
+// anew with the run's date: Go trims a cache whose last trim is over a day
+// old, and would throw away the seed's entries once the seed is five days
+// old. WARM, when not empty,
 // is the profile's Prewarm snippet. READY, when not empty, is written to
 // stderr once the sandbox waits for its input.
-const entryScript = `if [ -n "$1" ] && [ -d "$1" ]; then cp -rs "$1" "$GOCACHE" 2>/dev/null || rm -rf "$GOCACHE"; fi
+const entryScript = `if [ -n "$1" ] && [ -d "$1" ]; then { cp -rs "$1" "$GOCACHE" && rm -f "$GOCACHE/trim.txt"; } 2>/dev/null || rm -rf "$GOCACHE"; fi
 if [ -n "$2" ]; then
 	(mkdir -p ` + prewarmDir + ` && cd ` + prewarmDir + ` && eval "$2") >/dev/null 2>&1 </dev/null
 	rm -rf ` + prewarmDir + `
 fi
 [ -z "$3" ] || printf '%s\n' "$3" >&2
-read -r n || exit ` + "125" + `
-cmd=$(dd bs=1 count="$n" 2>/dev/null)
-if ! tar -x -f - -C ` + workDir + ` --no-same-owner 2>/tmp/.sbx-tar; then
-	echo "` + setupMarker + `: $(cat /tmp/.sbx-tar)" >&2
-	exit ` + "125" + `
+read -r now cmd || exit ` + setupExitCodeText + `
+[ ! -d "$GOCACHE" ] || echo "$now" > "$GOCACHE/trim.txt"
+nl='
+'
+if ! err=$(tar -x -f - -C ` + workDir + ` --no-same-owner 2>&1); then
+	printf '%s: %s\n' "` + setupMarker + `" "$err" >&2
+	exit ` + setupExitCodeText + `
 fi
-rm -f /tmp/.sbx-tar
 cd ` + workDir + `
 eval "set -- $cmd"
 exec "$@" </dev/null
@@ -127,10 +133,11 @@ func prepare(spec Spec) (job, error) {
 	}
 	quoted := shellQuote(argv)
 	var in bytes.Buffer
-	in.Grow(len(quoted) + len(tb) + 16)
-	in.WriteString(strconv.Itoa(len(quoted)))
-	in.WriteByte('\n')
+	in.Grow(len(quoted) + len(tb) + 32)
+	in.WriteString(strconv.FormatInt(time.Now().Unix(), 10))
+	in.WriteByte(' ')
 	in.WriteString(quoted)
+	in.WriteByte('\n')
 	in.Write(tb)
 	image := spec.Image
 	if image == "" {
@@ -174,11 +181,14 @@ func tarFiles(files []workspace.File) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// shellQuote renders argv as words for `eval "set -- ..."`.
+// shellQuote renders argv as one line of words for `eval "set -- ..."`:
+// newlines inside arguments become the entry script's $nl.
+var quoteReplacer = strings.NewReplacer("'", `'\''`, "\n", `'"$nl"'`)
+
 func shellQuote(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		q[i] = "'" + quoteReplacer.Replace(a) + "'"
 	}
 	return strings.Join(q, " ")
 }

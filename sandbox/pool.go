@@ -1,0 +1,124 @@
+package sandbox
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// warmPool keeps up to size sandboxes started and waiting for their input,
+// so a run does not pay for starting one. Each serves one run and is
+// replaced in the background; none is ever reused.
+type warmPool[T any] struct {
+	what    string // for logs: the profile it serves
+	size    int
+	launch  func(context.Context) (T, error)
+	discard func(T)
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	idle   []T
+	closed bool
+
+	refill chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func newWarmPool[T any](what string, size int, log *slog.Logger, launch func(context.Context) (T, error), discard func(T)) *warmPool[T] {
+	p := &warmPool[T]{what: what, size: size, launch: launch, discard: discard, log: log,
+		refill: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go p.loop()
+	p.poke()
+	return p
+}
+
+// replenish asks for the pool to be filled up again.
+func (p *warmPool[T]) replenish() { p.poke() }
+
+func (p *warmPool[T]) poke() {
+	select {
+	case p.refill <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the oldest warm sandbox, if any. The caller calls replenish
+// once its run is over: a replacement starting at once (and running its
+// prewarm) would compete with that run for the CPU.
+func (p *warmPool[T]) take() (T, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var zero T
+	if len(p.idle) == 0 {
+		return zero, false
+	}
+	b := p.idle[0]
+	p.idle[0] = zero
+	p.idle = p.idle[1:]
+	return b, true
+}
+
+// snapshot lists the idle sandboxes; tests use it to tell them from leaks.
+func (p *warmPool[T]) snapshot() []T {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]T(nil), p.idle...)
+}
+
+func (p *warmPool[T]) full() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle) >= p.size
+}
+
+func (p *warmPool[T]) loop() {
+	defer close(p.done)
+	backoff := time.Second
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.refill:
+		}
+		for !p.full() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			b, err := p.launch(ctx)
+			cancel()
+			if err != nil {
+				p.log.Warn("sandbox: warm pool refill failed", "profile", p.what, "err", err)
+				select {
+				case <-p.stop:
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(backoff*2, time.Minute)
+				continue
+			}
+			backoff = time.Second
+			p.mu.Lock()
+			if p.closed {
+				p.mu.Unlock()
+				p.discard(b)
+				return
+			}
+			p.idle = append(p.idle, b)
+			p.mu.Unlock()
+		}
+	}
+}
+
+// close stops refilling and discards the idle sandboxes.
+func (p *warmPool[T]) close() {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	for _, b := range idle {
+		p.discard(b)
+	}
+}
