@@ -12,10 +12,14 @@ import (
 	"time"
 )
 
-// trivialSpec is the smallest real test run of a profile.
+// trivialSpec is the smallest real test run of a profile; "noop" runs
+// `true` in the python sandbox, which measures a backend's own floor.
 func trivialSpec(profile string) Spec {
-	if profile == "go" {
+	switch profile {
+	case "go":
 		return Spec{Profile: "go", Files: files("go.mod", goMod, "m_test.go", goPass), Cmd: []string{"go", "test", "-count=1", "./..."}}
+	case "noop":
+		return Spec{Profile: "python", Cmd: []string{"true"}}
 	}
 	return Spec{Profile: "python", Files: files("test_a.py", pyPass)}
 }
@@ -94,12 +98,13 @@ func pct(ds []time.Duration, q float64) time.Duration {
 }
 
 // BenchmarkOverhead compares a trivial pytest and go test run bare, in
-// bwrap, in a cold docker container and in a warm one:
+// bwrap and in docker, each cold (a sandbox started for the run) and warm
+// (taken from the pool); the noop rows run `true`, the floor of each path:
 //
 //	go test ./sandbox -run '^$' -bench Overhead -benchtime 10x
 func BenchmarkOverhead(b *testing.B) {
 	var rows []benchRow
-	for _, profile := range []string{"python", "go"} {
+	for _, profile := range []string{"noop", "python", "go"} {
 		spec := trivialSpec(profile)
 		modes := []struct {
 			name   string

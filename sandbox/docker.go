@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -445,24 +446,49 @@ func reap(ctx context.Context, cli dockerAPI, log *slog.Logger) (int, error) {
 	return n + v, err
 }
 
-// leaked decides from an owner label "host/pid" whether a container's
-// owner is gone.
+// leaked decides from an owner label "host/pid/start" whether a
+// container's owner is gone. The start time (clock ticks after boot) tells
+// a restarted owner from the old one: a restarted worker container gets
+// the same hostname and pid. Labels written without it are judged by the
+// pid alone.
 func leaked(owner, host string, created time.Time) bool {
-	h, pidStr, ok := strings.Cut(owner, "/")
-	pid, err := strconv.Atoi(pidStr)
-	if !ok || err != nil || pid <= 0 {
+	parts := strings.Split(owner, "/")
+	if len(parts) < 2 {
 		return true
 	}
-	if h != host {
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil || pid <= 0 {
+		return true
+	}
+	if parts[0] != host {
 		return time.Since(created) > foreignReapAge
+	}
+	if len(parts) > 2 {
+		return processStart(pid) != parts[2]
 	}
 	err = syscall.Kill(pid, 0)
 	return err != nil && !errors.Is(err, syscall.EPERM)
 }
 
+// processStart returns a process's start time from /proc, or "" when the
+// process does not exist.
+func processStart(pid int) string {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// Fields after the ")" that closes the command name start at field 3
+	// (state); the start time is field 22.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
 func ownerID() string {
 	host, _ := os.Hostname()
-	return host + "/" + strconv.Itoa(os.Getpid())
+	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + processStart(os.Getpid())
 }
 
 func randomHex(n int) string {

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,16 +86,24 @@ func TestPoolLifecycle(t *testing.T) {
 
 func TestLeaked(t *testing.T) {
 	old := time.Now().Add(-48 * time.Hour)
+	self := strconv.Itoa(os.Getpid())
+	start := processStart(os.Getpid())
+	if start == "" {
+		t.Fatal("no start time for this process")
+	}
 	cases := []struct {
 		name, owner string
 		created     time.Time
 		want        bool
 	}{
 		{"no owner", "", time.Now(), true},
-		{"live here", "h/1", time.Now(), false},
-		{"dead here", "h/999999999", time.Now(), true},
-		{"other host, new", "other/1", time.Now(), false},
-		{"other host, old", "other/1", old, true},
+		{"live here", "h/" + self + "/" + start, time.Now(), false},
+		{"restarted here", "h/" + self + "/1", time.Now(), true},
+		{"dead here", "h/999999999/1", time.Now(), true},
+		{"live here, old label", "h/1", time.Now(), false},
+		{"dead here, old label", "h/999999999", time.Now(), true},
+		{"other host, new", "other/1/5", time.Now(), false},
+		{"other host, old", "other/1/5", old, true},
 	}
 	for _, tc := range cases {
 		if got := leaked(tc.owner, "h", tc.created); got != tc.want {

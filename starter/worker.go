@@ -36,7 +36,7 @@ func newWorkerCmd(f *factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&opts.MaxConcurrentActivities, "max-activities", 0, "activities run at once (0: SDK default)")
-	cmd.Flags().IntVar(&pool, "sandbox-pool", 0, "warm sandbox containers kept per language (docker)")
+	cmd.Flags().IntVar(&pool, "sandbox-pool", 0, "warm sandboxes kept per language (0: 2, negative: none)")
 	cmd.Flags().IntVar(&slots, "sandbox-slots", 0, "sandbox runs at once (0: number of CPUs)")
 	return cmd
 }

@@ -333,16 +333,23 @@ func tailFile(path string, lines int) string {
 }
 
 // leakedContainers lists sandbox containers, running or not, that belong
-// to the given owners. Filtering by owner keeps other users' runs out.
+// to the given owners ("host/pid", which the label extends with the
+// process's start time). Filtering by owner keeps other users' runs out.
 func leakedContainers(ctx context.Context, owners []string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "docker", "ps", "-a", "--filter", "label=autocoder.sandbox=1",
+		"--format", `{{.ID}} {{.Label "autocoder.sandbox.owner"}}`).Output()
+	if err != nil {
+		return nil, fmt.Errorf("docker ps: %w", err)
+	}
 	var ids []string
-	for _, o := range owners {
-		out, err := exec.CommandContext(ctx, "docker", "ps", "-a", "-q",
-			"--filter", "label=autocoder.sandbox=1", "--filter", "label=autocoder.sandbox.owner="+o).Output()
-		if err != nil {
-			return nil, fmt.Errorf("docker ps: %w", err)
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		id, owner, _ := strings.Cut(line, " ")
+		for _, o := range owners {
+			if owner == o || strings.HasPrefix(owner, o+"/") {
+				ids = append(ids, id)
+				break
+			}
 		}
-		ids = append(ids, strings.Fields(string(out))...)
 	}
 	return ids, nil
 }
