@@ -159,3 +159,24 @@ func mustProfile(t *testing.T, name string) Profile {
 	}
 	return p
 }
+
+// TestWarmRunsAreIsolated checks, on both backends, that a run taken from
+// the warm pool cannot leave anything for the next one: files in /tmp and
+// the workdir, processes, a kill of everything it can see.
+func TestWarmRunsAreIsolated(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			r := testRunner(t, be, 2)
+			waitWarm(t, r)
+			res := run(t, r, Spec{Profile: "python", Cmd: sh(`echo left > /tmp/left; echo left > left; (sleep 300 &); kill -9 -1; echo done`)})
+			if res.ExitCode != 0 && res.ExitCode != 137 {
+				t.Fatalf("first run: %+v", res)
+			}
+			waitWarm(t, r)
+			res = run(t, r, Spec{Profile: "python", Cmd: sh(`ls -A /tmp /work | grep -v -e '^/' -e '^$' -e '^gocache$' || true; cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^sleep$' || true`)})
+			if res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "0" {
+				t.Fatalf("the next warm run saw what the last one left: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+		})
+	}
+}
