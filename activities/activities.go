@@ -71,7 +71,7 @@ func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt str
 	// Heartbeats go out while waiting for the first token too, so the
 	// heartbeat timeout (not the call's length) bounds how long a dead
 	// worker's call goes unnoticed.
-	stop := heartbeatWhile(ctx, 2*time.Second)
+	stop := heartbeatWhile(ctx)
 	resp, err = model.Complete(ctx, llm.Request{
 		System: system,
 		Prompt: prompt,
@@ -87,9 +87,10 @@ func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt str
 	if err != nil {
 		return llm.Response{}, Usage{}, fmt.Errorf("encode memo: %w", err)
 	}
-	// The answer is paid for: a store hiccup only costs the memo, which
+	// The answer is paid for: a store hiccup (a database restarting) is
+	// waited out briefly, and in the end only costs the memo, which
 	// matters solely if this activity is retried.
-	if err := a.Store.PutMemo(ctx, key, raw); err != nil {
+	if err := a.putMemo(ctx, key, raw); err != nil {
 		activity.GetLogger(ctx).Warn("model answer not memoized", "error", err)
 	}
 	return resp, usageOf(spec, resp), nil
@@ -151,12 +152,34 @@ func (a *Activities) loadFiles(ctx context.Context, id string) ([]workspace.File
 	return files, nil
 }
 
+// putMemo writes a memo, trying again a few times over about 3 s.
+func (a *Activities) putMemo(ctx context.Context, key string, raw []byte) error {
+	wait := 200 * time.Millisecond
+	for try := 1; ; try++ {
+		err := a.Store.PutMemo(ctx, key, raw)
+		if err == nil || try == 4 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// heartbeatEvery is how often long activities heartbeat; the workflow's
+// heartbeat timeout is a few times longer.
+const heartbeatEvery = time.Second
+
 // heartbeatWhile records heartbeats until the returned stop is called, so a
-// long sandbox run on a live worker is never mistaken for a dead one.
-func heartbeatWhile(ctx context.Context, every time.Duration) (stop func()) {
+// long sandbox run or model call on a live worker is never mistaken for a
+// dead one.
+func heartbeatWhile(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(every)
+		t := time.NewTicker(heartbeatEvery)
 		defer t.Stop()
 		for {
 			select {

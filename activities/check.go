@@ -70,7 +70,7 @@ func (a *Activities) checkPython(ctx context.Context, files []workspace.File, ru
 		}
 	}
 	spec.Files = append(spec.Files, script)
-	stop := heartbeatWhile(ctx, 5*time.Second)
+	stop := heartbeatWhile(ctx)
 	res, err := a.Sandbox.Run(ctx, spec)
 	stop()
 	if err != nil {
@@ -94,7 +94,7 @@ func (a *Activities) Execute(ctx context.Context, in CheckInput) (TestSummary, e
 	if err != nil {
 		return TestSummary{}, err
 	}
-	stop := heartbeatWhile(ctx, 5*time.Second)
+	stop := heartbeatWhile(ctx)
 	res, err := a.Sandbox.Run(ctx, sandbox.Spec{Profile: in.Language, Files: files, Cmd: cmd, Limits: a.limits()})
 	stop()
 	if err != nil {

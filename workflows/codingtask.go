@@ -707,14 +707,18 @@ func RegisterOptions() workflow.RegisterOptions {
 	return workflow.RegisterOptions{Name: WorkflowName}
 }
 
-// Model calls heartbeat every 2 s while they wait or stream, so a dead
-// worker is noticed within the 10 s heartbeat timeout; retries are
-// Temporal's alone.
+// heartbeatTimeout bounds how long an activity of a dead worker goes
+// unnoticed; the activities heartbeat every second (activities.heartbeatEvery).
+const heartbeatTimeout = 5 * time.Second
+
+// Model calls heartbeat every second while they wait or stream, so a dead
+// worker is noticed within the 5 s heartbeat timeout and the call retried
+// on another (or the restarted) worker; retries are Temporal's alone.
 func modelCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             summary,
 		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    10 * time.Second,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -744,12 +748,12 @@ func memoryCtx(ctx workflow.Context, summary string) workflow.Context {
 }
 
 // Sandbox runs are bounded by the sandbox's own wall clock; the activity
-// timeout only has to outlast it. They heartbeat every 5 s.
+// timeout only has to outlast it. They heartbeat every second.
 func sandboxCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             summary,
 		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    15 * time.Second,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,

@@ -407,6 +407,8 @@ func pendingStarted(ctx context.Context, c client.Client, id string, since time.
 type activityRun struct {
 	Type                string
 	Scheduled, Finished time.Time
+	Started             time.Time // of the last attempt, the one that completed
+	Attempt             int32
 }
 
 // taskHistory is what the benchmark and the chaos test read from a task's
@@ -446,6 +448,11 @@ func loadHistory(ctx context.Context, c client.Client, id string) (taskHistory, 
 				Type:      ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(),
 				Scheduled: at,
 			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			attrs := ev.GetActivityTaskStartedEventAttributes()
+			a := scheduled[attrs.GetScheduledEventId()]
+			a.Started, a.Attempt = at, attrs.GetAttempt()
+			scheduled[attrs.GetScheduledEventId()] = a
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
 			a := scheduled[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]
 			a.Finished = at
