@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/temporaltest"
 
+	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -46,20 +47,33 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
 	d := benchModelLatency
-	model := newModelServer(t, taskScript(false, delays{plan: d, generate: d, reflect: d}))
+	passing, failingFirst := taskScript(false, delays{plan: d, generate: d, reflect: d}), taskScript(true, delays{plan: d, generate: d, reflect: d})
+	model := newModelServer(t, func(req llmtest.ChatRequest) llmtest.Reply {
+		if m := taskRE.FindStringSubmatch(req.LastUser()); m != nil && len(m[1]) == 4 && m[1][0] == '5' {
+			return failingFirst(req) // tasks 5000-5999 fail once, reflect and pass
+		}
+		return passing(req)
+	})
 	workers := newFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL()),
 		"--sandbox-slots", strconv.Itoa(slots))
 	w := workers.start()
 
-	// One task alone, after a warm-up task that pays for first-use costs.
-	if _, _, err := runBatch(ctx, c, "bench-warm", 1000, 1); err != nil {
+	// One task alone, after a warm-up task that pays for first-use costs;
+	// then one whose first attempt fails: the difference of their
+	// overheads is what one more iteration of the loop costs (generate,
+	// validate, test, reflect, recall), without the task's one-time costs.
+	if _, _, err := runBatch(ctx, c, "bench-warm", 1000, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	single, singleWall, err := runBatch(ctx, c, "bench-single", 2000, 1)
+	single, singleWall, err := runAlone(ctx, c, "bench-single", 2000, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	many, manyWall, err := runBatch(ctx, c, "bench-many", 0, tasks)
+	twice, _, err := runAlone(ctx, c, "bench-loop", 5000, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many, manyWall, err := runBatch(ctx, c, "bench-many", 0, tasks, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,19 +85,49 @@ func TestConcurrencyBenchmark(t *testing.T) {
 		t.Errorf("graceful stop: %v", err)
 	}
 
-	t.Logf("one task alone: wall %s; %s", singleWall.Round(time.Millisecond), describeCosts(single))
+	t.Logf("one task alone (%d in turn): wall p50 %s; %s", aloneRuns, singleWall.Round(time.Millisecond), describeCosts(single))
+	overheads := func(cs []taskCost) []time.Duration {
+		var ds []time.Duration
+		for _, c := range cs {
+			ds = append(ds, c.Overhead)
+		}
+		return ds
+	}
+	one, two := percentile(overheads(single), 50), percentile(overheads(twice), 50)
+	t.Logf("orchestration overhead of a whole task alone, p50 of %d: %s with one iteration, %s with two; one more iteration of the loop (generate, validate, test, reflect, recall) costs %s",
+		aloneRuns, one.Round(time.Millisecond), two.Round(time.Millisecond), (two - one).Round(time.Millisecond))
 	t.Logf("%d tasks at once (%d sandbox slots): wall %s (%.1fx one task); %s",
 		tasks, slots, manyWall.Round(time.Millisecond), float64(manyWall)/float64(singleWall), describeCosts(many))
 	t.Logf("worker peak memory (VmHWM): %.1f MiB", float64(peak)/(1<<20))
 }
 
-// runBatch starts count tasks numbered from first at once, waits for all and
-// returns their costs and the wall time from the first start to the last end.
-func runBatch(ctx context.Context, c client.Client, prefix string, first, count int) ([]taskCost, time.Duration, error) {
+// aloneRuns is how many tasks runAlone runs one after the other.
+const aloneRuns = 7
+
+// runAlone runs aloneRuns tasks one after the other, each taking want
+// iterations, and returns their costs and the median wall time.
+func runAlone(ctx context.Context, c client.Client, prefix string, first, want int) ([]taskCost, time.Duration, error) {
+	var costs []taskCost
+	var walls []time.Duration
+	for i := range aloneRuns {
+		cs, w, err := runBatch(ctx, c, prefix, first+i, 1, want)
+		if err != nil {
+			return nil, 0, err
+		}
+		walls = append(walls, w)
+		costs = append(costs, cs...)
+	}
+	return costs, percentile(walls, 50), nil
+}
+
+// runBatch starts count tasks numbered from first at once, waits for all
+// (each must take want iterations) and returns their costs and the wall
+// time from the first start to the last end.
+func runBatch(ctx context.Context, c client.Client, prefix string, first, count, want int) ([]taskCost, time.Duration, error) {
 	start := time.Now()
 	ids := make([]string, count)
 	for i := range count {
-		id, err := startTask(ctx, c, prefix, first+i, 2)
+		id, err := startTask(ctx, c, prefix, first+i, want+1)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -100,8 +144,8 @@ func runBatch(ctx context.Context, c client.Client, prefix string, first, count 
 		if err != nil {
 			return nil, 0, err
 		}
-		if res.Iterations != 1 {
-			return nil, 0, fmt.Errorf("task %s took %d iterations, want 1", id, res.Iterations)
+		if res.Iterations != want {
+			return nil, 0, fmt.Errorf("task %s took %d iterations, want %d", id, res.Iterations, want)
 		}
 		costs[i] = costOf(h, res)
 		end = maxTime(end, h.End)
