@@ -152,7 +152,7 @@ func (a *Activities) loadFiles(ctx context.Context, id string) ([]workspace.File
 	return files, nil
 }
 
-// putMemo writes a memo, trying again a few times over about 3 s.
+// putMemo writes a memo, trying again three times over about 1.4 s.
 func (a *Activities) putMemo(ctx context.Context, key string, raw []byte) error {
 	wait := 200 * time.Millisecond
 	for try := 1; ; try++ {

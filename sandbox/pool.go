@@ -30,14 +30,12 @@ func newWarmPool[T any](what string, size int, log *slog.Logger, launch func(con
 	p := &warmPool[T]{what: what, size: size, launch: launch, discard: discard, log: log,
 		refill: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go p.loop()
-	p.poke()
+	p.replenish()
 	return p
 }
 
 // replenish asks for the pool to be filled up again.
-func (p *warmPool[T]) replenish() { p.poke() }
-
-func (p *warmPool[T]) poke() {
+func (p *warmPool[T]) replenish() {
 	select {
 	case p.refill <- struct{}{}:
 	default:
