@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -241,5 +242,44 @@ func TestLineDiff(t *testing.T) {
 		[]workspace.File{{Path: "x.py", Data: []byte("2\n")}, {Path: "new.py", Data: []byte("n\n")}},
 	); got != "--- x.py\n+++ x.py\n-1\n+2\n--- new.py\n+++ new.py\n+n\ndeleted gone.py\n" {
 		t.Errorf("fileSetDiff = %q", got)
+	}
+}
+
+// TestReflectRecallsLessonsOfTheFailure: asked to, Reflect returns the
+// lessons of failures like this one (here, a fix saved by an earlier task);
+// not asked, it returns none and the workflow recalls on its own.
+func TestReflectRecallsLessonsOfTheFailure(t *testing.T) {
+	e := newEnv(t, llmtest.Text("Root cause: add subtracts."))
+	failure := "FAILED test_calc.py::test_add - assert -1 == 3\n" +
+		"E       assert -1 == 3\nE        +  where -1 = add(1, 2)\n1 failed in 0.01s"
+	failed := e.snapshot(t, map[string]string{"calc.py": "def add(a, b):\n    return a - b\n"})
+	passed := e.snapshot(t, map[string]string{"calc.py": "def add(a, b):\n    return a + b\n"})
+	val, err := e.tenv.ExecuteActivity(e.acts.SaveLessons, SaveLessonsInput{Task: "add numbers", Language: "python", Plan: []string{"add"},
+		Fixes: []Fix{{FailedSnapshot: failed, PassedSnapshot: passed, FailureOutput: failure, Reflection: "wrong operator"}}, Succeeded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []string
+	if err := val.Get(&saved); err != nil || len(saved) == 0 {
+		t.Fatalf("saved lessons %v: %v", saved, err)
+	}
+	in := ReflectInput{Task: "sum two numbers", Language: "python", Plan: []string{"sum"}, Step: 1, Iteration: 1,
+		SnapshotID: failed, Failure: TestSummary{Stage: "test", ExitCode: 1, Output: failure}, Model: "openai:gpt-4.1-mini"}
+	for _, ask := range []bool{false, true} {
+		in.RecallLessons = ask
+		val, err := e.tenv.ExecuteActivity(e.acts.Reflect, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out ReflectOutput
+		if err := val.Get(&out); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case !ask && out.Lessons != nil:
+			t.Errorf("lessons returned unasked: %+v", out.Lessons)
+		case ask && (out.Lessons == nil || !slices.Contains(out.Lessons.IDs, saved[0]) || !strings.Contains(out.Lessons.Text, "a + b")):
+			t.Errorf("asked for lessons, got %+v; want lesson %s with its fix", out.Lessons, saved[0])
+		}
 	}
 }

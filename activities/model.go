@@ -74,7 +74,15 @@ func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (ReflectOutpu
 	if err != nil {
 		return ReflectOutput{}, err
 	}
-	return ReflectOutput{Reflection: clip(strings.TrimSpace(resp.Text), 4000), Usage: usage}, nil
+	out := ReflectOutput{Reflection: clip(strings.TrimSpace(resp.Text), 4000), Usage: usage}
+	if in.RecallLessons {
+		lessons, err := a.Recall(ctx, RecallInput{Task: in.Task, Language: in.Language, FailureOutput: in.Failure.Output})
+		if err != nil {
+			activity.GetLogger(ctx).Warn("recall failed; going on without lessons", "error", err)
+		}
+		out.Lessons = &lessons
+	}
+	return out, nil
 }
 
 // clip keeps at most n bytes of s, cut at a rune boundary.

@@ -140,10 +140,16 @@ type ReflectInput struct {
 	SnapshotID string      `json:"snapshotId"`
 	Failure    TestSummary `json:"failure"`
 	Model      string      `json:"model,omitempty"`
+	// RecallLessons asks for the lessons of failures like this one too,
+	// saving the workflow a Recall activity per failed attempt.
+	RecallLessons bool `json:"recallLessons,omitempty"`
 }
 
 // ReflectOutput is the model's diagnosis and fix plan.
 type ReflectOutput struct {
 	Reflection string `json:"reflection"`
 	Usage      Usage  `json:"usage"`
+	// Lessons are set when RecallLessons was asked for; empty when the
+	// store could not answer (memory is an aid, not a reason to fail).
+	Lessons *RecallOutput `json:"lessons,omitempty"`
 }

@@ -44,7 +44,10 @@ type task struct {
 	budgetUSD    float64
 	canContinue  bool
 	learn        bool // recall and save lessons
-	mem          Memory
+	// reflectRecalls: Reflect returns the failure's lessons itself, one
+	// activity fewer per failed attempt.
+	reflectRecalls bool
+	mem            Memory
 }
 
 // decision is a person's answer to a pending approval.
@@ -70,6 +73,10 @@ func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 	t.canContinue = workflow.GetVersion(ctx, "continue-as-new", workflow.DefaultVersion, 1) >= 1
 	// Version 1 added lessons: recall before planning and retries, save at the end.
 	t.learn = workflow.GetVersion(ctx, "lessons", workflow.DefaultVersion, 1) >= 1
+	// Version 1 folded the recall of a failure's lessons into Reflect. A
+	// Reflect answer without lessons (from an older worker, or replayed
+	// from an older history) still gets a Recall of its own.
+	t.reflectRecalls = workflow.GetVersion(ctx, "reflect-recalls", workflow.DefaultVersion, 1) >= 1
 	if err := t.registerHandlers(ctx); err != nil {
 		return TaskResult{}, err
 	}
@@ -270,6 +277,7 @@ func (t *task) attempt(ctx workflow.Context) error {
 	err = workflow.ExecuteActivity(modelCtx(ctx, t.label("reflect")), a.Reflect, activities.ReflectInput{
 		Task: t.in.Task, Language: t.in.Language, Plan: t.status.Plan, Step: t.status.Step,
 		Iteration: it, SnapshotID: t.base, Failure: result, Model: t.in.Model,
+		RecallLessons: t.learn && t.reflectRecalls,
 	}).Get(ctx, &refl)
 	if err != nil {
 		return fmt.Errorf("reflect: %w", err)
@@ -279,7 +287,11 @@ func (t *task) attempt(ctx workflow.Context) error {
 		return err
 	}
 	t.mem.Pending = &activities.Fix{FailedSnapshot: t.base, FailureOutput: result.Output, Reflection: refl.Reflection}
-	t.mem.FailureLessons = t.recall(ctx, result.Output)
+	if refl.Lessons != nil {
+		t.mem.FailureLessons = t.useLessons(*refl.Lessons)
+	} else {
+		t.mem.FailureLessons = t.recall(ctx, result.Output)
+	}
 	return t.stopIfCancelled(ctx)
 }
 
@@ -577,6 +589,12 @@ func (t *task) recall(ctx workflow.Context, failure string) string {
 		workflow.GetLogger(ctx).Warn("recall failed; going on without lessons", "error", err)
 		return ""
 	}
+	return t.useLessons(out)
+}
+
+// useLessons notes recalled lessons' ids in the status and returns their
+// text for the prompts.
+func (t *task) useLessons(out activities.RecallOutput) string {
 	for _, id := range out.IDs {
 		if !slices.Contains(t.status.Lessons, id) {
 			t.status.Lessons = append(t.status.Lessons, id)

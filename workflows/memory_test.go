@@ -20,9 +20,10 @@ func (s *codingTaskSuite) TestLessonsRecalledAndSaved() {
 	})).Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
 	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Twice()
 	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
-	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.ReflectOutput{Reflection: "off by one"}, nil).Once()
-	s.env.OnActivity(a.Recall, mock.Anything, activities.RecallInput{Task: input.Task, Language: "python", FailureOutput: failing.Output}).
-		Return(activities.RecallOutput{IDs: []string{"L2", "L1"}, Text: "fix lesson\n"}, nil).Once()
+	// Reflect brings the failure's lessons along: no Recall of its own.
+	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool { return in.RecallLessons })).
+		Return(activities.ReflectOutput{Reflection: "off by one",
+			Lessons: &activities.RecallOutput{IDs: []string{"L2", "L1"}, Text: "fix lesson\n"}}, nil).Once()
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
 		return in.Iteration == 2 && in.Lessons == "task lesson\nfix lesson\n"
 	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
