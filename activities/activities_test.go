@@ -174,7 +174,10 @@ func TestPlanFallsBackToOneStep(t *testing.T) {
 	}
 }
 
-func TestValidateWithTheRealSandbox(t *testing.T) {
+// realSandbox returns the host's sandbox; outside CI a host without one
+// skips the test.
+func realSandbox(t *testing.T) sandbox.Runner {
+	t.Helper()
 	sb, err := sandbox.New(context.Background(), sandbox.Config{PoolSize: -1})
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -183,6 +186,11 @@ func TestValidateWithTheRealSandbox(t *testing.T) {
 		t.Skipf("no sandbox: %v", err)
 	}
 	t.Cleanup(func() { sb.Close() })
+	return sb
+}
+
+func TestValidateWithTheRealSandbox(t *testing.T) {
+	sb := realSandbox(t)
 	tests := []struct {
 		lang, path, src string
 		allow           []string
@@ -211,6 +219,43 @@ func TestValidateWithTheRealSandbox(t *testing.T) {
 		if s.Passed != tc.passed || s.PolicyOnly != tc.policy || !strings.Contains(s.Output, tc.want) {
 			t.Errorf("%s %s allow=%v: %+v", tc.lang, tc.path, tc.allow, s)
 		}
+	}
+}
+
+// TestCheckValidatesThenTests runs Check on the real sandbox: code that
+// fails validation comes back untested, valid code comes back with its
+// test result.
+func TestCheckValidatesThenTests(t *testing.T) {
+	sb := realSandbox(t)
+	const test = "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+	tests := []struct {
+		name, calc     string
+		stage          string
+		passed, policy bool
+		want           string
+	}{
+		{"passes", "def add(a, b):\n    return a + b\n", "test", true, false, ""},
+		{"fails its test", "def add(a, b):\n    return a - b\n", "test", false, false, "test_calc.py::test_add"},
+		{"syntax error", "def add(a, b:\n", "validate", false, false, "syntax"},
+		{"flagged", "import os\n\ndef add(a, b):\n    os.system('true')\n    return a + b\n", "validate", false, true, "process"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, llmtest.Text(""))
+			e.acts.Sandbox = sb
+			id := e.snapshot(t, map[string]string{"calc.py": tc.calc, "test_calc.py": test})
+			v, err := e.tenv.ExecuteActivity(e.acts.Check, CheckInput{SnapshotID: id, Language: "python"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s TestSummary
+			if err := v.Get(&s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Stage != tc.stage || s.Passed != tc.passed || s.PolicyOnly != tc.policy || !strings.Contains(s.Output+strings.Join(s.FailingTests, " "), tc.want) {
+				t.Errorf("%+v", s)
+			}
+		})
 	}
 }
 

@@ -26,6 +26,27 @@ func (a *Activities) Validate(ctx context.Context, in CheckInput) (TestSummary, 
 	if err != nil {
 		return TestSummary{}, err
 	}
+	return a.validate(ctx, in, files)
+}
+
+// Check validates a snapshot and, if it passes, runs its tests: the two
+// steps of an attempt in one activity, so an attempt waits for one
+// dispatch and one workflow task instead of two. A snapshot that fails
+// validation comes back untested, with Stage "validate"; in ask mode the
+// workflow then asks a person and calls Execute on approval.
+func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, error) {
+	files, err := a.loadFiles(ctx, in.SnapshotID)
+	if err != nil {
+		return TestSummary{}, err
+	}
+	s, err := a.validate(ctx, in, files)
+	if err != nil || !s.Passed {
+		return s, err
+	}
+	return a.execute(ctx, in, files)
+}
+
+func (a *Activities) validate(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
 	start := time.Now()
 	rules, err := policy.DefaultRules().Allow(in.Allow...)
 	if err != nil {
@@ -90,6 +111,10 @@ func (a *Activities) Execute(ctx context.Context, in CheckInput) (TestSummary, e
 	if err != nil {
 		return TestSummary{}, err
 	}
+	return a.execute(ctx, in, files)
+}
+
+func (a *Activities) execute(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
 	cmd, err := testCommand(in.Language, in.TestCmd)
 	if err != nil {
 		return TestSummary{}, err

@@ -47,7 +47,9 @@ type task struct {
 	// reflectRecalls: Reflect returns the failure's lessons itself, one
 	// activity fewer per failed attempt.
 	reflectRecalls bool
-	mem            Memory
+	// checkInOne: validation and tests run in one Check activity.
+	checkInOne bool
+	mem        Memory
 }
 
 // decision is a person's answer to a pending approval.
@@ -77,6 +79,8 @@ func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 	// Reflect answer without lessons (from an older worker, or replayed
 	// from an older history) still gets a Recall of its own.
 	t.reflectRecalls = workflow.GetVersion(ctx, "reflect-recalls", workflow.DefaultVersion, 1) >= 1
+	// Version 1 runs validation and tests in one Check activity.
+	t.checkInOne = workflow.GetVersion(ctx, "check-in-one", workflow.DefaultVersion, 1) >= 1
 	if err := t.registerHandlers(ctx); err != nil {
 		return TaskResult{}, err
 	}
@@ -295,8 +299,9 @@ func (t *task) attempt(ctx workflow.Context) error {
 	return t.stopIfCancelled(ctx)
 }
 
-// check validates and then tests a generated snapshot. In ask mode, safety
-// findings wait for a person: approved code runs, rejected code fails.
+// check validates and then tests a generated snapshot, in one activity. In
+// ask mode, safety findings wait for a person: approved code runs, rejected
+// code fails.
 func (t *task) check(ctx workflow.Context, gen activities.GenerateOutput) (activities.TestSummary, error) {
 	if gen.Rejected != "" {
 		return activities.TestSummary{Stage: "generate", ExitCode: 1, Output: gen.Rejected}, nil
@@ -306,10 +311,20 @@ func (t *task) check(ctx workflow.Context, gen activities.GenerateOutput) (activ
 		Allow: t.in.Allow, IgnorePolicy: t.in.Policy == PolicyAllow,
 	}
 
-	t.setPhase(ctx, PhaseValidating)
 	var result activities.TestSummary
-	if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("validate")), a.Validate, in).Get(ctx, &result); err != nil {
-		return result, fmt.Errorf("validate: %w", err)
+	if t.checkInOne {
+		t.setPhase(ctx, PhaseChecking)
+		if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("validate and test")), a.Check, in).Get(ctx, &result); err != nil {
+			return result, fmt.Errorf("check: %w", err)
+		}
+		if result.Stage != "validate" {
+			return result, nil // validated and tested
+		}
+	} else {
+		t.setPhase(ctx, PhaseValidating)
+		if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("validate")), a.Validate, in).Get(ctx, &result); err != nil {
+			return result, fmt.Errorf("validate: %w", err)
+		}
 	}
 	if !result.Passed {
 		if !result.PolicyOnly || t.in.Policy != PolicyAsk {

@@ -41,7 +41,6 @@ func (s *codingTaskSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T(
 var (
 	passing = activities.TestSummary{Stage: "test", Passed: true}
 	failing = activities.TestSummary{Stage: "test", ExitCode: 1, FailingTests: []string{"test_add"}, Output: "assert 3 == 4"}
-	valid   = activities.TestSummary{Stage: "validate", Passed: true}
 	input   = TaskInput{Task: "add two numbers", Language: "python", MaxIterations: 3}
 )
 
@@ -56,8 +55,7 @@ func (s *codingTaskSuite) onGenerate(snapshot string) *testsuite.MockCallWrapper
 func (s *codingTaskSuite) TestHappyPath() {
 	s.onPlan("implement add with tests")
 	s.onGenerate("snap1")
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, activities.CheckInput{SnapshotID: "snap1", Language: "python"}).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, activities.CheckInput{SnapshotID: "snap1", Language: "python"}).Return(passing, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)
 
@@ -77,15 +75,14 @@ func (s *codingTaskSuite) TestHappyPath() {
 func (s *codingTaskSuite) TestReflectLoopFeedsTheNextAttempt() {
 	s.onPlan("implement add with tests")
 	s.onGenerate("snap1")
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Twice()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap1" })).Return(failing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap1" })).Return(failing, nil).Once()
 	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool {
 		return in.SnapshotID == "snap1" && in.Failure.Output == "assert 3 == 4" && in.Iteration == 1
 	})).Return(activities.ReflectOutput{Reflection: "Root cause: off by one"}, nil).Once()
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
 		return in.Iteration == 2 && in.BaseSnapshot == "snap1" && in.Feedback == "Root cause: off by one"
 	})).Return(activities.GenerateOutput{SnapshotID: "snap2"}, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap2" })).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap2" })).Return(passing, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)
 
@@ -107,8 +104,7 @@ func (s *codingTaskSuite) TestRejectedModelOutputIsReflectedOn() {
 		return in.Failure.Stage == "generate" && in.Failure.Output == "no code blocks found"
 	})).Return(activities.ReflectOutput{Reflection: "use fenced blocks"}, nil).Once()
 	s.onGenerate("snap2")
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)
 	s.NoError(s.env.GetWorkflowError())
@@ -117,8 +113,7 @@ func (s *codingTaskSuite) TestRejectedModelOutputIsReflectedOn() {
 func (s *codingTaskSuite) TestIterationsExhaustedFailsWithTheLastOutput() {
 	s.onPlan("step")
 	s.env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateOutput{SnapshotID: "snapX"}, nil).Times(3)
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Times(3)
-	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(failing, nil).Times(3)
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(failing, nil).Times(3)
 	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.ReflectOutput{Reflection: "try again"}, nil).Times(3)
 
 	s.env.ExecuteWorkflow(CodingTask, input)
@@ -137,12 +132,11 @@ func (s *codingTaskSuite) TestValidationFailureSkipsTests() {
 	s.onPlan("step")
 	s.onGenerate("snap1")
 	bad := activities.TestSummary{Stage: "validate", ExitCode: 1, Output: "main.py:3: [process] subprocess is not allowed"}
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(bad, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(bad, nil).Once()
 	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool { return in.Failure.Stage == "validate" })).
 		Return(activities.ReflectOutput{Reflection: "drop subprocess"}, nil).Once()
 	s.onGenerate("snap2")
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, activities.CheckInput{SnapshotID: "snap2", Language: "python"}).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, activities.CheckInput{SnapshotID: "snap2", Language: "python"}).Return(passing, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)
 	s.NoError(s.env.GetWorkflowError())
@@ -165,13 +159,12 @@ func (s *codingTaskSuite) TestNonRetryableModelErrorFailsClearly() {
 func (s *codingTaskSuite) TestCancellationStopsTheTask() {
 	s.onPlan("step")
 	s.onGenerate("snap1")
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(func(ctx context.Context, _ activities.CheckInput) (activities.TestSummary, error) {
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(func(ctx context.Context, _ activities.CheckInput) (activities.TestSummary, error) {
 		<-ctx.Done()
 		return activities.TestSummary{}, ctx.Err()
 	}).Once()
 	s.env.RegisterDelayedCallback(func() {
-		s.Equal(PhaseExecuting, s.queryStatus().Phase)
+		s.Equal(PhaseChecking, s.queryStatus().Phase)
 		s.env.CancelWorkflow()
 	}, time.Second)
 

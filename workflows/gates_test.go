@@ -20,8 +20,7 @@ func (s *codingTaskSuite) signal(name string, payload any) func() {
 
 func (s *codingTaskSuite) passEverything(snapshot string) {
 	s.onGenerate(snapshot)
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Once()
 }
 
 func (s *codingTaskSuite) requireAppError(wantType string) *temporal.ApplicationError {
@@ -36,8 +35,7 @@ func (s *codingTaskSuite) requireAppError(wantType string) *temporal.Application
 func (s *codingTaskSuite) TestPlanGateApproved() {
 	s.onPlan("step one", "step two")
 	s.onGenerate("s1")
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Twice()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(passing, nil).Twice()
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Twice()
 	s.onGenerate("s2")
 	s.at(time.Minute, func() {
 		st := s.queryStatus()
@@ -84,7 +82,7 @@ var policyFinding = activities.TestSummary{Stage: "validate", ExitCode: 1, Polic
 func (s *codingTaskSuite) TestPolicyAskApprovedRunsTheCode() {
 	s.onPlan("step")
 	s.onGenerate("s1")
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
 	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(passing, nil).Once()
 	s.at(time.Minute, func() {
 		st := s.queryStatus()
@@ -102,7 +100,7 @@ func (s *codingTaskSuite) TestPolicyAskApprovedRunsTheCode() {
 func (s *codingTaskSuite) TestPolicyAskRejectedGoesToReflection() {
 	s.onPlan("step")
 	s.onGenerate("s1")
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
 	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool {
 		return in.Failure.Stage == "validate" && in.Failure.Output == policyFinding.Output+"\nRejected by a person: no subprocesses"
 	})).Return(activities.ReflectOutput{Reflection: "drop subprocess"}, nil).Once()
@@ -151,13 +149,12 @@ func (s *codingTaskSuite) TestStuckGateFeedbackGrantsMoreIterations() {
 	s.onPlan("step")
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 1 })).
 		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Twice()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
 	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.ReflectOutput{Reflection: "hmm"}, nil).Once()
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
 		return in.Iteration == 2 && len(in.Guidance) == 1 && in.Guidance[0] == "add, don't subtract"
 	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
 	s.at(time.Minute, func() {
 		st := s.queryStatus()
 		s.Require().NotNil(st.Pending)
@@ -177,14 +174,13 @@ func (s *codingTaskSuite) TestFeedbackReachesTheNextPrompt() {
 	s.onPlan("step")
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 1 })).
 		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Twice()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).
 		After(time.Minute).Return(failing, nil).Once()
 	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.ReflectOutput{Reflection: "r"}, nil).Once()
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
 		return in.Iteration == 2 && len(in.Guidance) == 1 && in.Guidance[0] == "use integers"
 	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
 	s.at(30*time.Second, s.signal(SignalFeedback, FeedbackSignal{Text: "use integers"}))
 	s.env.ExecuteWorkflow(CodingTask, input)
 	s.NoError(s.env.GetWorkflowError())
@@ -193,8 +189,7 @@ func (s *codingTaskSuite) TestFeedbackReachesTheNextPrompt() {
 func (s *codingTaskSuite) TestCancelSignalFinishesTheActivityAndCheckpoints() {
 	s.onPlan("step")
 	s.onGenerate("s1")
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).After(time.Minute).Return(failing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).After(time.Minute).Return(failing, nil).Once()
 	s.at(30*time.Second, s.signal(SignalCancel, CancelSignal{Reason: "changed my mind"}))
 	s.env.ExecuteWorkflow(CodingTask, input)
 
@@ -212,14 +207,13 @@ func (s *codingTaskSuite) TestRollbackContinuesFromACheckpoint() {
 		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 2 })).
 		Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil)
-	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID != "s3" })).Return(failing, nil)
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID != "s3" })).Return(failing, nil)
 	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).After(time.Minute).Return(activities.ReflectOutput{Reflection: "r"}, nil)
 	// After the rollback, the attempt starts from checkpoint 1's files with the feedback.
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
 		return in.Iteration == 3 && in.BaseSnapshot == "s1" && in.Feedback == "" && len(in.Guidance) == 1 && in.Guidance[0] == "start over from here"
 	})).Return(activities.GenerateOutput{SnapshotID: "s3"}, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s3" })).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s3" })).Return(passing, nil).Once()
 
 	s.at(90*time.Second, func() { // during the second reflection
 		s.env.UpdateWorkflow(UpdateRollback, "bad", &testsuite.TestUpdateCallback{

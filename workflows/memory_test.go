@@ -18,8 +18,7 @@ func (s *codingTaskSuite) TestLessonsRecalledAndSaved() {
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
 		return in.Iteration == 1 && in.Lessons == "task lesson\n"
 	})).Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
-	s.env.OnActivity(a.Validate, mock.Anything, mock.Anything).Return(valid, nil).Twice()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
 	// Reflect brings the failure's lessons along: no Recall of its own.
 	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool { return in.RecallLessons })).
 		Return(activities.ReflectOutput{Reflection: "off by one",
@@ -27,7 +26,7 @@ func (s *codingTaskSuite) TestLessonsRecalledAndSaved() {
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
 		return in.Iteration == 2 && in.Lessons == "task lesson\nfix lesson\n"
 	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
-	s.env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
 	s.env.OnActivity(a.SaveLessons, mock.Anything, activities.SaveLessonsInput{
 		Task: input.Task, Language: "python", Plan: []string{"step"},
 		Fixes:    []activities.Fix{{FailedSnapshot: "s1", PassedSnapshot: "s2", FailureOutput: failing.Output, Reflection: "off by one"}},

@@ -64,6 +64,7 @@ const (
 	PhaseGenerating Phase = "generating"
 	PhaseValidating Phase = "validating"
 	PhaseExecuting  Phase = "executing"
+	PhaseChecking   Phase = "checking" // validating, then testing, in one activity
 	PhaseReflecting Phase = "reflecting"
 	PhaseWaiting    Phase = "waiting" // for a person: see Status.Pending
 	PhaseSucceeded  Phase = "succeeded"

@@ -26,6 +26,17 @@ type taskCost struct {
 	Latency, Model, Sandbox, Overhead time.Duration
 	Iterations                        int
 	TestRun                           time.Duration // the last test run inside the sandbox
+	Parts                             overheadParts
+}
+
+// overheadParts splits the orchestration overhead by where it is spent.
+type overheadParts struct {
+	WorkflowQueue time.Duration // workflow tasks waiting for a worker
+	WorkflowRun   time.Duration // workflow tasks on the worker, and their answer's way back
+	ActivityQueue time.Duration // model and store activities waiting for a worker
+	ModelExtra    time.Duration // model activities' time beyond the model's own
+	Store         time.Duration // recall and save-lessons activities
+	Between       time.Duration // the rest: between one event and the next
 }
 
 // TestConcurrencyBenchmark runs one task alone, then many at once, on one
@@ -159,31 +170,53 @@ func runBatch(ctx context.Context, c client.Client, prefix string, first, count,
 func costOf(h taskHistory, res workflows.TaskResult) taskCost {
 	c := taskCost{Latency: h.End.Sub(h.Start), Iterations: res.Iterations}
 	c.Model = time.Duration(res.Status.Usage.Calls) * benchModelLatency
+	p := &c.Parts
 	for _, a := range h.Activities {
-		if a.Type == "Validate" || a.Type == "Execute" {
+		switch a.Type {
+		case "Validate", "Execute", "Check":
 			c.Sandbox += a.Finished.Sub(a.Scheduled)
+		case "Recall", "SaveLessons":
+			p.Store += a.Finished.Sub(a.Scheduled)
+		default:
+			p.ActivityQueue += a.Started.Sub(a.Scheduled)
+			p.ModelExtra += a.Finished.Sub(a.Started)
 		}
+	}
+	p.ModelExtra -= c.Model
+	for _, w := range h.WorkflowTasks {
+		p.WorkflowQueue += w.Started.Sub(w.Scheduled)
+		p.WorkflowRun += w.Finished.Sub(w.Started)
 	}
 	if lt := res.Status.LastTest; lt != nil {
 		c.TestRun = lt.Duration
 	}
 	c.Overhead = c.Latency - c.Model - c.Sandbox
+	p.Between = c.Overhead - p.WorkflowQueue - p.WorkflowRun - p.ActivityQueue - p.ModelExtra - p.Store
 	return c
 }
 
 func describeCosts(cs []taskCost) string {
 	var lat, perIt, sb, run []time.Duration
+	var wq, wr, aq, mx, st, bw []time.Duration
 	for _, c := range cs {
+		n := time.Duration(max(c.Iterations, 1))
 		lat = append(lat, c.Latency)
-		perIt = append(perIt, c.Overhead/time.Duration(max(c.Iterations, 1)))
+		perIt = append(perIt, c.Overhead/n)
 		sb = append(sb, c.Sandbox)
 		run = append(run, c.TestRun)
+		wq, wr = append(wq, c.Parts.WorkflowQueue/n), append(wr, c.Parts.WorkflowRun/n)
+		aq, mx = append(aq, c.Parts.ActivityQueue/n), append(mx, c.Parts.ModelExtra/n)
+		st, bw = append(st, c.Parts.Store/n), append(bw, c.Parts.Between/n)
 	}
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
-	return fmt.Sprintf("latency p50 %s p95 %s max %s; orchestration overhead per iteration p50 %s p95 %s; "+
+	return fmt.Sprintf("latency p50 %s p95 %s max %s; orchestration overhead per iteration p50 %s p95 %s "+
+		"(p50 of its parts: workflow tasks queued %s, running %s; model and store activities queued %s; "+
+		"model activities beyond the model %s; recall and save %s; between events %s); "+
 		"sandbox activities per task p50 %s (test run inside the sandbox p50 %s)",
 		ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 100)),
-		ms(percentile(perIt, 50)), ms(percentile(perIt, 95)), ms(percentile(sb, 50)), ms(percentile(run, 50)))
+		ms(percentile(perIt, 50)), ms(percentile(perIt, 95)),
+		ms(percentile(wq, 50)), ms(percentile(wr, 50)), ms(percentile(aq, 50)), ms(percentile(mx, 50)), ms(percentile(st, 50)), ms(percentile(bw, 50)),
+		ms(percentile(sb, 50)), ms(percentile(run, 50)))
 }
 
 func envInt(t *testing.T, name string, def int) int {

@@ -416,6 +416,10 @@ type activityRun struct {
 type taskHistory struct {
 	Start, End time.Time
 	Activities []activityRun
+	// WorkflowTasks are the task's completed workflow tasks: Scheduled is
+	// when the server queued one, Started when a worker took it, Finished
+	// when the worker's answer arrived.
+	WorkflowTasks []activityRun
 }
 
 // completionsAfter returns the first activity completion after t.
@@ -431,6 +435,7 @@ func (h taskHistory) completionAfter(t time.Time) (time.Time, bool) {
 func loadHistory(ctx context.Context, c client.Client, id string) (taskHistory, error) {
 	var h taskHistory
 	scheduled := map[int64]activityRun{}
+	var wft activityRun
 	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
@@ -457,6 +462,13 @@ func loadHistory(ctx context.Context, c client.Client, id string) (taskHistory, 
 			a := scheduled[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]
 			a.Finished = at
 			h.Activities = append(h.Activities, a)
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+			wft = activityRun{Type: "workflow task", Scheduled: at}
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+			wft.Started = at
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			wft.Finished = at
+			h.WorkflowTasks = append(h.WorkflowTasks, wft)
 		}
 	}
 	return h, nil
