@@ -68,17 +68,13 @@ func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt str
 		return llm.Response{}, Usage{}, fmt.Errorf("read memo: %w", err)
 	}
 
-	// Heartbeats go out while waiting for the first token too, so the
-	// heartbeat timeout (not the call's length) bounds how long a dead
-	// worker's call goes unnoticed.
+	// Heartbeats go out every second of the call, waiting for the first
+	// token or streaming, so the heartbeat timeout (not the call's length)
+	// bounds how long a dead worker's call goes unnoticed. Not one per
+	// streamed chunk: the SDK sends the first heartbeat at once and waits
+	// for the server, which a short call would pay for with nothing gained.
 	stop := heartbeatWhile(ctx)
-	resp, err = model.Complete(ctx, llm.Request{
-		System: system,
-		Prompt: prompt,
-		OnChunk: func(string) {
-			activity.RecordHeartbeat(ctx)
-		},
-	})
+	resp, err = model.Complete(ctx, llm.Request{System: system, Prompt: prompt, Stream: true})
 	stop()
 	if err != nil {
 		return llm.Response{}, Usage{}, modelError(err)

@@ -328,3 +328,41 @@ func TestReflectRecallsLessonsOfTheFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRecallsLessonsOfTheTask: asked to, Plan recalls a similar
+// task's lesson from the real store, puts it in the prompt and returns it.
+func TestPlanRecallsLessonsOfTheTask(t *testing.T) {
+	e := newEnv(t, llmtest.Text("1. Write add with a test."))
+	val, err := e.tenv.ExecuteActivity(e.acts.SaveLessons, SaveLessonsInput{Task: "add two numbers in calc.py", Language: "python",
+		Plan: []string{"write add in calc.py with a pytest"}, FirstTry: true, Succeeded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []string
+	if err := val.Get(&saved); err != nil || len(saved) == 0 {
+		t.Fatalf("saved lessons %v: %v", saved, err)
+	}
+	in := PlanInput{Task: "add numbers in calc.py", Language: "python", Model: "openai:gpt-4.1-mini"}
+	for _, ask := range []bool{false, true} {
+		in.RecallLessons = ask
+		val, err := e.tenv.ExecuteActivity(e.acts.Plan, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out PlanOutput
+		if err := val.Get(&out); err != nil {
+			t.Fatal(err)
+		}
+		reqs := e.model.Requests()
+		prompt := reqs[len(reqs)-1].LastUser()
+		if !reqs[len(reqs)-1].Stream {
+			t.Error("the model call did not stream")
+		}
+		switch {
+		case !ask && (out.Lessons != nil || strings.Contains(prompt, "with a pytest")):
+			t.Errorf("lessons recalled unasked: %+v", out.Lessons)
+		case ask && (out.Lessons == nil || !slices.Contains(out.Lessons.IDs, saved[0]) || !strings.Contains(prompt, "with a pytest")):
+			t.Errorf("asked for lessons, got %+v and prompt\n%s\nwant lesson %s in both", out.Lessons, prompt, saved[0])
+		}
+	}
+}

@@ -20,6 +20,11 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanOutput, error)
 	if err != nil {
 		return PlanOutput{}, err
 	}
+	var lessons *RecallOutput
+	if in.RecallLessons {
+		lessons = a.recallOrNothing(ctx, RecallInput{Task: in.Task, Language: in.Language})
+		in.Lessons = lessons.Text
+	}
 	resp, usage, err := a.complete(ctx, in.Model, systemPrompt, planPrompt(in, files), 0)
 	if err != nil {
 		return PlanOutput{}, err
@@ -29,7 +34,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanOutput, error)
 		activity.GetLogger(ctx).Warn("plan unreadable, using a single step", "error", err)
 		steps = fallbackPlan
 	}
-	return PlanOutput{Steps: steps, Usage: usage}, nil
+	return PlanOutput{Steps: steps, Usage: usage, Lessons: lessons}, nil
 }
 
 // Generate asks the model for the code of one step, applies its files and
@@ -76,13 +81,20 @@ func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (ReflectOutpu
 	}
 	out := ReflectOutput{Reflection: clip(strings.TrimSpace(resp.Text), 4000), Usage: usage}
 	if in.RecallLessons {
-		lessons, err := a.Recall(ctx, RecallInput{Task: in.Task, Language: in.Language, FailureOutput: in.Failure.Output})
-		if err != nil {
-			activity.GetLogger(ctx).Warn("recall failed; going on without lessons", "error", err)
-		}
-		out.Lessons = &lessons
+		out.Lessons = a.recallOrNothing(ctx, RecallInput{Task: in.Task, Language: in.Language, FailureOutput: in.Failure.Output})
 	}
 	return out, nil
+}
+
+// recallOrNothing recalls lessons for a model activity. Memory is an aid:
+// if the store cannot answer, the activity goes on without lessons rather
+// than fail a paid model call.
+func (a *Activities) recallOrNothing(ctx context.Context, in RecallInput) *RecallOutput {
+	lessons, err := a.Recall(ctx, in)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("recall failed; going on without lessons", "error", err)
+	}
+	return &lessons
 }
 
 // clip keeps at most n bytes of s, cut at a rune boundary.

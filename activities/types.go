@@ -83,12 +83,17 @@ type PlanInput struct {
 	Guidance []string `json:"guidance,omitempty"`
 	// Lessons is recalled experience from earlier tasks.
 	Lessons string `json:"lessons,omitempty"`
+	// RecallLessons asks Plan to recall the task's lessons itself, use them
+	// and return them (in place of Lessons).
+	RecallLessons bool `json:"recallLessons,omitempty"`
 }
 
 // PlanOutput is the plan as numbered steps.
 type PlanOutput struct {
 	Steps []string `json:"steps"`
 	Usage Usage    `json:"usage"`
+	// Lessons are the lessons recalled for the task, when asked for.
+	Lessons *RecallOutput `json:"lessons,omitempty"`
 }
 
 // GenerateInput asks for the code of one plan step.

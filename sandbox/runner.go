@@ -61,7 +61,9 @@ func (c Config) withDefaults() Config {
 
 // backend is a Runner without the slot limit.
 type backend interface {
-	Runner
+	Run(ctx context.Context, spec Spec) (Result, error)
+	Name() string
+	Close() error
 }
 
 // New builds a Runner for the configured backend. With "auto" it uses
@@ -103,6 +105,8 @@ type slotted struct {
 	backend
 	slots chan struct{}
 }
+
+func (s *slotted) Slots() int { return cap(s.slots) }
 
 func (s *slotted) Run(ctx context.Context, spec Spec) (Result, error) {
 	select {

@@ -67,4 +67,6 @@ type Runner interface {
 	Run(ctx context.Context, spec Spec) (Result, error)
 	Name() string
 	Close() error
+	// Slots is how many runs execute at once; more wait for a slot.
+	Slots() int
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -18,22 +19,70 @@ import (
 
 // Options tune a worker.
 type Options struct {
-	// MaxConcurrentActivities bounds activities in flight; sandbox slots
-	// bound the expensive ones separately. Zero is the SDK default.
+	// MaxConcurrentActivities bounds the model and store activities in
+	// flight. Zero is the SDK default. Sandbox runs are bounded by the
+	// sandbox's slots instead.
 	MaxConcurrentActivities int
 	// Namespace is where search attributes are registered at start.
 	Namespace string
 }
 
-// New registers the workflow and the activities on a worker for the task queue.
-func New(c client.Client, acts *activities.Activities, opts Options) sdkworker.Worker {
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
+// Worker serves the task queue (the workflow, model and store activities)
+// and its sandbox task queue (validation and test runs). It takes no more
+// sandbox runs than the sandbox has slots, so runs beyond them wait in the
+// server, where any worker with a free slot takes them and a crashed
+// worker holds none.
+type Worker struct {
+	main, sandbox sdkworker.Worker
+}
+
+// New registers the workflow and the activities on a worker for the task
+// queue and its sandbox task queue.
+func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
+	main := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
+		// Pollers scale with the work the server reports, so a burst of new
+		// tasks is not served by two pollers.
+		WorkflowTaskPollerBehavior: sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{}),
+		ActivityTaskPollerBehavior: sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{}),
 		// In-flight activities get this long to finish on shutdown.
 		WorkerStopTimeout: 30 * time.Second,
 	})
-	Register(w, acts)
-	return w
+	Register(main, acts)
+	slots := 1
+	if acts.Sandbox != nil {
+		slots = acts.Sandbox.Slots()
+	}
+	sandbox := sdkworker.New(c, workflows.SandboxTaskQueue(workflows.TaskQueue), sdkworker.Options{
+		MaxConcurrentActivityExecutionSize: slots,
+		DisableWorkflowWorker:              true,
+		WorkerStopTimeout:                  30 * time.Second,
+	})
+	registerSandbox(sandbox, acts)
+	return &Worker{main: main, sandbox: sandbox}
+}
+
+// Start starts polling both task queues.
+func (w *Worker) Start() error {
+	if err := w.main.Start(); err != nil {
+		return err
+	}
+	if err := w.sandbox.Start(); err != nil {
+		w.main.Stop()
+		return fmt.Errorf("sandbox task queue: %w", err)
+	}
+	return nil
+}
+
+// Stop stops polling and waits for in-flight activities, up to 30 s.
+func (w *Worker) Stop() {
+	done := make(chan struct{})
+	go func() {
+		w.sandbox.Stop()
+		close(done)
+	}()
+	w.main.Stop()
+	<-done
 }
 
 // Registry is what Register needs of a worker or a test environment.
@@ -42,10 +91,18 @@ type Registry interface {
 	RegisterActivity(a any)
 }
 
-// Register adds the workflow and activities to r.
+// Register adds the workflow and activities to r. Sandbox activities are
+// among them for runs recorded before they moved to the sandbox task queue.
 func Register(r Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.CodingTask, workflows.RegisterOptions())
 	r.RegisterActivity(acts)
+}
+
+// registerSandbox adds the activities that run in the sandbox.
+func registerSandbox(w sdkworker.Worker, acts *activities.Activities) {
+	for name, fn := range map[string]any{"Check": acts.Check, "Validate": acts.Validate, "Execute": acts.Execute} {
+		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
 }
 
 // Run runs the worker until ctx is done, then stops it gracefully.

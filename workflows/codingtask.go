@@ -47,9 +47,10 @@ type task struct {
 	// reflectRecalls: Reflect returns the failure's lessons itself, one
 	// activity fewer per failed attempt.
 	reflectRecalls bool
-	// checkInOne: validation and tests run in one Check activity.
-	checkInOne bool
-	mem        Memory
+	// fewerRoundTrips: Plan recalls the task's lessons itself, and Check
+	// validates and tests in one activity, on the sandbox task queue.
+	fewerRoundTrips bool
+	mem             Memory
 }
 
 // decision is a person's answer to a pending approval.
@@ -79,8 +80,9 @@ func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 	// Reflect answer without lessons (from an older worker, or replayed
 	// from an older history) still gets a Recall of its own.
 	t.reflectRecalls = workflow.GetVersion(ctx, "reflect-recalls", workflow.DefaultVersion, 1) >= 1
-	// Version 1 runs validation and tests in one Check activity.
-	t.checkInOne = workflow.GetVersion(ctx, "check-in-one", workflow.DefaultVersion, 1) >= 1
+	// Version 1 folds the task's recall into Plan, and validation and tests
+	// into one Check activity that runs on the sandbox task queue.
+	t.fewerRoundTrips = workflow.GetVersion(ctx, "fewer-round-trips", workflow.DefaultVersion, 1) >= 1
 	if err := t.registerHandlers(ctx); err != nil {
 		return TaskResult{}, err
 	}
@@ -144,7 +146,9 @@ func newTask(in TaskInput) (*task, error) {
 
 func (t *task) run(ctx workflow.Context) (TaskResult, error) {
 	if t.status.Plan == nil {
-		t.mem.TaskLessons = t.recall(ctx, "")
+		if !t.fewerRoundTrips {
+			t.mem.TaskLessons = t.recall(ctx, "")
+		}
 		if err := t.plan(ctx); err != nil {
 			return TaskResult{}, err
 		}
@@ -186,14 +190,21 @@ func (t *task) run(ctx workflow.Context) (TaskResult, error) {
 func (t *task) plan(ctx workflow.Context) error {
 	for rejections := 0; ; rejections++ {
 		t.setPhase(ctx, PhasePlanning)
+		recall := t.learn && t.fewerRoundTrips && rejections == 0
 		var plan activities.PlanOutput
 		err := workflow.ExecuteActivity(modelCtx(ctx, "plan"), a.Plan, activities.PlanInput{
 			Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
 			InputSnapshot: t.in.InputSnapshot, Model: t.in.Model, Guidance: t.status.Feedback,
-			Lessons: t.mem.TaskLessons,
+			Lessons: t.mem.TaskLessons, RecallLessons: recall,
 		}).Get(ctx, &plan)
 		if err != nil {
 			return fmt.Errorf("plan: %w", err)
+		}
+		switch {
+		case plan.Lessons != nil:
+			t.mem.TaskLessons = t.useLessons(*plan.Lessons)
+		case recall: // an older worker's Plan: the steps still get the lessons
+			t.mem.TaskLessons = t.recall(ctx, "")
 		}
 		t.status.Plan = plan.Steps
 		t.status.Step = 1
@@ -312,9 +323,9 @@ func (t *task) check(ctx workflow.Context, gen activities.GenerateOutput) (activ
 	}
 
 	var result activities.TestSummary
-	if t.checkInOne {
+	if t.fewerRoundTrips {
 		t.setPhase(ctx, PhaseChecking)
-		if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("validate and test")), a.Check, in).Get(ctx, &result); err != nil {
+		if err := workflow.ExecuteActivity(t.sandboxCtx(ctx, t.label("validate and test")), a.Check, in).Get(ctx, &result); err != nil {
 			return result, fmt.Errorf("check: %w", err)
 		}
 		if result.Stage != "validate" {
@@ -322,7 +333,7 @@ func (t *task) check(ctx workflow.Context, gen activities.GenerateOutput) (activ
 		}
 	} else {
 		t.setPhase(ctx, PhaseValidating)
-		if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("validate")), a.Validate, in).Get(ctx, &result); err != nil {
+		if err := workflow.ExecuteActivity(t.sandboxCtx(ctx, t.label("validate")), a.Validate, in).Get(ctx, &result); err != nil {
 			return result, fmt.Errorf("validate: %w", err)
 		}
 	}
@@ -345,7 +356,7 @@ func (t *task) check(ctx workflow.Context, gen activities.GenerateOutput) (activ
 		return activities.TestSummary{Stage: "validate", ExitCode: -1, Output: "not tested: interrupted"}, nil
 	}
 	t.setPhase(ctx, PhaseExecuting)
-	if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("test")), a.Execute, in).Get(ctx, &result); err != nil {
+	if err := workflow.ExecuteActivity(t.sandboxCtx(ctx, t.label("test")), a.Execute, in).Get(ctx, &result); err != nil {
 		return result, fmt.Errorf("execute: %w", err)
 	}
 	return result, nil
@@ -781,9 +792,15 @@ func memoryCtx(ctx workflow.Context, summary string) workflow.Context {
 }
 
 // Sandbox runs are bounded by the sandbox's own wall clock; the activity
-// timeout only has to outlast it. They heartbeat every second.
-func sandboxCtx(ctx workflow.Context, summary string) workflow.Context {
+// timeout only has to outlast it. They heartbeat every second. Since
+// check-in-one they wait for a sandbox slot on the sandbox task queue.
+func (t *task) sandboxCtx(ctx workflow.Context, summary string) workflow.Context {
+	var queue string // the workflow's own
+	if t.fewerRoundTrips {
+		queue = SandboxTaskQueue(workflow.GetInfo(ctx).TaskQueueName)
+	}
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           queue,
 		Summary:             summary,
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    heartbeatTimeout,

@@ -11,15 +11,13 @@ import (
 // snapshot → passing snapshot) is saved with the recalled lessons' outcome.
 func (s *codingTaskSuite) TestLessonsRecalledAndSaved() {
 	s.newEnv()
-	s.env.OnActivity(a.Recall, mock.Anything, activities.RecallInput{Task: input.Task, Language: "python"}).
-		Return(activities.RecallOutput{IDs: []string{"L1"}, Text: "task lesson\n"}, nil).Once()
-	s.env.OnActivity(a.Plan, mock.Anything, mock.MatchedBy(func(in activities.PlanInput) bool { return in.Lessons == "task lesson\n" })).
-		Return(activities.PlanOutput{Steps: []string{"step"}}, nil).Once()
+	// Plan and Reflect bring the lessons along: no Recall of their own.
+	s.env.OnActivity(a.Plan, mock.Anything, mock.MatchedBy(func(in activities.PlanInput) bool { return in.RecallLessons })).
+		Return(activities.PlanOutput{Steps: []string{"step"}, Lessons: &activities.RecallOutput{IDs: []string{"L1"}, Text: "task lesson\n"}}, nil).Once()
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
 		return in.Iteration == 1 && in.Lessons == "task lesson\n"
 	})).Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
 	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
-	// Reflect brings the failure's lessons along: no Recall of its own.
 	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool { return in.RecallLessons })).
 		Return(activities.ReflectOutput{Reflection: "off by one",
 			Lessons: &activities.RecallOutput{IDs: []string{"L2", "L1"}, Text: "fix lesson\n"}}, nil).Once()

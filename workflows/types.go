@@ -25,6 +25,12 @@ const (
 	UpdateRollback = "rollback"
 )
 
+// SandboxTaskQueue is where a task queue's sandbox runs wait: each worker
+// takes no more of them than it has sandbox slots, so a run waits in the
+// server, where any worker with a free slot takes it, not inside a busy
+// worker.
+func SandboxTaskQueue(taskQueue string) string { return taskQueue + "-sandbox" }
+
 // Search attributes the workflow keeps current when the namespace has them.
 const (
 	SearchAttrPhase     = "AutocoderPhase"

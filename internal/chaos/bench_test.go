@@ -27,6 +27,9 @@ type taskCost struct {
 	Iterations                        int
 	TestRun                           time.Duration // the last test run inside the sandbox
 	Parts                             overheadParts
+	WorkflowTasks                     []activityRun
+	FirstSandbox                      time.Time     // when the first sandbox run was scheduled
+	SandboxQueued                     time.Duration // sandbox activities waiting for a worker's free slot
 }
 
 // overheadParts splits the orchestration overhead by where it is spent.
@@ -39,12 +42,20 @@ type overheadParts struct {
 	Between       time.Duration // the rest: between one event and the next
 }
 
-// TestConcurrencyBenchmark runs one task alone, then many at once, on one
+// TestConcurrencyBenchmark runs tasks alone, then many at once, on one
 // worker process with bounded sandbox slots and a model answering in a
-// fixed 200 ms; every first attempt passes. It reports the wall times,
-// task latency percentiles, the orchestration overhead per iteration and
-// the worker's peak memory. It runs only with AUTOCODER_BENCH=1;
-// AUTOCODER_BENCH_TASKS and AUTOCODER_BENCH_SLOTS change the load.
+// fixed 200 ms. It reports the wall times, task latency percentiles, the
+// orchestration overhead per task and per iteration, how long workflow
+// tasks waited for the worker, and the worker's peak memory. It runs only
+// with AUTOCODER_BENCH=1; AUTOCODER_BENCH_TASKS and AUTOCODER_BENCH_SLOTS
+// change the load, and AUTOCODER_BENCH_SANDBOX the sandbox backend (docker
+// by default).
+//
+// Half the tasks pass at once and half fail once, reflect and pass
+// (iterationsOf). The difference of the two halves' median overheads is
+// what one more iteration of the loop costs (generate, check, reflect),
+// apart from a task's one-time costs (its start, plan, save of lessons),
+// which for tasks started all at once include the queue of their start.
 func TestConcurrencyBenchmark(t *testing.T) {
 	if os.Getenv("AUTOCODER_BENCH") != "1" {
 		t.Skip("benchmark: set AUTOCODER_BENCH=1 to run it")
@@ -60,31 +71,37 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	d := benchModelLatency
 	passing, failingFirst := taskScript(false, delays{plan: d, generate: d, reflect: d}), taskScript(true, delays{plan: d, generate: d, reflect: d})
 	model := newModelServer(t, func(req llmtest.ChatRequest) llmtest.Reply {
-		if m := taskRE.FindStringSubmatch(req.LastUser()); m != nil && len(m[1]) == 4 && m[1][0] == '5' {
-			return failingFirst(req) // tasks 5000-5999 fail once, reflect and pass
+		if m := taskRE.FindStringSubmatch(req.LastUser()); m != nil {
+			if n, _ := strconv.Atoi(m[1]); iterationsOf(n) == 2 {
+				return failingFirst(req)
+			}
 		}
 		return passing(req)
 	})
-	workers := newFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL()),
-		"--sandbox-slots", strconv.Itoa(slots))
+	env := workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL())
+	if backend := os.Getenv("AUTOCODER_BENCH_SANDBOX"); backend != "" {
+		env = append(env, "AUTOCODER_SANDBOX="+backend) // the last value wins
+	}
+	workers := newFleet(t, bin, env, "--sandbox-slots", strconv.Itoa(slots))
 	w := workers.start()
 
-	// One task alone, after a warm-up task that pays for first-use costs;
-	// then one whose first attempt fails: the difference of their
-	// overheads is what one more iteration of the loop costs (generate,
-	// validate, test, reflect, recall), without the task's one-time costs.
-	if _, _, err := runBatch(ctx, c, "bench-warm", 1000, 1, 1); err != nil {
+	// A warm-up task pays for first-use costs; then tasks alone, in turn.
+	if _, _, err := runBatch(ctx, c, "bench-warm", []int{1000}); err != nil {
 		t.Fatal(err)
 	}
-	single, singleWall, err := runAlone(ctx, c, "bench-single", 2000, 1)
+	var alone []int
+	for i := range aloneRuns {
+		alone = append(alone, 2000+i, 5000+i)
+	}
+	single, singleWall, err := runAlone(ctx, c, "bench-alone", alone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	twice, _, err := runAlone(ctx, c, "bench-loop", 5000, 2)
-	if err != nil {
-		t.Fatal(err)
+	var atOnce []int
+	for i := range tasks {
+		atOnce = append(atOnce, 100+i+(i%2)*5000) // every other task fails once
 	}
-	many, manyWall, err := runBatch(ctx, c, "bench-many", 0, tasks, 1)
+	many, manyWall, err := runBatch(ctx, c, "bench-many", atOnce)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,32 +113,33 @@ func TestConcurrencyBenchmark(t *testing.T) {
 		t.Errorf("graceful stop: %v", err)
 	}
 
-	t.Logf("one task alone (%d in turn): wall p50 %s; %s", aloneRuns, singleWall.Round(time.Millisecond), describeCosts(single))
-	overheads := func(cs []taskCost) []time.Duration {
-		var ds []time.Duration
-		for _, c := range cs {
-			ds = append(ds, c.Overhead)
-		}
-		return ds
-	}
-	one, two := percentile(overheads(single), 50), percentile(overheads(twice), 50)
-	t.Logf("orchestration overhead of a whole task alone, p50 of %d: %s with one iteration, %s with two; one more iteration of the loop (generate, validate, test, reflect, recall) costs %s",
-		aloneRuns, one.Round(time.Millisecond), two.Round(time.Millisecond), (two - one).Round(time.Millisecond))
-	t.Logf("%d tasks at once (%d sandbox slots): wall %s (%.1fx one task); %s",
-		tasks, slots, manyWall.Round(time.Millisecond), float64(manyWall)/float64(singleWall), describeCosts(many))
+	t.Logf("tasks alone (%d in turn): wall p50 %s; %s; %s", len(alone), singleWall.Round(time.Millisecond), describeCosts(single), perIteration(single))
+	t.Logf("%d tasks at once (%d sandbox slots): wall %s (%.1fx one task alone); %s; %s",
+		tasks, slots, manyWall.Round(time.Millisecond), float64(manyWall)/float64(singleWall), describeCosts(many), perIteration(many))
+	t.Logf("workflow tasks of the %d tasks at once: %s", tasks, describeWorkflowTasks(many))
 	t.Logf("worker peak memory (VmHWM): %.1f MiB", float64(peak)/(1<<20))
 }
 
-// aloneRuns is how many tasks runAlone runs one after the other.
+// aloneRuns is how many one-iteration and how many two-iteration tasks
+// run alone.
 const aloneRuns = 7
 
-// runAlone runs aloneRuns tasks one after the other, each taking want
-// iterations, and returns their costs and the median wall time.
-func runAlone(ctx context.Context, c client.Client, prefix string, first, want int) ([]taskCost, time.Duration, error) {
+// iterationsOf is how many iterations the benchmark's model makes task n
+// take: tasks 5000-5999 fail once, reflect and pass; the others pass.
+func iterationsOf(n int) int {
+	if n >= 5000 && n < 6000 {
+		return 2
+	}
+	return 1
+}
+
+// runAlone runs tasks one after the other and returns their costs and the
+// median wall time.
+func runAlone(ctx context.Context, c client.Client, prefix string, numbers []int) ([]taskCost, time.Duration, error) {
 	var costs []taskCost
 	var walls []time.Duration
-	for i := range aloneRuns {
-		cs, w, err := runBatch(ctx, c, prefix, first+i, 1, want)
+	for _, n := range numbers {
+		cs, w, err := runBatch(ctx, c, prefix, []int{n})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -131,20 +149,20 @@ func runAlone(ctx context.Context, c client.Client, prefix string, first, want i
 	return costs, percentile(walls, 50), nil
 }
 
-// runBatch starts count tasks numbered from first at once, waits for all
-// (each must take want iterations) and returns their costs and the wall
-// time from the first start to the last end.
-func runBatch(ctx context.Context, c client.Client, prefix string, first, count, want int) ([]taskCost, time.Duration, error) {
+// runBatch starts the numbered tasks at once, waits for all (each must
+// take iterationsOf its number) and returns their costs and the wall time
+// from the first start to the last end.
+func runBatch(ctx context.Context, c client.Client, prefix string, numbers []int) ([]taskCost, time.Duration, error) {
 	start := time.Now()
-	ids := make([]string, count)
-	for i := range count {
-		id, err := startTask(ctx, c, prefix, first+i, want+1)
+	ids := make([]string, len(numbers))
+	for i, n := range numbers {
+		id, err := startTask(ctx, c, prefix, n, iterationsOf(n)+1)
 		if err != nil {
 			return nil, 0, err
 		}
 		ids[i] = id
 	}
-	costs := make([]taskCost, count)
+	costs := make([]taskCost, len(numbers))
 	var end time.Time
 	for i, id := range ids {
 		res, err := waitDone(ctx, c, id)
@@ -155,13 +173,42 @@ func runBatch(ctx context.Context, c client.Client, prefix string, first, count,
 		if err != nil {
 			return nil, 0, err
 		}
-		if res.Iterations != want {
+		if want := iterationsOf(numbers[i]); res.Iterations != want {
 			return nil, 0, fmt.Errorf("task %s took %d iterations, want %d", id, res.Iterations, want)
 		}
 		costs[i] = costOf(h, res)
 		end = maxTime(end, h.End)
 	}
 	return costs, end.Sub(start), nil
+}
+
+// perIteration splits the overhead into a task's one-time part and the
+// part each iteration adds: the median overhead of one-iteration tasks,
+// and the difference to that of two-iteration tasks, also by part.
+func perIteration(cs []taskCost) string {
+	by := map[int][]taskCost{}
+	for _, c := range cs {
+		by[c.Iterations] = append(by[c.Iterations], c)
+	}
+	diff := func(f func(taskCost) time.Duration) (one, two, added time.Duration) {
+		p50 := func(cs []taskCost) time.Duration {
+			var ds []time.Duration
+			for _, c := range cs {
+				ds = append(ds, f(c))
+			}
+			return percentile(ds, 50)
+		}
+		one, two = p50(by[1]), p50(by[2])
+		return one, two, two - one
+	}
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	one, two, added := diff(func(c taskCost) time.Duration { return c.Overhead })
+	_, _, wq := diff(func(c taskCost) time.Duration { return c.Parts.WorkflowQueue })
+	_, _, wr := diff(func(c taskCost) time.Duration { return c.Parts.WorkflowRun })
+	_, _, mx := diff(func(c taskCost) time.Duration { return c.Parts.ModelExtra })
+	return fmt.Sprintf("overhead p50 of the %d one-iteration tasks %s, of the %d two-iteration tasks %s: "+
+		"one more iteration (generate, check, reflect) adds %s (workflow tasks queued %s, running %s; model activities beyond the model %s)",
+		len(by[1]), ms(one), len(by[2]), ms(two), ms(added), ms(wq), ms(wr), ms(mx))
 }
 
 // costOf reads model and sandbox time from the history: each model call is
@@ -175,6 +222,10 @@ func costOf(h taskHistory, res workflows.TaskResult) taskCost {
 		switch a.Type {
 		case "Validate", "Execute", "Check":
 			c.Sandbox += a.Finished.Sub(a.Scheduled)
+			c.SandboxQueued += a.Started.Sub(a.Scheduled)
+			if c.FirstSandbox.IsZero() || a.Scheduled.Before(c.FirstSandbox) {
+				c.FirstSandbox = a.Scheduled
+			}
 		case "Recall", "SaveLessons":
 			p.Store += a.Finished.Sub(a.Scheduled)
 		default:
@@ -183,6 +234,7 @@ func costOf(h taskHistory, res workflows.TaskResult) taskCost {
 		}
 	}
 	p.ModelExtra -= c.Model
+	c.WorkflowTasks = h.WorkflowTasks
 	for _, w := range h.WorkflowTasks {
 		p.WorkflowQueue += w.Started.Sub(w.Scheduled)
 		p.WorkflowRun += w.Finished.Sub(w.Started)
@@ -196,13 +248,13 @@ func costOf(h taskHistory, res workflows.TaskResult) taskCost {
 }
 
 func describeCosts(cs []taskCost) string {
-	var lat, perIt, sb, run []time.Duration
+	var lat, perIt, sb, sbq, run []time.Duration
 	var wq, wr, aq, mx, st, bw []time.Duration
 	for _, c := range cs {
 		n := time.Duration(max(c.Iterations, 1))
 		lat = append(lat, c.Latency)
 		perIt = append(perIt, c.Overhead/n)
-		sb = append(sb, c.Sandbox)
+		sb, sbq = append(sb, c.Sandbox), append(sbq, c.SandboxQueued)
 		run = append(run, c.TestRun)
 		wq, wr = append(wq, c.Parts.WorkflowQueue/n), append(wr, c.Parts.WorkflowRun/n)
 		aq, mx = append(aq, c.Parts.ActivityQueue/n), append(mx, c.Parts.ModelExtra/n)
@@ -212,11 +264,34 @@ func describeCosts(cs []taskCost) string {
 	return fmt.Sprintf("latency p50 %s p95 %s max %s; orchestration overhead per iteration p50 %s p95 %s "+
 		"(p50 of its parts: workflow tasks queued %s, running %s; model and store activities queued %s; "+
 		"model activities beyond the model %s; recall and save %s; between events %s); "+
-		"sandbox activities per task p50 %s (test run inside the sandbox p50 %s)",
+		"sandbox activities per task p50 %s (waiting for a free slot p50 %s; last test run inside the sandbox p50 %s)",
 		ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 100)),
 		ms(percentile(perIt, 50)), ms(percentile(perIt, 95)),
 		ms(percentile(wq, 50)), ms(percentile(wr, 50)), ms(percentile(aq, 50)), ms(percentile(mx, 50)), ms(percentile(st, 50)), ms(percentile(bw, 50)),
-		ms(percentile(sb, 50)), ms(percentile(run, 50)))
+		ms(percentile(sb, 50)), ms(percentile(sbq, 50)), ms(percentile(run, 50)))
+}
+
+// describeWorkflowTasks gives how long workflow tasks waited for the
+// worker and how long the worker took to answer them: those before a
+// task's first sandbox run (its start, plan and first generate, which for
+// tasks started at once queue behind each other) and those after.
+func describeWorkflowTasks(cs []taskCost) string {
+	var waitStart, runStart, waitLoop, runLoop []time.Duration
+	for _, c := range cs {
+		for _, w := range c.WorkflowTasks {
+			wait, run := w.Started.Sub(w.Scheduled), w.Finished.Sub(w.Started)
+			if w.Scheduled.Before(c.FirstSandbox) {
+				waitStart, runStart = append(waitStart, wait), append(runStart, run)
+			} else {
+				waitLoop, runLoop = append(waitLoop, wait), append(runLoop, run)
+			}
+		}
+	}
+	ms := func(ds []time.Duration, p float64) string { return percentile(ds, p).Round(time.Millisecond).String() }
+	return fmt.Sprintf("%d before each task's first sandbox run waited p50 %s p95 %s and ran p50 %s p95 %s; "+
+		"%d after it waited p50 %s p95 %s and ran p50 %s p95 %s",
+		len(waitStart), ms(waitStart, 50), ms(waitStart, 95), ms(runStart, 50), ms(runStart, 95),
+		len(waitLoop), ms(waitLoop, 50), ms(waitLoop, 95), ms(runLoop, 50), ms(runLoop, 95))
 }
 
 func envInt(t *testing.T, name string, def int) int {

@@ -117,7 +117,8 @@ func ollamaURL(host string) (*url.URL, error) {
 }
 
 // Complete sends one system and one human message. It streams when
-// req.OnChunk is set; token usage comes from the provider's own report.
+// req.Stream or req.OnChunk is set; token usage comes from the provider's
+// own report.
 func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
 	ex := &exchange{}
 	callCtx := withExchange(ctx, ex)
@@ -136,11 +137,12 @@ func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
 	if maxTokens > 0 {
 		opts = append(opts, llms.WithMaxTokens(maxTokens))
 	}
-	if req.OnChunk != nil {
+	stream := req.Stream || req.OnChunk != nil
+	if stream {
 		// For OpenAI the library asks for stream_options.include_usage
 		// whenever it streams, so streamed calls report usage too.
 		opts = append(opts, llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
-			if len(chunk) > 0 {
+			if len(chunk) > 0 && req.OnChunk != nil {
 				req.OnChunk(string(chunk))
 			}
 			return nil
@@ -162,7 +164,7 @@ func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
 	if out.PromptTokens == 0 && out.CompletionTokens == 0 {
 		c.log.Warn("model provider reported no token usage; cost is unknown")
 	}
-	c.log.Debug("model call done", "streamed", req.OnChunk != nil, "duration", time.Since(start),
+	c.log.Debug("model call done", "streamed", stream, "duration", time.Since(start),
 		"prompt_tokens", out.PromptTokens, "completion_tokens", out.CompletionTokens,
 		"cost_usd", Cost(c.spec.Model, out.PromptTokens, out.CompletionTokens))
 	return out, nil

@@ -12,8 +12,11 @@ type Request struct {
 	System    string
 	Prompt    string
 	MaxTokens int
-	// OnChunk, when set, is called as streamed output arrives (used to
-	// heartbeat long calls). The request streams when it is set.
+	// Stream asks for the answer as it is written: a long answer then
+	// keeps its connection busy instead of idle until the end.
+	Stream bool
+	// OnChunk, when set, is called as streamed output arrives; setting it
+	// implies Stream.
 	OnChunk func(chunk string)
 }
 

@@ -110,7 +110,7 @@ func TestCompleteClassifiesErrors(t *testing.T) {
 				m, srv := newOpenAI(t, llmtest.Fixed(tt.reply))
 				req := llm.Request{Prompt: prompt}
 				if streaming {
-					req.OnChunk = func(string) {}
+					req.Stream = true
 				}
 				_, err := m.Complete(context.Background(), req)
 				var e *llm.Error
@@ -190,9 +190,7 @@ func TestCompleteConcurrentCallsKeepTheirOwnOutcome(t *testing.T) {
 				p = "please limit"
 			}
 			req := llm.Request{Prompt: p}
-			if i%4 < 2 {
-				req.OnChunk = func(string) {}
-			}
+			req.Stream = i%4 < 2
 			_, errs[i] = m.Complete(context.Background(), req)
 		}()
 	}
