@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/sandbox"
+	"github.com/autocoder/autocoder/worker"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// TestSandboxRunsWaitInTemporal: a worker with one sandbox slot takes one
+// sandbox run at a time; the other tasks' runs wait in Temporal, scheduled
+// and not started, where any worker with a free slot could take them.
+func TestSandboxRunsWaitInTemporal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sb, err := sandbox.New(ctx, sandbox.Config{Slots: 1})
+	requireService(t, "a sandbox backend", err)
+	t.Cleanup(func() { sb.Close() })
+	st, err := store.OpenSQLite(ctx, t.TempDir()+"/autocoder.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c := temporaltest.NewServer(temporaltest.WithT(t)).GetDefaultClient()
+
+	sc := pythonScenario
+	passing := strings.Replace(sc.buggy, "a - b", "a + b", 1) // code and tests, passing
+	model := llmtest.New(t, func(req llmtest.ChatRequest) llmtest.Reply {
+		if strings.Contains(req.LastUser(), planMarker) {
+			return llmtest.Reply{Content: sc.plan}
+		}
+		return llmtest.Reply{Content: passing}
+	})
+	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(llm.Env{OpenAIKey: "k", OpenAIBaseURL: model.URL()})}
+	w := worker.New(c, acts, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	const tasks = 3
+	var runs []client.WorkflowRun
+	for i := range tasks {
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue}, workflows.WorkflowName,
+			workflows.TaskInput{Task: fmt.Sprintf("%s (copy %d)", sc.task, i), Language: "python", Model: "openai:gpt-4.1-mini"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run)
+	}
+
+	// Watch the tasks' pending sandbox runs until all tasks close.
+	maxStarted, sawWaiting := 0, false
+	for {
+		open, started, waiting := 0, 0, 0
+		for _, run := range runs {
+			d, err := c.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				open++
+			}
+			for _, pa := range d.GetPendingActivities() {
+				if pa.GetActivityType().GetName() != "Check" {
+					continue
+				}
+				if pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+					started++
+				} else {
+					waiting++
+				}
+			}
+		}
+		maxStarted = max(maxStarted, started)
+		sawWaiting = sawWaiting || (started == 1 && waiting > 0)
+		if open == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, run := range runs {
+		var res workflows.TaskResult
+		if err := run.Get(ctx, &res); err != nil {
+			t.Fatalf("task %s: %v", run.GetID(), err)
+		}
+		if res.Iterations != 1 {
+			t.Errorf("task %s took %d iterations, want 1", run.GetID(), res.Iterations)
+		}
+	}
+	if maxStarted != 1 {
+		t.Errorf("at most %d sandbox runs were started at once, want 1 (the worker's one slot)", maxStarted)
+	}
+	if !sawWaiting {
+		t.Error("never saw a sandbox run waiting in Temporal while another ran")
+	}
+}
