@@ -63,6 +63,21 @@ func (e *env) snapshot(t *testing.T, files map[string]string) string {
 	return id
 }
 
+// saveLessons runs SaveLessons and returns the ids of the lessons saved;
+// saving none fails the test.
+func (e *env) saveLessons(t *testing.T, in SaveLessonsInput) []string {
+	t.Helper()
+	val, err := e.tenv.ExecuteActivity(e.acts.SaveLessons, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []string
+	if err := val.Get(&saved); err != nil || len(saved) == 0 {
+		t.Fatalf("saved lessons %v: %v", saved, err)
+	}
+	return saved
+}
+
 func genInput(base string) GenerateInput {
 	return GenerateInput{Task: "t", Language: "python", Plan: []string{"do it"}, Step: 1, Iteration: 1, BaseSnapshot: base, Model: "openai:gpt-4.1-mini"}
 }
@@ -299,15 +314,8 @@ func TestReflectRecallsLessonsOfTheFailure(t *testing.T) {
 		"E       assert -1 == 3\nE        +  where -1 = add(1, 2)\n1 failed in 0.01s"
 	failed := e.snapshot(t, map[string]string{"calc.py": "def add(a, b):\n    return a - b\n"})
 	passed := e.snapshot(t, map[string]string{"calc.py": "def add(a, b):\n    return a + b\n"})
-	val, err := e.tenv.ExecuteActivity(e.acts.SaveLessons, SaveLessonsInput{Task: "add numbers", Language: "python", Plan: []string{"add"},
+	saved := e.saveLessons(t, SaveLessonsInput{Task: "add numbers", Language: "python", Plan: []string{"add"},
 		Fixes: []Fix{{FailedSnapshot: failed, PassedSnapshot: passed, FailureOutput: failure, Reflection: "wrong operator"}}, Succeeded: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var saved []string
-	if err := val.Get(&saved); err != nil || len(saved) == 0 {
-		t.Fatalf("saved lessons %v: %v", saved, err)
-	}
 	in := ReflectInput{Task: "sum two numbers", Language: "python", Plan: []string{"sum"}, Step: 1, Iteration: 1,
 		SnapshotID: failed, Failure: TestSummary{Stage: "test", ExitCode: 1, Output: failure}, Model: "openai:gpt-4.1-mini"}
 	for _, ask := range []bool{false, true} {
@@ -333,15 +341,8 @@ func TestReflectRecallsLessonsOfTheFailure(t *testing.T) {
 // task's lesson from the real store, puts it in the prompt and returns it.
 func TestPlanRecallsLessonsOfTheTask(t *testing.T) {
 	e := newEnv(t, llmtest.Text("1. Write add with a test."))
-	val, err := e.tenv.ExecuteActivity(e.acts.SaveLessons, SaveLessonsInput{Task: "add two numbers in calc.py", Language: "python",
+	saved := e.saveLessons(t, SaveLessonsInput{Task: "add two numbers in calc.py", Language: "python",
 		Plan: []string{"write add in calc.py with a pytest"}, FirstTry: true, Succeeded: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var saved []string
-	if err := val.Get(&saved); err != nil || len(saved) == 0 {
-		t.Fatalf("saved lessons %v: %v", saved, err)
-	}
 	in := PlanInput{Task: "add numbers in calc.py", Language: "python", Model: "openai:gpt-4.1-mini"}
 	for _, ask := range []bool{false, true} {
 		in.RecallLessons = ask

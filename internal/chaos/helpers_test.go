@@ -463,11 +463,7 @@ func loadHistory(ctx context.Context, c client.Client, id string) (taskHistory, 
 			a.Finished = at
 			h.Activities = append(h.Activities, a)
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
-			queue := "normal"
-			if ev.GetWorkflowTaskScheduledEventAttributes().GetTaskQueue().GetKind() == enumspb.TASK_QUEUE_KIND_STICKY {
-				queue = "sticky"
-			}
-			wft = activityRun{Type: queue, Scheduled: at}
+			wft = activityRun{Type: "workflow task", Scheduled: at}
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
 			wft.Started = at
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:

@@ -34,7 +34,7 @@ func TestTaskEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	sb, st, c := services(ctx, t)
+	sb, st, c := services(ctx, t, sandbox.Config{})
 
 	for _, sc := range scenarios {
 		t.Run(sc.lang, func(t *testing.T) {
@@ -149,7 +149,7 @@ func recordHistory(ctx context.Context, t *testing.T, c client.Client, run clien
 func TestLongTaskContinuesAsNew(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	sb, st, c := services(ctx, t)
+	sb, st, c := services(ctx, t, sandbox.Config{})
 
 	const failures = 7
 	var mu sync.Mutex
@@ -208,11 +208,11 @@ func TestLongTaskContinuesAsNew(t *testing.T) {
 	t.Logf("%d iterations over %d runs", res.Iterations, res.Status.Runs)
 }
 
-// services starts what an in-process worker needs: the sandbox, a SQLite
-// store and a real Temporal server.
-func services(ctx context.Context, t *testing.T) (sandbox.Runner, store.Store, client.Client) {
+// services starts what an in-process worker needs: the sandbox (as sc
+// configures it), a SQLite store and a real Temporal server.
+func services(ctx context.Context, t *testing.T, sc sandbox.Config) (sandbox.Runner, store.Store, client.Client) {
 	t.Helper()
-	sb, err := sandbox.New(ctx, sandbox.Config{})
+	sb, err := sandbox.New(ctx, sc)
 	requireService(t, "a sandbox backend", err)
 	t.Cleanup(func() { sb.Close() })
 	st, err := store.OpenSQLite(ctx, t.TempDir()+"/autocoder.db")

@@ -9,12 +9,10 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/server/temporaltest"
 
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
-	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
 	"github.com/autocoder/autocoder/workflows"
@@ -26,15 +24,7 @@ import (
 func TestSandboxRunsWaitInTemporal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sb, err := sandbox.New(ctx, sandbox.Config{Slots: 1})
-	requireService(t, "a sandbox backend", err)
-	t.Cleanup(func() { sb.Close() })
-	st, err := store.OpenSQLite(ctx, t.TempDir()+"/autocoder.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	c := temporaltest.NewServer(temporaltest.WithT(t)).GetDefaultClient()
+	sb, st, c := services(ctx, t, sandbox.Config{Slots: 1})
 
 	sc := pythonScenario
 	passing := strings.Replace(sc.buggy, "a - b", "a + b", 1) // code and tests, passing
