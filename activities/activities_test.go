@@ -305,35 +305,63 @@ func TestLineDiff(t *testing.T) {
 	}
 }
 
-// TestReflectRecallsLessonsOfTheFailure: asked to, Reflect returns the
-// lessons of failures like this one (here, a fix saved by an earlier task);
-// not asked, it returns none and the workflow recalls on its own.
-func TestReflectRecallsLessonsOfTheFailure(t *testing.T) {
-	e := newEnv(t, llmtest.Text("Root cause: add subtracts."))
+// TestRetryGenerateReflectsFirst: given the failure, Generate asks for a
+// diagnosis, recalls the lessons of failures like it (here, a fix saved by
+// an earlier task) and generates with both; retried, it pays for neither
+// call again. Reflect, for runs from before, gives the same diagnosis.
+func TestRetryGenerateReflectsFirst(t *testing.T) {
+	const diagnosis = "Root cause: add subtracts."
+	e := newEnv(t, func(req llmtest.ChatRequest) llmtest.Reply {
+		if strings.Contains(req.LastUser(), "Reflect before the next attempt") {
+			return llmtest.Reply{Content: diagnosis}
+		}
+		return llmtest.Reply{Content: "```path=calc.py\ndef add(a, b):\n    return a + b\n```\n"}
+	})
 	failure := "FAILED test_calc.py::test_add - assert -1 == 3\n" +
 		"E       assert -1 == 3\nE        +  where -1 = add(1, 2)\n1 failed in 0.01s"
 	failed := e.snapshot(t, map[string]string{"calc.py": "def add(a, b):\n    return a - b\n"})
 	passed := e.snapshot(t, map[string]string{"calc.py": "def add(a, b):\n    return a + b\n"})
 	saved := e.saveLessons(t, SaveLessonsInput{Task: "add numbers", Language: "python", Plan: []string{"add"},
 		Fixes: []Fix{{FailedSnapshot: failed, PassedSnapshot: passed, FailureOutput: failure, Reflection: "wrong operator"}}, Succeeded: true})
-	in := ReflectInput{Task: "sum two numbers", Language: "python", Plan: []string{"sum"}, Step: 1, Iteration: 1,
-		SnapshotID: failed, Failure: TestSummary{Stage: "test", ExitCode: 1, Output: failure}, Model: "openai:gpt-4.1-mini"}
-	for _, ask := range []bool{false, true} {
-		in.RecallLessons = ask
-		val, err := e.tenv.ExecuteActivity(e.acts.Reflect, in)
+	in := GenerateInput{Task: "sum two numbers", Language: "python", Plan: []string{"sum"}, Step: 1, Iteration: 2,
+		BaseSnapshot: failed, Lessons: "task lesson\n", Model: "openai:gpt-4.1-mini",
+		Failure: &TestSummary{Stage: "test", ExitCode: 1, Output: failure}, RecallLessons: true}
+	for try := 1; try <= 2; try++ {
+		val, err := e.tenv.ExecuteActivity(e.acts.Generate, in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out ReflectOutput
+		var out GenerateOutput
 		if err := val.Get(&out); err != nil {
 			t.Fatal(err)
 		}
-		switch {
-		case !ask && out.Lessons != nil:
-			t.Errorf("lessons returned unasked: %+v", out.Lessons)
-		case ask && (out.Lessons == nil || !slices.Contains(out.Lessons.IDs, saved[0]) || !strings.Contains(out.Lessons.Text, "a + b")):
-			t.Errorf("asked for lessons, got %+v; want lesson %s with its fix", out.Lessons, saved[0])
+		if out.Reflection != diagnosis || out.Usage.Calls != 2 || out.SnapshotID != passed {
+			t.Errorf("try %d: reflection %q, calls %d, snapshot %s; want the diagnosis, 2 calls and the fixed files %s",
+				try, out.Reflection, out.Usage.Calls, out.SnapshotID, passed)
 		}
+		if out.Lessons == nil || !slices.Contains(out.Lessons.IDs, saved[0]) {
+			t.Errorf("try %d: lessons %+v; want lesson %s", try, out.Lessons, saved[0])
+		}
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model calls = %d, want 2: the retried activity reuses both answers", len(reqs))
+	}
+	gen := reqs[1].LastUser()
+	for _, want := range []string{diagnosis, "task lesson", "a + b"} {
+		if !strings.Contains(gen, want) {
+			t.Errorf("generate prompt lacks %q:\n%s", want, gen)
+		}
+	}
+
+	val, err := e.tenv.ExecuteActivity(e.acts.Reflect, ReflectInput{Task: in.Task, Language: in.Language, Plan: in.Plan,
+		Step: 1, Iteration: 1, SnapshotID: failed, Failure: *in.Failure, Model: in.Model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refl ReflectOutput
+	if err := val.Get(&refl); err != nil || refl.Reflection != diagnosis || refl.Lessons != nil {
+		t.Errorf("Reflect = %+v, %v; want the diagnosis and no lessons unasked", refl, err)
 	}
 }
 

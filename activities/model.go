@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/autocoder/autocoder/internal/modelout"
+	"github.com/autocoder/autocoder/internal/workspace"
 )
 
 // fallbackPlan is used when the model's plan cannot be read: one step that
@@ -38,24 +39,44 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanOutput, error)
 }
 
 // Generate asks the model for the code of one step, applies its files and
-// edits to the base snapshot and stores the result as a new snapshot.
+// edits to the base snapshot and stores the result as a new snapshot. Given
+// the previous attempt's failure, it reflects on it first and generates
+// with the diagnosis.
 func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
 	files, err := a.loadFiles(ctx, in.BaseSnapshot)
 	if err != nil {
 		return GenerateOutput{}, err
 	}
+	var out GenerateOutput
+	if in.Failure != nil {
+		refl, err := a.reflect(ctx, ReflectInput{
+			Task: in.Task, Language: in.Language, Plan: in.Plan, Step: in.Step, Iteration: in.Iteration,
+			SnapshotID: in.BaseSnapshot, Failure: *in.Failure, Model: in.Model, RecallLessons: in.RecallLessons,
+		}, files)
+		if err != nil {
+			return GenerateOutput{}, err
+		}
+		out.Reflection, out.Lessons, out.Usage = refl.Reflection, refl.Lessons, refl.Usage
+		in.Feedback = refl.Reflection
+		if refl.Lessons != nil {
+			in.Lessons += refl.Lessons.Text
+		}
+	}
 	resp, usage, err := a.complete(ctx, in.Model, systemPrompt, generatePrompt(in, files), in.Iteration)
 	if err != nil {
 		return GenerateOutput{}, err
 	}
+	out.Usage.Add(usage)
+	out.SnapshotID = in.BaseSnapshot
 	rejected := func(err error) (GenerateOutput, error) {
-		return GenerateOutput{SnapshotID: in.BaseSnapshot, Rejected: err.Error(), Usage: usage}, nil
+		out.Rejected = err.Error()
+		return out, nil
 	}
-	out, err := modelout.Parse(resp.Text)
+	parsed, err := modelout.Parse(resp.Text)
 	if err != nil {
 		return rejected(err)
 	}
-	updated, changed, err := modelout.Apply(files, out)
+	updated, changed, err := modelout.Apply(files, parsed)
 	if err != nil {
 		return rejected(err)
 	}
@@ -66,7 +87,8 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 		}
 		return GenerateOutput{}, fmt.Errorf("store snapshot: %w", err)
 	}
-	return GenerateOutput{SnapshotID: id, Changed: changed, Usage: usage}, nil
+	out.SnapshotID, out.Changed = id, changed
+	return out, nil
 }
 
 // Reflect asks the model for the root cause of a failure and a fix plan.
@@ -75,13 +97,26 @@ func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (ReflectOutpu
 	if err != nil {
 		return ReflectOutput{}, err
 	}
+	return a.reflect(ctx, in, files)
+}
+
+// reflect asks for the diagnosis of a failure in the given files and, when
+// asked, recalls the lessons of failures like it while the model thinks.
+func (a *Activities) reflect(ctx context.Context, in ReflectInput, files []workspace.File) (ReflectOutput, error) {
+	var lessons chan *RecallOutput
+	if in.RecallLessons {
+		lessons = make(chan *RecallOutput, 1)
+		go func() {
+			lessons <- a.recallOrNothing(ctx, RecallInput{Task: in.Task, Language: in.Language, FailureOutput: in.Failure.Output})
+		}()
+	}
 	resp, usage, err := a.complete(ctx, in.Model, systemPrompt, reflectPrompt(in, files), in.Iteration)
 	if err != nil {
 		return ReflectOutput{}, err
 	}
 	out := ReflectOutput{Reflection: clip(strings.TrimSpace(resp.Text), 4000), Usage: usage}
-	if in.RecallLessons {
-		out.Lessons = a.recallOrNothing(ctx, RecallInput{Task: in.Task, Language: in.Language, FailureOutput: in.Failure.Output})
+	if lessons != nil {
+		out.Lessons = <-lessons
 	}
 	return out, nil
 }

@@ -112,6 +112,13 @@ type GenerateInput struct {
 	// Lessons is recalled experience from earlier tasks.
 	Lessons string `json:"lessons,omitempty"`
 	Model   string `json:"model,omitempty"`
+	// Failure is the previous attempt's failed check, made on BaseSnapshot.
+	// When set, Generate first reflects on it (in place of Feedback), the
+	// way Reflect does, saving the workflow an activity per retry.
+	Failure *TestSummary `json:"failure,omitempty"`
+	// RecallLessons asks, with Failure, for the lessons of failures like
+	// it too; they are added to Lessons and returned.
+	RecallLessons bool `json:"recallLessons,omitempty"`
 }
 
 // GenerateOutput names the snapshot the model's files produced. When the
@@ -121,7 +128,11 @@ type GenerateOutput struct {
 	SnapshotID string   `json:"snapshotId"`
 	Changed    []string `json:"changed,omitempty"`
 	Rejected   string   `json:"rejected,omitempty"`
-	Usage      Usage    `json:"usage"`
+	Usage      Usage    `json:"usage"` // of both calls when it reflected
+	// Reflection and Lessons answer Failure and RecallLessons, as Reflect
+	// would.
+	Reflection string        `json:"reflection,omitempty"`
+	Lessons    *RecallOutput `json:"lessons,omitempty"`
 }
 
 // CheckInput names a snapshot to validate or test.

@@ -50,7 +50,12 @@ type task struct {
 	// fewerRoundTrips: Plan recalls the task's lessons itself, and Check
 	// validates and tests in one activity, on the sandbox task queue.
 	fewerRoundTrips bool
-	mem             Memory
+	// reflectInGenerate: a retry's Generate reflects on the failure first,
+	// one activity fewer per retry.
+	reflectInGenerate bool
+	// reflectOn is the failed check the next attempt reflects on first.
+	reflectOn *activities.TestSummary
+	mem       Memory
 }
 
 // decision is a person's answer to a pending approval.
@@ -81,8 +86,10 @@ func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 	// from an older history) still gets a Recall of its own.
 	t.reflectRecalls = workflow.GetVersion(ctx, "reflect-recalls", workflow.DefaultVersion, 1) >= 1
 	// Version 1 folds the task's recall into Plan, and validation and tests
-	// into one Check activity that runs on the sandbox task queue.
-	t.fewerRoundTrips = workflow.GetVersion(ctx, "fewer-round-trips", workflow.DefaultVersion, 1) >= 1
+	// into one Check activity that runs on the sandbox task queue. Version 2
+	// folds the reflection on a failure into the next attempt's Generate.
+	roundTrips := workflow.GetVersion(ctx, "fewer-round-trips", workflow.DefaultVersion, 2)
+	t.fewerRoundTrips, t.reflectInGenerate = roundTrips >= 1, roundTrips >= 2
 	if err := t.registerHandlers(ctx); err != nil {
 		return TaskResult{}, err
 	}
@@ -121,7 +128,7 @@ func newTask(in TaskInput) (*task, error) {
 		in.ApprovalTimeout = DefaultApprovalTimeout
 	}
 	if c := in.Carried; c != nil {
-		t := &task{in: in, status: c.Status, base: c.Base, feedback: c.Feedback,
+		t := &task{in: in, status: c.Status, base: c.Base, feedback: c.Feedback, reflectOn: c.ReflectOn,
 			budgetTokens: c.BudgetTokens, budgetUSD: c.BudgetUSD, cancel: c.Cancel, mem: c.Memory}
 		t.status.Runs = c.Runs + 1
 		t.in.Carried = nil
@@ -234,23 +241,14 @@ func (t *task) plan(ctx workflow.Context) error {
 	}
 }
 
-// attempt runs one iteration: generate → validate → execute → checkpoint,
-// and on failure reflect. Each attempt builds on the previous one's files,
-// so the model repairs its own code rather than starting over.
+// attempt runs one iteration: (reflect on the last failure →) generate →
+// check → checkpoint. Each attempt builds on the previous one's files, so
+// the model repairs its own code rather than starting over.
 func (t *task) attempt(ctx workflow.Context) error {
 	t.status.Iteration++
-	it := t.status.Iteration
-
-	t.setPhase(ctx, PhaseGenerating)
-	var gen activities.GenerateOutput
-	err := workflow.ExecuteActivity(modelCtx(ctx, t.label("generate")), a.Generate, activities.GenerateInput{
-		Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
-		Plan: t.status.Plan, Step: t.status.Step, Iteration: it,
-		BaseSnapshot: t.base, Feedback: t.feedback, Guidance: t.status.Feedback, Model: t.in.Model,
-		Lessons: t.mem.TaskLessons + t.mem.FailureLessons,
-	}).Get(ctx, &gen)
+	gen, err := t.generate(ctx)
 	if err != nil {
-		return fmt.Errorf("generate: %w", err)
+		return err
 	}
 	if err := t.spend(ctx, gen.Usage); err != nil {
 		return err
@@ -286,12 +284,57 @@ func (t *task) attempt(ctx workflow.Context) error {
 	if t.rollback != nil {
 		return nil // the failure no longer matters: the loop moves back
 	}
+	if t.reflectInGenerate {
+		t.reflectOn = &result
+		t.mem.Pending = &activities.Fix{FailedSnapshot: t.base, FailureOutput: result.Output}
+		return nil
+	}
+	return t.reflect(ctx, result)
+}
 
+// generate asks for the attempt's code. After a failed attempt it first
+// reflects on the failure, in the same activity, and brings the failure's
+// lessons along.
+func (t *task) generate(ctx workflow.Context) (activities.GenerateOutput, error) {
+	in := activities.GenerateInput{
+		Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
+		Plan: t.status.Plan, Step: t.status.Step, Iteration: t.status.Iteration,
+		BaseSnapshot: t.base, Feedback: t.feedback, Guidance: t.status.Feedback, Model: t.in.Model,
+		Lessons: t.mem.TaskLessons + t.mem.FailureLessons,
+	}
+	phase, summary := PhaseGenerating, "generate"
+	if t.reflectOn != nil {
+		in.Failure, in.RecallLessons = t.reflectOn, t.learn
+		in.Feedback, in.Lessons = "", t.mem.TaskLessons
+		phase, summary = PhaseReflecting, "reflect and generate"
+	}
+	t.setPhase(ctx, phase)
+	var gen activities.GenerateOutput
+	if err := workflow.ExecuteActivity(modelCtx(ctx, t.label(summary)), a.Generate, in).Get(ctx, &gen); err != nil {
+		return gen, fmt.Errorf("generate: %w", err)
+	}
+	if in.Failure != nil {
+		t.reflectOn = nil
+		t.feedback = gen.Reflection
+		if p := t.mem.Pending; p != nil {
+			p.Reflection = gen.Reflection
+		}
+		t.mem.FailureLessons = ""
+		if gen.Lessons != nil {
+			t.mem.FailureLessons = t.useLessons(*gen.Lessons)
+		}
+	}
+	return gen, nil
+}
+
+// reflect asks for a diagnosis of a failed attempt in an activity of its
+// own, as runs before reflectInGenerate do.
+func (t *task) reflect(ctx workflow.Context, result activities.TestSummary) error {
 	t.setPhase(ctx, PhaseReflecting)
 	var refl activities.ReflectOutput
-	err = workflow.ExecuteActivity(modelCtx(ctx, t.label("reflect")), a.Reflect, activities.ReflectInput{
+	err := workflow.ExecuteActivity(modelCtx(ctx, t.label("reflect")), a.Reflect, activities.ReflectInput{
 		Task: t.in.Task, Language: t.in.Language, Plan: t.status.Plan, Step: t.status.Step,
-		Iteration: it, SnapshotID: t.base, Failure: result, Model: t.in.Model,
+		Iteration: t.status.Iteration, SnapshotID: t.base, Failure: result, Model: t.in.Model,
 		RecallLessons: t.learn && t.reflectRecalls,
 	}).Get(ctx, &refl)
 	if err != nil {
@@ -465,7 +508,7 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 	next.Carried = &Carried{
 		Status: t.status, Base: t.base, Feedback: t.feedback,
 		BudgetTokens: t.budgetTokens, BudgetUSD: t.budgetUSD, Cancel: t.cancel, Runs: t.status.Runs,
-		Memory: t.mem,
+		Memory: t.mem, ReflectOn: t.reflectOn,
 	}
 	workflow.GetLogger(ctx).Info("continuing as new", "iteration", t.status.Iteration, "runs", t.status.Runs)
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, next)
@@ -478,6 +521,7 @@ func (t *task) applyRollback() {
 	t.base = cp.SnapshotID
 	t.status.Step = cp.Step
 	t.feedback = ""
+	t.reflectOn = nil
 	if cp.Passed && r.Feedback == "" {
 		t.status.Step++
 	}

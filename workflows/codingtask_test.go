@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -72,38 +74,53 @@ func (s *codingTaskSuite) TestHappyPath() {
 	s.Equal(2, res.Status.Usage.Calls)
 }
 
+// onRetry expects the Generate of a retry: it reflects on the given
+// failure first and answers with the reflection.
+func (s *codingTaskSuite) onRetry(failure activities.TestSummary, reflection, snapshot string) *testsuite.MockCallWrapper {
+	return s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
+		return in.Failure != nil && in.Failure.Stage == failure.Stage && in.Failure.Output == failure.Output
+	})).Return(activities.GenerateOutput{SnapshotID: snapshot, Reflection: reflection}, nil).Once()
+}
+
 func (s *codingTaskSuite) TestReflectLoopFeedsTheNextAttempt() {
 	s.onPlan("implement add with tests")
 	s.onGenerate("snap1")
 	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap1" })).Return(failing, nil).Once()
-	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool {
-		return in.SnapshotID == "snap1" && in.Failure.Output == "assert 3 == 4" && in.Iteration == 1
-	})).Return(activities.ReflectOutput{Reflection: "Root cause: off by one"}, nil).Once()
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Iteration == 2 && in.BaseSnapshot == "snap1" && in.Feedback == "Root cause: off by one"
-	})).Return(activities.GenerateOutput{SnapshotID: "snap2"}, nil).Once()
-	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap2" })).Return(passing, nil).Once()
+		return in.Iteration == 2 && in.BaseSnapshot == "snap1" && in.Failure != nil && in.Failure.Output == "assert 3 == 4" && in.Feedback == ""
+	})).Return(activities.GenerateOutput{SnapshotID: "snap2", Reflection: "Root cause: off by one"}, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap2" })).Return(failing, nil).Once()
+	// The retry after that reflects on its own failure, not the first one's.
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
+		return in.Iteration == 3 && in.BaseSnapshot == "snap2" && in.Failure != nil
+	})).Return(activities.GenerateOutput{SnapshotID: "snap3", Reflection: "Root cause: sign"}, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap3" })).Return(passing, nil).Once()
+	var phases []Phase
+	s.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == "Generate" {
+			phases = append(phases, s.queryStatus().Phase)
+		}
+	})
 
 	s.env.ExecuteWorkflow(CodingTask, input)
+	s.Equal([]Phase{PhaseGenerating, PhaseReflecting, PhaseReflecting}, phases)
 
 	s.NoError(s.env.GetWorkflowError())
 	var res TaskResult
 	s.NoError(s.env.GetWorkflowResult(&res))
-	s.Equal("snap2", res.SnapshotID)
-	s.Equal(2, res.Iterations)
-	s.Require().Len(res.Status.Checkpoints, 2)
+	s.Equal("snap3", res.SnapshotID)
+	s.Equal(3, res.Iterations)
+	s.Require().Len(res.Status.Checkpoints, 3)
 	s.False(res.Status.Checkpoints[0].Passed)
 	s.Equal("tests failed: test_add", res.Status.Checkpoints[0].Summary)
-	s.True(res.Status.Checkpoints[1].Passed)
+	s.True(res.Status.Checkpoints[2].Passed)
 }
 
 func (s *codingTaskSuite) TestRejectedModelOutputIsReflectedOn() {
 	s.onPlan("step")
-	s.env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateOutput{Rejected: "no code blocks found"}, nil).Once()
-	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool {
-		return in.Failure.Stage == "generate" && in.Failure.Output == "no code blocks found"
-	})).Return(activities.ReflectOutput{Reflection: "use fenced blocks"}, nil).Once()
-	s.onGenerate("snap2")
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Failure == nil })).
+		Return(activities.GenerateOutput{Rejected: "no code blocks found"}, nil).Once()
+	s.onRetry(activities.TestSummary{Stage: "generate", Output: "no code blocks found"}, "use fenced blocks", "snap2")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)
@@ -114,7 +131,6 @@ func (s *codingTaskSuite) TestIterationsExhaustedFailsWithTheLastOutput() {
 	s.onPlan("step")
 	s.env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateOutput{SnapshotID: "snapX"}, nil).Times(3)
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(failing, nil).Times(3)
-	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.ReflectOutput{Reflection: "try again"}, nil).Times(3)
 
 	s.env.ExecuteWorkflow(CodingTask, input)
 
@@ -133,9 +149,7 @@ func (s *codingTaskSuite) TestValidationFailureSkipsTests() {
 	s.onGenerate("snap1")
 	bad := activities.TestSummary{Stage: "validate", ExitCode: 1, Output: "main.py:3: [process] subprocess is not allowed"}
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(bad, nil).Once()
-	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool { return in.Failure.Stage == "validate" })).
-		Return(activities.ReflectOutput{Reflection: "drop subprocess"}, nil).Once()
-	s.onGenerate("snap2")
+	s.onRetry(bad, "drop subprocess", "snap2")
 	s.env.OnActivity(a.Check, mock.Anything, activities.CheckInput{SnapshotID: "snap2", Language: "python"}).Return(passing, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)

@@ -101,10 +101,8 @@ func (s *codingTaskSuite) TestPolicyAskRejectedGoesToReflection() {
 	s.onPlan("step")
 	s.onGenerate("s1")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
-	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool {
-		return in.Failure.Stage == "validate" && in.Failure.Output == policyFinding.Output+"\nRejected by a person: no subprocesses"
-	})).Return(activities.ReflectOutput{Reflection: "drop subprocess"}, nil).Once()
-	s.passEverything("s2")
+	s.onRetry(activities.TestSummary{Stage: "validate", Output: policyFinding.Output + "\nRejected by a person: no subprocesses"}, "drop subprocess", "s2")
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Once()
 	s.at(time.Minute, s.signal(SignalReject, RejectSignal{Reason: "no subprocesses"}))
 	in := input
 	in.Policy = PolicyAsk
@@ -150,9 +148,9 @@ func (s *codingTaskSuite) TestStuckGateFeedbackGrantsMoreIterations() {
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 1 })).
 		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
 	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
-	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.ReflectOutput{Reflection: "hmm"}, nil).Once()
+	// The granted attempt reflects on the failure that made the task stuck.
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Iteration == 2 && len(in.Guidance) == 1 && in.Guidance[0] == "add, don't subtract"
+		return in.Iteration == 2 && in.Failure != nil && len(in.Guidance) == 1 && in.Guidance[0] == "add, don't subtract"
 	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
 	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
 	s.at(time.Minute, func() {
@@ -176,7 +174,6 @@ func (s *codingTaskSuite) TestFeedbackReachesTheNextPrompt() {
 		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
 	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).
 		After(time.Minute).Return(failing, nil).Once()
-	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.ReflectOutput{Reflection: "r"}, nil).Once()
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
 		return in.Iteration == 2 && len(in.Guidance) == 1 && in.Guidance[0] == "use integers"
 	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
@@ -205,17 +202,18 @@ func (s *codingTaskSuite) TestRollbackContinuesFromACheckpoint() {
 	s.onPlan("step")
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 1 })).
 		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 2 })).
-		Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 2 && in.Failure != nil })).
+		After(time.Minute).Return(activities.GenerateOutput{SnapshotID: "s2", Reflection: "r"}, nil).Once()
 	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID != "s3" })).Return(failing, nil)
-	s.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).After(time.Minute).Return(activities.ReflectOutput{Reflection: "r"}, nil)
-	// After the rollback, the attempt starts from checkpoint 1's files with the feedback.
+	// After the rollback, the attempt starts from checkpoint 1's files with
+	// the person's feedback, and reflects on nothing.
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Iteration == 3 && in.BaseSnapshot == "s1" && in.Feedback == "" && len(in.Guidance) == 1 && in.Guidance[0] == "start over from here"
+		return in.Iteration == 3 && in.BaseSnapshot == "s1" && in.Feedback == "" && in.Failure == nil &&
+			len(in.Guidance) == 1 && in.Guidance[0] == "start over from here"
 	})).Return(activities.GenerateOutput{SnapshotID: "s3"}, nil).Once()
 	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s3" })).Return(passing, nil).Once()
 
-	s.at(90*time.Second, func() { // during the second reflection
+	s.at(30*time.Second, func() { // while the second attempt reflects
 		s.env.UpdateWorkflow(UpdateRollback, "bad", &testsuite.TestUpdateCallback{
 			OnReject:   func(err error) { s.Contains(err.Error(), "unknown checkpoint 9") },
 			OnAccept:   func() { s.Fail("rollback to checkpoint 9 accepted") },

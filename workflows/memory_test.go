@@ -11,19 +11,18 @@ import (
 // snapshot → passing snapshot) is saved with the recalled lessons' outcome.
 func (s *codingTaskSuite) TestLessonsRecalledAndSaved() {
 	s.newEnv()
-	// Plan and Reflect bring the lessons along: no Recall of their own.
+	// Plan and the retry's Generate bring the lessons along: no Recall of
+	// their own.
 	s.env.OnActivity(a.Plan, mock.Anything, mock.MatchedBy(func(in activities.PlanInput) bool { return in.RecallLessons })).
 		Return(activities.PlanOutput{Steps: []string{"step"}, Lessons: &activities.RecallOutput{IDs: []string{"L1"}, Text: "task lesson\n"}}, nil).Once()
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
 		return in.Iteration == 1 && in.Lessons == "task lesson\n"
 	})).Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
 	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
-	s.env.OnActivity(a.Reflect, mock.Anything, mock.MatchedBy(func(in activities.ReflectInput) bool { return in.RecallLessons })).
-		Return(activities.ReflectOutput{Reflection: "off by one",
-			Lessons: &activities.RecallOutput{IDs: []string{"L2", "L1"}, Text: "fix lesson\n"}}, nil).Once()
 	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Iteration == 2 && in.Lessons == "task lesson\nfix lesson\n"
-	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
+		return in.Iteration == 2 && in.Lessons == "task lesson\n" && in.Failure != nil && in.RecallLessons
+	})).Return(activities.GenerateOutput{SnapshotID: "s2", Reflection: "off by one",
+		Lessons: &activities.RecallOutput{IDs: []string{"L2", "L1"}, Text: "fix lesson\n"}}, nil).Once()
 	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
 	s.env.OnActivity(a.SaveLessons, mock.Anything, activities.SaveLessonsInput{
 		Task: input.Task, Language: "python", Plan: []string{"step"},

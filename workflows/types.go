@@ -70,9 +70,9 @@ const (
 	PhaseGenerating Phase = "generating"
 	PhaseValidating Phase = "validating"
 	PhaseExecuting  Phase = "executing"
-	PhaseChecking   Phase = "checking" // validating, then testing, in one activity
-	PhaseReflecting Phase = "reflecting"
-	PhaseWaiting    Phase = "waiting" // for a person: see Status.Pending
+	PhaseChecking   Phase = "checking"   // validating, then testing, in one activity
+	PhaseReflecting Phase = "reflecting" // on the last failure, then generating the retry
+	PhaseWaiting    Phase = "waiting"    // for a person: see Status.Pending
 	PhaseSucceeded  Phase = "succeeded"
 	PhaseFailed     Phase = "failed"
 	PhaseCancelled  Phase = "cancelled"
@@ -123,6 +123,8 @@ type Carried struct {
 	Cancel       *CancelSignal `json:"cancel,omitempty"`
 	Runs         int           `json:"runs"` // runs before this one
 	Memory       Memory        `json:"memory"`
+	// ReflectOn is the failed check the next attempt reflects on first.
+	ReflectOn *activities.TestSummary `json:"reflectOn,omitempty"`
 }
 
 // Memory is what a task gathers to learn from: recalled lessons for its

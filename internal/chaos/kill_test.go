@@ -86,7 +86,7 @@ func TestChaosKillWorker(t *testing.T) {
 	)
 	go func() {
 		for n := range chaosTasks {
-			id, err := startTask(ctx, c, "chaos-kill", n, 4)
+			id, err := startTask(ctx, c, "chaos-kill", n, 4, false)
 			if err != nil {
 				start <- err
 				return
@@ -106,8 +106,9 @@ func TestChaosKillWorker(t *testing.T) {
 
 	// The first kill hits planning; the others hit the remaining kinds of
 	// work in a seeded order, then one more at random. Check (validation,
-	// then the tests) is the longest, so it is hit twice.
-	targets := []string{"Generate", "Check", "Check", "Reflect"}
+	// then the tests) is the longest, so it is hit twice, and so is
+	// Generate, which on a retry reflects on the failure first.
+	targets := []string{"Generate", "Generate", "Check", "Check"}
 	rng.Shuffle(len(targets), func(i, j int) { targets[i], targets[j] = targets[j], targets[i] })
 	targets = append([]string{"Plan"}, append(targets, targets[rng.IntN(len(targets))])...)
 
