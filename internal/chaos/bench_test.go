@@ -14,28 +14,34 @@ import (
 
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/testenv"
+	"github.com/autocoder/autocoder/worker"
 	"github.com/autocoder/autocoder/workflows"
 )
 
-// benchModelLatency is the scripted model's fixed answer time.
+// benchModelLatency is the scripted model's fixed wait before it answers.
 const benchModelLatency = 200 * time.Millisecond
 
 // taskCost splits one task's latency into model time, sandbox time and the
 // rest, which is orchestration: Temporal round trips, store and memo
-// writes, prompt building, scheduling between activities.
+// writes, prompt building, scheduling between activities. Model time is
+// what the model server spent on the task's calls, from a request's
+// arrival to its answer's last byte: the fixed wait, reading the request
+// and streaming the answer.
 type taskCost struct {
 	Latency, Model, Sandbox, Overhead time.Duration
 	Iterations                        int
-	TestRun                           time.Duration // the last test run inside the sandbox
+	ModelCalls                        []time.Duration // each call's time at the model server
+	TestRun                           time.Duration   // the last test run inside the sandbox
 	Parts                             overheadParts
 	WorkflowTasks                     []activityRun
 	FirstSandbox                      time.Time     // when the first sandbox run was scheduled
 	SandboxQueued                     time.Duration // sandbox activities waiting for a worker's free slot
 	// Loop is the overhead of a retry, measured directly: from the failed
-	// check's end to the next check's scheduling (reflect, generate and
-	// three workflow tasks), less the two model calls. Zero for tasks
-	// that passed at once.
-	Loop time.Duration
+	// check's end to the next check's scheduling (the retry's Generate,
+	// which reflects first, and two workflow tasks), less the model calls
+	// made in it. Zero for tasks that passed at once.
+	Loop      time.Duration
+	LoopParts overheadParts // Loop by where it is spent
 }
 
 // overheadParts splits the orchestration overhead by where it is spent.
@@ -59,7 +65,7 @@ type overheadParts struct {
 //
 // Half the tasks pass at once and half fail once, reflect and pass
 // (iterationsOf). The difference of the two halves' median overheads is
-// what one more iteration of the loop costs (generate, check, reflect),
+// what one more iteration of the loop costs (reflect and generate, check),
 // apart from a task's one-time costs (its start, plan, save of lessons),
 // which for tasks started all at once include the queue of their start.
 func TestConcurrencyBenchmark(t *testing.T) {
@@ -74,6 +80,11 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	bin := testenv.Binary(t)
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
+	// Tasks keep the custom search attributes current, as `autocoder run`
+	// has them do.
+	if _, err := worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()); err != nil {
+		t.Fatal(err)
+	}
 	d := benchModelLatency
 	passing, failingFirst := taskScript(false, delays{plan: d, generate: d, reflect: d}), taskScript(true, delays{plan: d, generate: d, reflect: d})
 	model := newModelServer(t, func(req llmtest.ChatRequest) llmtest.Reply {
@@ -92,14 +103,14 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	w := workers.start()
 
 	// A warm-up task pays for first-use costs; then tasks alone, in turn.
-	if _, _, err := runBatch(ctx, c, "bench-warm", []int{1000}); err != nil {
+	if _, _, err := runBatch(ctx, c, model, "bench-warm", []int{1000}); err != nil {
 		t.Fatal(err)
 	}
 	var alone []int
 	for i := range aloneRuns {
 		alone = append(alone, 2000+i, 5000+i)
 	}
-	single, singleWall, err := runAlone(ctx, c, "bench-alone", alone)
+	single, singleWall, err := runAlone(ctx, c, model, "bench-alone", alone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +118,7 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	for i := range tasks {
 		atOnce = append(atOnce, 100+i+(i%2)*5000) // every other task fails once
 	}
-	many, manyWall, err := runBatch(ctx, c, "bench-many", atOnce)
+	many, manyWall, err := runBatch(ctx, c, model, "bench-many", atOnce)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +152,11 @@ func iterationsOf(n int) int {
 
 // runAlone runs tasks one after the other and returns their costs and the
 // median wall time.
-func runAlone(ctx context.Context, c client.Client, prefix string, numbers []int) ([]taskCost, time.Duration, error) {
+func runAlone(ctx context.Context, c client.Client, model *modelServer, prefix string, numbers []int) ([]taskCost, time.Duration, error) {
 	var costs []taskCost
 	var walls []time.Duration
 	for _, n := range numbers {
-		cs, w, err := runBatch(ctx, c, prefix, []int{n})
+		cs, w, err := runBatch(ctx, c, model, prefix, []int{n})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -158,31 +169,39 @@ func runAlone(ctx context.Context, c client.Client, prefix string, numbers []int
 // runBatch starts the numbered tasks at once, waits for all (each must
 // take iterationsOf its number) and returns their costs and the wall time
 // from the first start to the last end.
-func runBatch(ctx context.Context, c client.Client, prefix string, numbers []int) ([]taskCost, time.Duration, error) {
+func runBatch(ctx context.Context, c client.Client, model *modelServer, prefix string, numbers []int) ([]taskCost, time.Duration, error) {
 	start := time.Now()
 	ids := make([]string, len(numbers))
 	for i, n := range numbers {
-		id, err := startTask(ctx, c, prefix, n, iterationsOf(n)+1)
+		id, err := startTask(ctx, c, prefix, n, iterationsOf(n)+1, true)
 		if err != nil {
 			return nil, 0, err
 		}
 		ids[i] = id
 	}
-	costs := make([]taskCost, len(numbers))
-	var end time.Time
+	results := make([]workflows.TaskResult, len(ids))
 	for i, id := range ids {
 		res, err := waitDone(ctx, c, id)
-		if err != nil {
-			return nil, 0, err
-		}
-		h, err := loadHistory(ctx, c, id)
 		if err != nil {
 			return nil, 0, err
 		}
 		if want := iterationsOf(numbers[i]); res.Iterations != want {
 			return nil, 0, fmt.Errorf("task %s took %d iterations, want %d", id, res.Iterations, want)
 		}
-		costs[i] = costOf(h, res)
+		results[i] = res
+	}
+	calls := map[int][]modelCall{}
+	for _, mc := range model.Calls() {
+		calls[mc.Task] = append(calls[mc.Task], mc)
+	}
+	costs := make([]taskCost, len(numbers))
+	var end time.Time
+	for i, id := range ids {
+		h, err := loadHistory(ctx, c, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		costs[i] = costOf(h, results[i], calls[numbers[i]])
 		end = maxTime(end, h.End)
 	}
 	return costs, end.Sub(start), nil
@@ -212,22 +231,43 @@ func perIteration(cs []taskCost) string {
 	_, _, wq := diff(func(c taskCost) time.Duration { return c.Parts.WorkflowQueue })
 	_, _, wr := diff(func(c taskCost) time.Duration { return c.Parts.WorkflowRun })
 	_, _, mx := diff(func(c taskCost) time.Duration { return c.Parts.ModelExtra })
-	var loops []time.Duration
+	loops := retryOverheads(cs)
+	var wq2, wr2, aq2, mx2, bw2 []time.Duration
 	for _, c := range by[2] {
-		loops = append(loops, c.Loop)
+		p := c.LoopParts
+		wq2, wr2, aq2 = append(wq2, p.WorkflowQueue), append(wr2, p.WorkflowRun), append(aq2, p.ActivityQueue)
+		mx2, bw2 = append(mx2, p.ModelExtra), append(bw2, p.Between)
 	}
 	return fmt.Sprintf("overhead p50 of the %d one-iteration tasks %s, of the %d two-iteration tasks %s: "+
-		"one more iteration (generate, check, reflect) adds %s (workflow tasks queued %s, running %s; model activities beyond the model %s); "+
-		"measured directly from a failed check's end to the next check's start, less the model, a retry's overhead is p50 %s p95 %s",
-		len(by[1]), ms(one), len(by[2]), ms(two), ms(added), ms(wq), ms(wr), ms(mx), ms(percentile(loops, 50)), ms(percentile(loops, 95)))
+		"one more iteration (reflect and generate, check) adds %s (workflow tasks queued %s, running %s; model activities beyond the model %s); "+
+		"measured directly from a failed check's end to the next check's start, less the model, a retry's overhead is p50 %s p95 %s "+
+		"(p50 of its parts: workflow tasks queued %s, running %s; generate queued %s, beyond the model %s; between events %s)",
+		len(by[1]), ms(one), len(by[2]), ms(two), ms(added), ms(wq), ms(wr), ms(mx), ms(percentile(loops, 50)), ms(percentile(loops, 95)),
+		ms(percentile(wq2, 50)), ms(percentile(wr2, 50)), ms(percentile(aq2, 50)), ms(percentile(mx2, 50)), ms(percentile(bw2, 50)))
 }
 
-// costOf reads model and sandbox time from the history: each model call is
-// the fixed latency; each sandbox activity (validate, execute) counts whole
-// from scheduling to completion, slot waits included.
-func costOf(h taskHistory, res workflows.TaskResult) taskCost {
+// retryOverheads lists the retry overhead (taskCost.Loop) of every task
+// that took two iterations.
+func retryOverheads(cs []taskCost) []time.Duration {
+	var loops []time.Duration
+	for _, c := range cs {
+		if c.Iterations == 2 {
+			loops = append(loops, c.Loop)
+		}
+	}
+	return loops
+}
+
+// costOf reads sandbox time from the history, where each sandbox activity
+// (check, validate, execute) counts whole from scheduling to completion,
+// slot waits included, and model time from the model server's record of
+// the task's calls.
+func costOf(h taskHistory, res workflows.TaskResult, calls []modelCall) taskCost {
 	c := taskCost{Latency: h.End.Sub(h.Start), Iterations: res.Iterations}
-	c.Model = time.Duration(res.Status.Usage.Calls) * benchModelLatency
+	for _, mc := range calls {
+		c.ModelCalls = append(c.ModelCalls, mc.End.Sub(mc.Start))
+		c.Model += mc.End.Sub(mc.Start)
+	}
 	p := &c.Parts
 	for _, a := range h.Activities {
 		switch a.Type {
@@ -253,7 +293,7 @@ func costOf(h taskHistory, res workflows.TaskResult) taskCost {
 	}
 	if len(checks) >= 2 {
 		slices.SortFunc(checks, func(x, y activityRun) int { return x.Scheduled.Compare(y.Scheduled) })
-		c.Loop = checks[1].Scheduled.Sub(checks[0].Finished) - 2*benchModelLatency
+		c.Loop, c.LoopParts = loopCost(h, calls, checks[0].Finished, checks[1].Scheduled)
 	}
 	c.WorkflowTasks = h.WorkflowTasks
 	for _, w := range h.WorkflowTasks {
@@ -268,11 +308,43 @@ func costOf(h taskHistory, res workflows.TaskResult) taskCost {
 	return c
 }
 
+// loopCost is the overhead between from and to (a failed check's end and
+// the next check's scheduling), less the model calls made in it, and its
+// parts.
+func loopCost(h taskHistory, calls []modelCall, from, to time.Time) (time.Duration, overheadParts) {
+	in := func(a activityRun) bool { return !a.Scheduled.Before(from) && !a.Finished.After(to) }
+	total := to.Sub(from)
+	var model time.Duration
+	for _, mc := range calls {
+		if mc.Start.After(from) && mc.End.Before(to) {
+			model += mc.End.Sub(mc.Start)
+		}
+	}
+	total -= model
+	var p overheadParts
+	for _, w := range h.WorkflowTasks {
+		if in(w) {
+			p.WorkflowQueue += w.Started.Sub(w.Scheduled)
+			p.WorkflowRun += w.Finished.Sub(w.Started)
+		}
+	}
+	for _, a := range h.Activities {
+		if in(a) {
+			p.ActivityQueue += a.Started.Sub(a.Scheduled)
+			p.ModelExtra += a.Finished.Sub(a.Started)
+		}
+	}
+	p.ModelExtra -= model
+	p.Between = total - p.WorkflowQueue - p.WorkflowRun - p.ActivityQueue - p.ModelExtra
+	return total, p
+}
+
 func describeCosts(cs []taskCost) string {
 	var lat, perIt, sb, sbq, run []time.Duration
-	var wq, wr, aq, mx, st, bw []time.Duration
+	var wq, wr, aq, mx, st, bw, calls []time.Duration
 	for _, c := range cs {
 		n := time.Duration(max(c.Iterations, 1))
+		calls = append(calls, c.ModelCalls...)
 		lat = append(lat, c.Latency)
 		perIt = append(perIt, c.Overhead/n)
 		sb, sbq = append(sb, c.Sandbox), append(sbq, c.SandboxQueued)
@@ -285,11 +357,13 @@ func describeCosts(cs []taskCost) string {
 	return fmt.Sprintf("latency p50 %s p95 %s max %s; orchestration overhead per iteration p50 %s p95 %s "+
 		"(p50 of its parts: workflow tasks queued %s, running %s; model and store activities queued %s; "+
 		"model activities beyond the model %s; recall and save %s; between events %s); "+
-		"sandbox activities per task p50 %s (waiting for a free slot p50 %s; last test run inside the sandbox p50 %s)",
+		"sandbox activities per task p50 %s (waiting for a free slot p50 %s; last test run inside the sandbox p50 %s); "+
+		"model calls at the model server p50 %s p95 %s (%s of it the scripted wait)",
 		ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 100)),
 		ms(percentile(perIt, 50)), ms(percentile(perIt, 95)),
 		ms(percentile(wq, 50)), ms(percentile(wr, 50)), ms(percentile(aq, 50)), ms(percentile(mx, 50)), ms(percentile(st, 50)), ms(percentile(bw, 50)),
-		ms(percentile(sb, 50)), ms(percentile(sbq, 50)), ms(percentile(run, 50)))
+		ms(percentile(sb, 50)), ms(percentile(sbq, 50)), ms(percentile(run, 50)),
+		ms(percentile(calls, 50)), ms(percentile(calls, 95)), ms(benchModelLatency))
 }
 
 // describeWorkflowTasks gives how long workflow tasks waited for the

@@ -125,6 +125,7 @@ func taskScript(buggyFirst bool, d delays) llmtest.Script {
 // client went away before the answer was written.
 type modelCall struct {
 	Prompt     string // hash of the request's messages
+	Task       int    // the chaos task number in the prompt; 0 if none
 	Start, End time.Time
 	Cut        bool
 }
@@ -148,9 +149,14 @@ func newModelServer(t *testing.T, script llmtest.Script) *modelServer {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		call := modelCall{Prompt: promptKey(body)}
+		if n := taskRE.FindSubmatch(body); n != nil {
+			call.Task, _ = strconv.Atoi(string(n[1]))
+		}
 		m.mu.Lock()
 		i := len(m.calls)
-		m.calls = append(m.calls, modelCall{Prompt: promptKey(body), Start: time.Now()})
+		call.Start = time.Now()
+		m.calls = append(m.calls, call)
 		m.mu.Unlock()
 		inner.ServeHTTP(w, r)
 		m.mu.Lock()
@@ -355,11 +361,13 @@ func leakedContainers(ctx context.Context, owners []string) ([]string, error) {
 }
 
 // startTask starts task n directly through the Temporal client, as
-// `autocoder run --detach` does.
-func startTask(ctx context.Context, c client.Client, prefix string, n, maxIterations int) (string, error) {
+// `autocoder run --detach` does; searchAttrs says the namespace has the
+// custom search attributes, which the task then keeps current.
+func startTask(ctx context.Context, c client.Client, prefix string, n, maxIterations int, searchAttrs bool) (string, error) {
 	id := fmt.Sprintf("%s-%d", prefix, n)
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowName, workflows.TaskInput{Task: taskText(n), Language: "python", MaxIterations: maxIterations})
+		workflows.WorkflowName, workflows.TaskInput{Task: taskText(n), Language: "python", MaxIterations: maxIterations,
+			SearchAttributes: searchAttrs})
 	if err != nil {
 		return "", fmt.Errorf("start task %d: %w", n, err)
 	}

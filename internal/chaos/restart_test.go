@@ -32,7 +32,7 @@ var outageDelays = delays{plan: 300 * time.Millisecond, generate: 2 * time.Secon
 // running on the worker, calls outage, and waits for the task to finish.
 func runThroughOutage(ctx context.Context, t *testing.T, c client.Client, w *workerProc, prefix string, n int, outage func()) string {
 	t.Helper()
-	id, err := startTask(ctx, c, prefix, n, 4)
+	id, err := startTask(ctx, c, prefix, n, 4, false)
 	if err != nil {
 		t.Fatal(err)
 	}
