@@ -257,6 +257,12 @@ func (t *task) attempt(ctx workflow.Context) error {
 		t.checkpoint(ctx, gen.SnapshotID, activities.TestSummary{Stage: "generate", ExitCode: -1, Output: "cancelled before testing"})
 		return t.cancelled()
 	}
+	if t.rollback != nil && t.reflectInGenerate {
+		// A person moved the task back while this attempt was being
+		// written: it is abandoned untested and does not count.
+		t.status.Iteration--
+		return nil
+	}
 
 	result, err := t.check(ctx, gen)
 	if err != nil {
