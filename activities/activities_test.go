@@ -63,17 +63,28 @@ func (e *env) snapshot(t *testing.T, files map[string]string) string {
 	return id
 }
 
+// run executes an activity in the test environment and decodes its
+// result; an error fails the test.
+func run[T any](t *testing.T, e *env, activity, in any) T {
+	t.Helper()
+	val, err := e.tenv.ExecuteActivity(activity, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := val.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // saveLessons runs SaveLessons and returns the ids of the lessons saved;
 // saving none fails the test.
 func (e *env) saveLessons(t *testing.T, in SaveLessonsInput) []string {
 	t.Helper()
-	val, err := e.tenv.ExecuteActivity(e.acts.SaveLessons, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var saved []string
-	if err := val.Get(&saved); err != nil || len(saved) == 0 {
-		t.Fatalf("saved lessons %v: %v", saved, err)
+	saved := run[[]string](t, e, e.acts.SaveLessons, in)
+	if len(saved) == 0 {
+		t.Fatal("no lessons saved")
 	}
 	return saved
 }
@@ -85,14 +96,7 @@ func genInput(base string) GenerateInput {
 func TestGenerateAppliesFilesAndEdits(t *testing.T) {
 	e := newEnv(t, llmtest.Text("```path=app.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```\n```path=new.py\nprint('hi')\n```\n"))
 	base := e.snapshot(t, map[string]string{"app.py": "x = 1\ny = 3\n"})
-	v, err := e.tenv.ExecuteActivity(e.acts.Generate, genInput(base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out GenerateOutput
-	if err := v.Get(&out); err != nil {
-		t.Fatal(err)
-	}
+	out := run[GenerateOutput](t, e, e.acts.Generate, genInput(base))
 	if out.Rejected != "" || strings.Join(out.Changed, ",") != "app.py,new.py" || out.Usage.PromptTokens == 0 {
 		t.Fatalf("output = %+v", out)
 	}
@@ -176,14 +180,7 @@ func TestModelErrorsMapToRetryPolicy(t *testing.T) {
 
 func TestPlanFallsBackToOneStep(t *testing.T) {
 	e := newEnv(t, llmtest.Text("I will just do it."))
-	v, err := e.tenv.ExecuteActivity(e.acts.Plan, PlanInput{Task: "t", Language: "go", Model: "openai:gpt-4.1-mini"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out PlanOutput
-	if err := v.Get(&out); err != nil {
-		t.Fatal(err)
-	}
+	out := run[PlanOutput](t, e, e.acts.Plan, PlanInput{Task: "t", Language: "go", Model: "openai:gpt-4.1-mini"})
 	if len(out.Steps) != 1 {
 		t.Errorf("steps = %q", out.Steps)
 	}
@@ -259,14 +256,7 @@ func TestCheckValidatesThenTests(t *testing.T) {
 			e := newEnv(t, llmtest.Text(""))
 			e.acts.Sandbox = sb
 			id := e.snapshot(t, map[string]string{"calc.py": tc.calc, "test_calc.py": test})
-			v, err := e.tenv.ExecuteActivity(e.acts.Check, CheckInput{SnapshotID: id, Language: "python"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var s TestSummary
-			if err := v.Get(&s); err != nil {
-				t.Fatal(err)
-			}
+			s := run[TestSummary](t, e, e.acts.Check, CheckInput{SnapshotID: id, Language: "python"})
 			if s.Stage != tc.stage || s.Passed != tc.passed || s.PolicyOnly != tc.policy || !strings.Contains(s.Output+strings.Join(s.FailingTests, " "), tc.want) {
 				t.Errorf("%+v", s)
 			}
@@ -327,14 +317,7 @@ func TestRetryGenerateReflectsFirst(t *testing.T) {
 		BaseSnapshot: failed, Lessons: "task lesson\n", Model: "openai:gpt-4.1-mini",
 		Failure: &TestSummary{Stage: "test", ExitCode: 1, Output: failure}, RecallLessons: true}
 	for try := 1; try <= 2; try++ {
-		val, err := e.tenv.ExecuteActivity(e.acts.Generate, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out GenerateOutput
-		if err := val.Get(&out); err != nil {
-			t.Fatal(err)
-		}
+		out := run[GenerateOutput](t, e, e.acts.Generate, in)
 		if out.Reflection != diagnosis || out.Usage.Calls != 2 || out.SnapshotID != passed {
 			t.Errorf("try %d: reflection %q, calls %d, snapshot %s; want the diagnosis, 2 calls and the fixed files %s",
 				try, out.Reflection, out.Usage.Calls, out.SnapshotID, passed)
@@ -374,14 +357,7 @@ func TestPlanRecallsLessonsOfTheTask(t *testing.T) {
 	in := PlanInput{Task: "add numbers in calc.py", Language: "python", Model: "openai:gpt-4.1-mini"}
 	for _, ask := range []bool{false, true} {
 		in.RecallLessons = ask
-		val, err := e.tenv.ExecuteActivity(e.acts.Plan, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out PlanOutput
-		if err := val.Get(&out); err != nil {
-			t.Fatal(err)
-		}
+		out := run[PlanOutput](t, e, e.acts.Plan, in)
 		reqs := e.model.Requests()
 		prompt := reqs[len(reqs)-1].LastUser()
 		if !reqs[len(reqs)-1].Stream {

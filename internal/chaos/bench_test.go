@@ -231,9 +231,9 @@ func perIteration(cs []taskCost) string {
 	_, _, wq := diff(func(c taskCost) time.Duration { return c.Parts.WorkflowQueue })
 	_, _, wr := diff(func(c taskCost) time.Duration { return c.Parts.WorkflowRun })
 	_, _, mx := diff(func(c taskCost) time.Duration { return c.Parts.ModelExtra })
-	loops := retryOverheads(cs)
-	var wq2, wr2, aq2, mx2, bw2 []time.Duration
+	var loops, wq2, wr2, aq2, mx2, bw2 []time.Duration
 	for _, c := range by[2] {
+		loops = append(loops, c.Loop)
 		p := c.LoopParts
 		wq2, wr2, aq2 = append(wq2, p.WorkflowQueue), append(wr2, p.WorkflowRun), append(aq2, p.ActivityQueue)
 		mx2, bw2 = append(mx2, p.ModelExtra), append(bw2, p.Between)
@@ -244,18 +244,6 @@ func perIteration(cs []taskCost) string {
 		"(p50 of its parts: workflow tasks queued %s, running %s; generate queued %s, beyond the model %s; between events %s)",
 		len(by[1]), ms(one), len(by[2]), ms(two), ms(added), ms(wq), ms(wr), ms(mx), ms(percentile(loops, 50)), ms(percentile(loops, 95)),
 		ms(percentile(wq2, 50)), ms(percentile(wr2, 50)), ms(percentile(aq2, 50)), ms(percentile(mx2, 50)), ms(percentile(bw2, 50)))
-}
-
-// retryOverheads lists the retry overhead (taskCost.Loop) of every task
-// that took two iterations.
-func retryOverheads(cs []taskCost) []time.Duration {
-	var loops []time.Duration
-	for _, c := range cs {
-		if c.Iterations == 2 {
-			loops = append(loops, c.Loop)
-		}
-	}
-	return loops
 }
 
 // costOf reads sandbox time from the history, where each sandbox activity
