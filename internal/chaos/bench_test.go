@@ -3,15 +3,17 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/server/temporaltest"
 
+	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/worker"
@@ -42,6 +44,9 @@ type taskCost struct {
 	// made in it. Zero for tasks that passed at once.
 	Loop      time.Duration
 	LoopParts overheadParts // Loop by where it is spent
+	// LoopTimeline lists the retry's events, in ms from the failed
+	// check's end (AUTOCODER_BENCH_TIMELINE=1 prints it).
+	LoopTimeline string
 }
 
 // overheadParts splits the orchestration overhead by where it is spent.
@@ -60,8 +65,9 @@ type overheadParts struct {
 // orchestration overhead per task and per iteration, how long workflow
 // tasks waited for the worker, and the worker's peak memory. It runs only
 // with AUTOCODER_BENCH=1; AUTOCODER_BENCH_TASKS and AUTOCODER_BENCH_SLOTS
-// change the load, and AUTOCODER_BENCH_SANDBOX the sandbox backend (docker
-// by default).
+// change the load, AUTOCODER_BENCH_SANDBOX the sandbox backend (docker by
+// default), and AUTOCODER_BENCH_TIMELINE=1 prints each retry of the tasks
+// alone event by event. The Temporal server is the one local mode embeds.
 //
 // Half the tasks pass at once and half fail once, reflect and pass
 // (iterationsOf). The difference of the two halves' median overheads is
@@ -78,13 +84,19 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	defer cancel()
 
 	bin := testenv.Binary(t)
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
-	// Tasks keep the custom search attributes current, as `autocoder run`
-	// has them do.
-	if _, err := worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()); err != nil {
-		t.Fatal(err)
+	// The Temporal server is the one `autocoder run` embeds, with its
+	// search attributes, which tasks keep current as they do there.
+	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), UIPort: devserver.NoUI,
+		SearchAttributes: worker.SearchAttributes, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("start temporal: %v", err)
 	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatalf("dial temporal: %v", err)
+	}
+	defer c.Close()
 	d := benchModelLatency
 	passing, failingFirst := taskScript(false, delays{plan: d, generate: d, reflect: d}), taskScript(true, delays{plan: d, generate: d, reflect: d})
 	model := newModelServer(t, func(req llmtest.ChatRequest) llmtest.Reply {
@@ -95,7 +107,7 @@ func TestConcurrencyBenchmark(t *testing.T) {
 		}
 		return passing(req)
 	})
-	env := workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL())
+	env := workerEnv(srv.FrontendAddress(), srv.Namespace(), t.TempDir(), model.URL())
 	if backend := os.Getenv("AUTOCODER_BENCH_SANDBOX"); backend != "" {
 		env = append(env, "AUTOCODER_SANDBOX="+backend) // the last value wins
 	}
@@ -130,6 +142,13 @@ func TestConcurrencyBenchmark(t *testing.T) {
 		t.Errorf("graceful stop: %v", err)
 	}
 
+	if os.Getenv("AUTOCODER_BENCH_TIMELINE") == "1" {
+		for _, c := range single {
+			if c.LoopTimeline != "" {
+				t.Logf("retry timeline, alone (ms): %s", c.LoopTimeline)
+			}
+		}
+	}
 	t.Logf("tasks alone (%d in turn): wall p50 %s; %s; %s", len(alone), singleWall.Round(time.Millisecond), describeCosts(single), perIteration(single))
 	t.Logf("%d tasks at once (%d sandbox slots): wall %s (%.1fx one task alone); %s; %s",
 		tasks, slots, manyWall.Round(time.Millisecond), float64(manyWall)/float64(singleWall), describeCosts(many), perIteration(many))
@@ -282,6 +301,7 @@ func costOf(h taskHistory, res workflows.TaskResult, calls []modelCall) taskCost
 	if len(checks) >= 2 {
 		slices.SortFunc(checks, func(x, y activityRun) int { return x.Scheduled.Compare(y.Scheduled) })
 		c.Loop, c.LoopParts = loopCost(h, calls, checks[0].Finished, checks[1].Scheduled)
+		c.LoopTimeline = timeline(h, calls, checks[0].Finished, checks[1].Scheduled)
 	}
 	c.WorkflowTasks = h.WorkflowTasks
 	for _, w := range h.WorkflowTasks {
@@ -325,6 +345,28 @@ func loopCost(h taskHistory, calls []modelCall, from, to time.Time) (time.Durati
 	p.ModelExtra -= model
 	p.Between = total - p.WorkflowQueue - p.WorkflowRun - p.ActivityQueue - p.ModelExtra
 	return total, p
+}
+
+// timeline lists what happened between from and to: each workflow task
+// and activity as [scheduled started finished], each model call as
+// [start end], in ms from from.
+func timeline(h taskHistory, calls []modelCall, from, to time.Time) string {
+	ms := func(t time.Time) string { return fmt.Sprintf("%.1f", float64(t.Sub(from))/float64(time.Millisecond)) }
+	var b strings.Builder
+	for _, runs := range [][]activityRun{h.WorkflowTasks, h.Activities} {
+		for _, a := range runs {
+			if !a.Scheduled.Before(from) && !a.Finished.After(to) {
+				fmt.Fprintf(&b, "%s[%s %s %s] ", a.Type, ms(a.Scheduled), ms(a.Started), ms(a.Finished))
+			}
+		}
+	}
+	for _, mc := range calls {
+		if mc.Start.After(from) && mc.End.Before(to) {
+			fmt.Fprintf(&b, "model[%s %s] ", ms(mc.Start), ms(mc.End))
+		}
+	}
+	fmt.Fprintf(&b, "next check scheduled %s", ms(to))
+	return b.String()
 }
 
 func describeCosts(cs []taskCost) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -258,6 +259,16 @@ func checkStructure(t *testing.T, cf composeFile, root string) {
 	if _, ok := cf.Volumes["postgres-data"]; !ok {
 		t.Errorf("volumes = %v, want postgres-data", cf.Volumes)
 	}
+	// The server reads its dynamic config from the file the repository
+	// ships (TestTemporalDynamicConfig checks its content).
+	tmp := cf.Services["temporal"]
+	dcTarget := path.Join("/etc/temporal", tmp.Environment["DYNAMIC_CONFIG_FILE_PATH"])
+	if !slices.ContainsFunc(tmp.Volumes, func(m mount) bool {
+		return m.Type == "bind" && m.Target == dcTarget && filepath.Clean(m.Source) == filepath.Join(root, dynamicConfigFile)
+	}) {
+		t.Errorf("temporal does not mount %s at %s: %+v", dynamicConfigFile, dcTarget, tmp.Volumes)
+	}
+
 	initDir := filepath.Join(root, "deploy", "postgres", "initdb")
 	if !hasMount(pg.Volumes, "bind", "/docker-entrypoint-initdb.d") {
 		t.Errorf("postgres has no init scripts mounted: %+v", pg.Volumes)

@@ -79,6 +79,10 @@ type Options struct {
 	SearchAttributes map[string]enums.IndexedValueType
 	// Logger receives the server's warnings and errors; nil means slog.Default().
 	Logger *slog.Logger
+
+	// clusterQueueReads keeps the rate at which history reads its task
+	// queues at the default sized for clusters (benchmarks' baseline).
+	clusterQueueReads bool
 }
 
 // DefaultOptions returns Options with the conventional ports 7233 and 8233.

@@ -59,18 +59,47 @@ func newTemporalServer(dbPath string, frontendPort int, opts Options, logLevel s
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper {
 			return authorization.NewNoopClaimMapper()
 		}),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			// The default host-level cache of 128k executions is sized for
-			// servers, not for a process shared with the agent.
-			dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8192,
-			// The UI issues many list/count calls; the default of 10/s throttles it.
-			dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
-		}),
+		temporal.WithDynamicConfigClient(dynamicConfig(opts.clusterQueueReads)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("build temporal server: %w", err)
 	}
 	return srv, nil
+}
+
+// queueReadsPerSecond is how often the history shard may read its task
+// queues (see dynamicConfig).
+const queueReadsPerSecond = 1000
+
+// dynamicConfig sizes the server for one process on one machine. With
+// clusterQueueReads the task queues keep the rate sized for clusters;
+// benchmarks compare against it.
+func dynamicConfig(clusterQueueReads bool) dynamicconfig.StaticClient {
+	dc := dynamicconfig.StaticClient{
+		// The default host-level cache of 128k executions is sized for
+		// servers, not for a process shared with the agent.
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8192,
+		// The UI issues many list/count calls; the default of 10/s throttles it.
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+	}
+	if clusterQueueReads {
+		return dc
+	}
+	// Every workflow task, activity task, timer and visibility update
+	// passes through its history shard's queue, which reads new entries
+	// at most 20 times a second by default. A cluster spreads the load
+	// over hundreds of shards; this server has one, so once a few tasks
+	// run, every dispatch waits up to 50 ms for the next read
+	// (BenchmarkRoundTrip). Reads still happen only when an entry is
+	// written or due.
+	for _, k := range []dynamicconfig.Key{
+		dynamicconfig.TransferProcessorMaxPollRPS.Key(),
+		dynamicconfig.TimerProcessorMaxPollRPS.Key(),
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(),
+	} {
+		dc[k] = queueReadsPerSecond
+	}
+	return dc
 }
 
 func sqlConfig(dbPath string) *config.SQL {
