@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
 )
 
@@ -441,13 +442,19 @@ func TestServerLogger(t *testing.T) {
 		threshold slog.Level
 		log       func(l serverLogger)
 		wantLevel []slog.Level
+		wantKeys  [][]string // attribute keys, record by record
 	}{
-		{"info dropped", minServerLevel, func(l serverLogger) { l.Info("started", tag.NewStringTag("k", "v")) }, nil},
-		{"debug dropped", minServerLevel, func(l serverLogger) { l.Debug("detail") }, nil},
-		{"warn kept", minServerLevel, func(l serverLogger) { l.Warn("slow", tag.NewInt("n", 3)) }, []slog.Level{slog.LevelWarn}},
-		{"fatal logged as error", minServerLevel, func(l serverLogger) { l.Fatal("boom") }, []slog.Level{slog.LevelError}},
-		{"with", minServerLevel, func(l serverLogger) { l.With(tag.NewStringTag("svc", "x")).(serverLogger).Error("e") }, []slog.Level{slog.LevelError}},
-		{"muted while stopping", stoppingLevel, func(l serverLogger) { l.Error("canceled"); l.Fatal("canceled") }, nil},
+		{"info dropped", minServerLevel, func(l serverLogger) { l.Info("started", tag.NewStringTag("k", "v")) }, nil, nil},
+		{"debug dropped", minServerLevel, func(l serverLogger) { l.Debug("detail") }, nil, nil},
+		{"warn kept", minServerLevel, func(l serverLogger) { l.Warn("slow", tag.NewInt("n", 3)) }, []slog.Level{slog.LevelWarn}, [][]string{{"n"}}},
+		{"fatal logged as error", minServerLevel, func(l serverLogger) { l.Fatal("boom") }, []slog.Level{slog.LevelError}, [][]string{nil}},
+		{"with", minServerLevel, func(l serverLogger) {
+			// Two loggers derived from one keep their own tags.
+			base := l.With(tag.NewStringTag("svc", "x"))
+			log.With(base, tag.NewStringTag("a", "1")).Error("e", tag.NewInt("n", 1))
+			log.With(base, tag.NewStringTag("b", "2")).Error("e", tag.NewInt("n", 2))
+		}, []slog.Level{slog.LevelError, slog.LevelError}, [][]string{{"svc", "a", "n"}, {"svc", "b", "n"}}},
+		{"muted while stopping", stoppingLevel, func(l serverLogger) { l.Error("canceled"); l.Fatal("canceled") }, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -461,6 +468,13 @@ func TestServerLogger(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.wantLevel) {
 				t.Fatalf("levels = %v, want %v", got, tt.wantLevel)
+			}
+			for i, r := range rec.records {
+				var keys []string
+				r.Attrs(func(a slog.Attr) bool { keys = append(keys, a.Key); return true })
+				if want := tt.wantKeys[i]; !slices.Equal(keys, want) {
+					t.Errorf("record %d has attributes %v, want %v", i, keys, want)
+				}
 			}
 		})
 	}

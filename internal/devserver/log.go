@@ -3,6 +3,7 @@ package devserver
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -17,9 +18,12 @@ const minServerLevel = slog.LevelWarn
 // itself still returns a failure to stop.
 const stoppingLevel = slog.LevelError + 1
 
-// serverLogger adapts the server's log.Logger interface to slog.
+// serverLogger adapts the server's log.Logger interface to slog. The server
+// derives a logger with more tags for nearly every request, and logs from it
+// rarely, so tags are converted only when a record is emitted.
 type serverLogger struct {
-	log *slog.Logger
+	log  *slog.Logger
+	tags []tag.Tag // from With, ahead of each record's own
 }
 
 var (
@@ -48,7 +52,7 @@ func (l serverLogger) Panic(msg string, tags ...tag.Tag)  { l.emit(slog.LevelErr
 func (l serverLogger) Fatal(msg string, tags ...tag.Tag)  { l.emit(slog.LevelError, msg, tags) }
 
 func (l serverLogger) With(tags ...tag.Tag) log.Logger {
-	return serverLogger{log: slog.New(l.log.Handler().WithAttrs(attrs(tags)))}
+	return serverLogger{log: l.log, tags: append(slices.Clip(l.tags), tags...)}
 }
 
 func (l serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
@@ -57,15 +61,11 @@ func (l serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
 	if !l.log.Enabled(ctx, level) {
 		return
 	}
-	l.log.LogAttrs(ctx, level, msg, attrs(tags)...)
-}
-
-func attrs(tags []tag.Tag) []slog.Attr {
-	out := make([]slog.Attr, len(tags))
-	for i, t := range tags {
-		out[i] = slog.Any(t.Key(), t.Value())
+	out := make([]slog.Attr, 0, len(l.tags)+len(tags))
+	for _, t := range append(slices.Clip(l.tags), tags...) {
+		out = append(out, slog.Any(t.Key(), t.Value()))
 	}
-	return out
+	l.log.LogAttrs(ctx, level, msg, out...)
 }
 
 // levelHandler drops records below min before they reach next.
