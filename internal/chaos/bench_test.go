@@ -86,17 +86,8 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	bin := testenv.Binary(t)
 	// The Temporal server is the one `autocoder run` embeds, with its
 	// search attributes, which tasks keep current as they do there.
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: t.TempDir(), UIPort: devserver.NoUI,
+	srv, c := startTemporal(ctx, t, devserver.Options{DataDir: t.TempDir(), UIPort: devserver.NoUI,
 		SearchAttributes: worker.SearchAttributes, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatalf("start temporal: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace()})
-	if err != nil {
-		t.Fatalf("dial temporal: %v", err)
-	}
-	defer c.Close()
 	d := benchModelLatency
 	passing, failingFirst := taskScript(false, delays{plan: d, generate: d, reflect: d}), taskScript(true, delays{plan: d, generate: d, reflect: d})
 	model := newModelServer(t, func(req llmtest.ChatRequest) llmtest.Reply {

@@ -27,6 +27,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/testenv"
@@ -52,6 +53,23 @@ func workerEnv(temporalAddr, namespace, dataDir, modelURL string, extra ...strin
 		"OPENAI_API_KEY=test-key",
 		"AUTOCODER_MODEL=openai:gpt-4.1-mini",
 	}, extra...)...)
+}
+
+// startTemporal starts the embedded Temporal server of local mode and
+// dials it; both end with the test.
+func startTemporal(ctx context.Context, t *testing.T, opts devserver.Options) (*devserver.Server, client.Client) {
+	t.Helper()
+	srv, err := devserver.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("start temporal: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatalf("dial temporal: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return srv, c
 }
 
 func requireDocker(t *testing.T) {

@@ -73,16 +73,7 @@ func TestTemporalServerRestart(t *testing.T) {
 
 	opts := devserver.Options{DataDir: t.TempDir(), FrontendPort: testenv.FreePort(t), UIPort: devserver.NoUI,
 		Logger: slog.New(slog.DiscardHandler)}
-	srv, err := devserver.Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("start temporal: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace()})
-	if err != nil {
-		t.Fatalf("dial temporal: %v", err)
-	}
-	defer c.Close()
+	srv, c := startTemporal(ctx, t, opts)
 
 	model := newModelServer(t, taskScript(true, outageDelays))
 	dataDir := t.TempDir()
@@ -95,9 +86,11 @@ func TestTemporalServerRestart(t *testing.T) {
 			t.Fatalf("stop temporal: %v", err)
 		}
 		time.Sleep(2 * time.Second)
-		if srv, err = devserver.Start(ctx, opts); err != nil {
+		restarted, err := devserver.Start(ctx, opts)
+		if err != nil {
 			t.Fatalf("restart temporal on the same data dir and port: %v", err)
 		}
+		t.Cleanup(func() { _ = restarted.Stop() })
 	})
 	if w.exited() {
 		t.Errorf("the worker exited while Temporal was down: %v", w.waitErr)
