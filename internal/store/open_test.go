@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestDefaultSQLitePath(t *testing.T) {
@@ -102,4 +105,61 @@ func TestCorruptBlob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMemoWritesSkipTheDiskWait checks that memos are written without
+// waiting for an fsync while everything else still waits, and that the
+// setting stays with memo writes.
+func TestMemoWritesSkipTheDiskWait(t *testing.T) {
+	ctx := context.Background()
+	t.Run("sqlite", func(t *testing.T) {
+		s, err := OpenSQLite(ctx, filepath.Join(t.TempDir(), "memo.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.PutMemo(ctx, "k", []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		// PRAGMA synchronous: 1 is NORMAL, 2 is FULL.
+		for name, c := range map[string]struct {
+			db   *sql.DB
+			want int
+		}{"memo": {s.memo, 1}, "store": {s.db, 2}} {
+			var got int
+			if err := c.db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("%s connection: synchronous = %d, want %d", name, got, c.want)
+			}
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		s := openTarget(t, postgresTarget(t)).(*Postgres)
+		if err := s.PutMemo(ctx, "k", []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		// Every connection of the pool: none keeps the memo's setting.
+		conns := make([]*pgxpool.Conn, 0, s.pool.Config().MaxConns)
+		defer func() {
+			for _, c := range conns {
+				c.Release()
+			}
+		}()
+		for range cap(conns) {
+			c, err := s.pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+			var got string
+			if err := c.QueryRow(ctx, "SHOW synchronous_commit").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != "on" {
+				t.Errorf("a pooled connection has synchronous_commit = %q after PutMemo, want on", got)
+			}
+		}
+	})
 }

@@ -173,8 +173,15 @@ func (s *Postgres) GetBlob(ctx context.Context, hash string) ([]byte, error) {
 
 // PutMemo implements Store.
 func (s *Postgres) PutMemo(ctx context.Context, key string, value []byte) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO memo (key, value) VALUES ($1, $2)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The commit does not wait for the WAL to reach the disk.
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO memo (key, value) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at`, key, nonNil(value))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("put memo %q: %w", key, err)
 	}

@@ -22,7 +22,10 @@ import (
 // WAL lets readers run beside the single writer, writers queue on the file
 // lock through busy_timeout, and migrations run under a lock file.
 type SQLite struct {
-	db   *sql.DB
+	db *sql.DB
+	// memo writes memos with synchronous=NORMAL: in WAL mode a commit
+	// then survives the process but does not wait for an fsync.
+	memo *sql.DB
 	path string
 	// mu queues this process's writers in order instead of letting them
 	// poll for the file's write lock.
@@ -31,12 +34,13 @@ type SQLite struct {
 
 var _ Store = (*SQLite)(nil)
 
-// sqliteDSN opens path with the pragmas every connection needs. Write
+// sqliteDSN opens path with the pragmas every connection needs, and
+// synchronous FULL or NORMAL (see SQLite.memo). Write
 // transactions begin IMMEDIATE so they take the write lock up front and
 // wait for it, rather than failing when a read lock cannot be upgraded.
-func sqliteDSN(path string) string {
+func sqliteDSN(path, synchronous string) string {
 	return path + "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)" +
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(" + synchronous + ")&_txlock=immediate"
 }
 
 // OpenSQLite opens or creates the database at path, creating its directory
@@ -51,15 +55,19 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err := migrateSQLite(ctx, path); err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", sqliteDSN(path))
+	db, err := sql.Open("sqlite", sqliteDSN(path, "FULL"))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	if err := db.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("open sqlite %s: %w", path, err), db.Close())
 	}
+	memo, err := sql.Open("sqlite", sqliteDSN(path, "NORMAL"))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open sqlite: %w", err), db.Close())
+	}
 	slog.DebugContext(ctx, "store opened", "backend", "sqlite", "path", path)
-	return &SQLite{db: db, path: path}, nil
+	return &SQLite{db: db, memo: memo, path: path}, nil
 }
 
 func migrateSQLite(ctx context.Context, path string) (err error) {
@@ -69,7 +77,7 @@ func migrateSQLite(ctx context.Context, path string) (err error) {
 	}
 	defer func() { err = errors.Join(err, unlock()) }()
 
-	db, err := sql.Open("sqlite", sqliteDSN(path))
+	db, err := sql.Open("sqlite", sqliteDSN(path, "FULL"))
 	if err != nil {
 		return fmt.Errorf("migration connection: %w", err)
 	}
@@ -112,7 +120,7 @@ func lockFile(ctx context.Context, path string) (unlock func() error, err error)
 func (s *SQLite) Path() string { return s.path }
 
 // Close releases the connections; other processes keep using the file.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error { return errors.Join(s.memo.Close(), s.db.Close()) }
 
 // PutSnapshot implements Store.
 func (s *SQLite) PutSnapshot(ctx context.Context, files []workspace.File) (string, error) {
@@ -214,7 +222,7 @@ func (s *SQLite) GetBlob(ctx context.Context, hash string) ([]byte, error) {
 func (s *SQLite) PutMemo(ctx context.Context, key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err := s.db.ExecContext(ctx, `INSERT INTO memo (key, value) VALUES (?, ?)
+	_, err := s.memo.ExecContext(ctx, `INSERT INTO memo (key, value) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at`, key, nonNil(value))
 	if err != nil {
 		return fmt.Errorf("put memo %q: %w", key, err)

@@ -45,6 +45,9 @@ type Store interface {
 	GetBlob(ctx context.Context, hash string) ([]byte, error)
 
 	// Memo is a small key/value table for idempotent activity results.
+	// A memo outlives the process that wrote it but, being a cache, not
+	// necessarily a crash of the machine or the database server: its
+	// write does not wait for the disk.
 	PutMemo(ctx context.Context, key string, value []byte) error
 	GetMemo(ctx context.Context, key string) ([]byte, error) // ErrNotFound when absent
 
