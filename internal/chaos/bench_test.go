@@ -311,24 +311,23 @@ func costOf(h taskHistory, res workflows.TaskResult, calls []modelCall) taskCost
 // the next check's scheduling), less the model calls made in it, and its
 // parts.
 func loopCost(h taskHistory, calls []modelCall, from, to time.Time) (time.Duration, overheadParts) {
-	in := func(a activityRun) bool { return !a.Scheduled.Before(from) && !a.Finished.After(to) }
 	total := to.Sub(from)
 	var model time.Duration
 	for _, mc := range calls {
-		if mc.Start.After(from) && mc.End.Before(to) {
+		if mc.within(from, to) {
 			model += mc.End.Sub(mc.Start)
 		}
 	}
 	total -= model
 	var p overheadParts
 	for _, w := range h.WorkflowTasks {
-		if in(w) {
+		if w.within(from, to) {
 			p.WorkflowQueue += w.Started.Sub(w.Scheduled)
 			p.WorkflowRun += w.Finished.Sub(w.Started)
 		}
 	}
 	for _, a := range h.Activities {
-		if in(a) {
+		if a.within(from, to) {
 			p.ActivityQueue += a.Started.Sub(a.Scheduled)
 			p.ModelExtra += a.Finished.Sub(a.Started)
 		}
@@ -336,6 +335,17 @@ func loopCost(h taskHistory, calls []modelCall, from, to time.Time) (time.Durati
 	p.ModelExtra -= model
 	p.Between = total - p.WorkflowQueue - p.WorkflowRun - p.ActivityQueue - p.ModelExtra
 	return total, p
+}
+
+// within reports whether the run was scheduled and finished between from
+// and to.
+func (a activityRun) within(from, to time.Time) bool {
+	return !a.Scheduled.Before(from) && !a.Finished.After(to)
+}
+
+// within reports whether the call started and ended between from and to.
+func (mc modelCall) within(from, to time.Time) bool {
+	return mc.Start.After(from) && mc.End.Before(to)
 }
 
 // timeline lists what happened between from and to: each workflow task
@@ -346,13 +356,13 @@ func timeline(h taskHistory, calls []modelCall, from, to time.Time) string {
 	var b strings.Builder
 	for _, runs := range [][]activityRun{h.WorkflowTasks, h.Activities} {
 		for _, a := range runs {
-			if !a.Scheduled.Before(from) && !a.Finished.After(to) {
+			if a.within(from, to) {
 				fmt.Fprintf(&b, "%s[%s %s %s] ", a.Type, ms(a.Scheduled), ms(a.Started), ms(a.Finished))
 			}
 		}
 	}
 	for _, mc := range calls {
-		if mc.Start.After(from) && mc.End.Before(to) {
+		if mc.within(from, to) {
 			fmt.Fprintf(&b, "model[%s %s] ", ms(mc.Start), ms(mc.End))
 		}
 	}

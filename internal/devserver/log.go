@@ -62,8 +62,10 @@ func (l serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
 		return
 	}
 	out := make([]slog.Attr, 0, len(l.tags)+len(tags))
-	for _, t := range append(slices.Clip(l.tags), tags...) {
-		out = append(out, slog.Any(t.Key(), t.Value()))
+	for _, ts := range [][]tag.Tag{l.tags, tags} {
+		for _, t := range ts {
+			out = append(out, slog.Any(t.Key(), t.Value()))
+		}
 	}
 	l.log.LogAttrs(ctx, level, msg, out...)
 }
