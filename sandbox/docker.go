@@ -121,8 +121,7 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	if cfg.PoolSize > 0 {
 		lim := cfg.PoolLimits.withDefaults()
 		for _, p := range profiles {
-			d.pools[newPoolKey(p, p.Image, lim)] = newWarmPool(p.Name, cfg.PoolSize, d.log,
-				func(ctx context.Context) (*box, error) { return d.launch(ctx, p, p.Image, lim, true) }, d.discard)
+			d.pools[newPoolKey(p, p.Image, lim)] = newWarmPool(p.Name, cfg.PoolSize, d.log, d.warmLauncher(p, lim), d.discard)
 		}
 	}
 	return d, nil
@@ -166,14 +165,33 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	return d.exec(ctx, b, j)
 }
 
+// warmLauncher starts a pool's containers. The first runs the profile's
+// Prewarm, which loads the toolchain's files into the host's caches; later
+// ones skip it, because the toolchain volumes serve the same files from
+// those caches and the runs in between keep them warm. Without the volumes
+// each container reads the image through its own storage-driver mount, so
+// each prewarms. A prewarm costs as much CPU as a test run, and a refill
+// happens just as its run's result goes back to the workflow.
+func (d *dockerRunner) warmLauncher(p Profile, lim Limits) func(context.Context) (*box, error) {
+	warmed := false // the pool launches one container at a time
+	return func(ctx context.Context) (*box, error) {
+		prewarm := !warmed || len(d.mounts[p.Image]) == 0
+		b, err := d.launch(ctx, p, p.Image, lim, prewarm)
+		if err == nil && prewarm {
+			warmed = true
+		}
+		return b, err
+	}
+}
+
 // errStale reports a warm container that died before it got its input.
 var errStale = errors.New("warm container not accepting input")
 
 // launch creates, attaches and starts a container that waits for its input.
-// Attaching before start guarantees no output is lost. A warm container
-// runs the profile's Prewarm first.
-func (d *dockerRunner) launch(ctx context.Context, p Profile, image string, lim Limits, warm bool) (_ *box, err error) {
-	cfg, host := d.containerConfig(p, image, lim, warm)
+// Attaching before start guarantees no output is lost. With prewarm the
+// container runs the profile's Prewarm first.
+func (d *dockerRunner) launch(ctx context.Context, p Profile, image string, lim Limits, prewarm bool) (_ *box, err error) {
+	cfg, host := d.containerConfig(p, image, lim, prewarm)
 	name := namePrefix + p.Name + "-" + randomHex(6)
 	created, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host, Name: name})
 	if err != nil {
@@ -232,10 +250,10 @@ func awaitReady(ctx context.Context, b *box) error {
 	return nil
 }
 
-func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, warm bool) (*container.Config, *container.HostConfig) {
-	prewarm := ""
-	if warm {
-		prewarm = p.Prewarm
+func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prewarm bool) (*container.Config, *container.HostConfig) {
+	warmup := ""
+	if prewarm {
+		warmup = p.Prewarm
 	}
 	init := true
 	pids := lim.Pids
@@ -248,7 +266,7 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, warm
 		User:         fmt.Sprintf("%d:%d", sandboxUID, sandboxUID),
 		Env:          p.environ(imagePath),
 		WorkingDir:   workDir,
-		Entrypoint:   []string{"/bin/sh", "-c", entryScript, "sbx", p.GoCache, prewarm, readyMarker},
+		Entrypoint:   []string{"/bin/sh", "-c", entryScript, "sbx", p.GoCache, warmup, readyMarker},
 		Hostname:     "sandbox",
 		AttachStdin:  true,
 		AttachStdout: true,

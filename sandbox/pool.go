@@ -43,8 +43,8 @@ func (p *warmPool[T]) replenish() {
 }
 
 // take returns the oldest warm sandbox, if any. The caller calls replenish
-// once its run is over: a replacement starting at once (and running its
-// prewarm) would compete with that run for the CPU.
+// once its run is over: a replacement starting at once would compete with
+// that run for the CPU.
 func (p *warmPool[T]) take() (T, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

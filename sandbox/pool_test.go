@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,6 +38,30 @@ func TestPoolLifecycle(t *testing.T) {
 	t.Cleanup(func() { r.Close() })
 	d := inner(r).(*dockerRunner)
 	waitWarm(t, r)
+	// Only the pool's first container prewarms, unless each reads the
+	// image through its own mount.
+	alwaysPrewarm := len(d.mounts[mustProfile(t, "python").Image]) == 0
+	checkPrewarm := func(when string, want ...bool) {
+		t.Helper()
+		var got []bool
+		for _, pl := range d.pools {
+			for _, b := range pl.snapshot() {
+				ins, err := d.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// sh -c script sbx GOCACHE PREWARM READY
+				got = append(got, ins.Container.Config.Entrypoint[5] != "")
+			}
+		}
+		for i := range want {
+			want[i] = want[i] || alwaysPrewarm
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: warm containers that prewarmed %v, want %v", when, got, want)
+		}
+	}
+	checkPrewarm("first fill", true, false)
 	seen := map[string]bool{}
 	for i := range 3 {
 		res := run(t, r, Spec{Profile: "python", Cmd: sh("hostname; cat /proc/1/cpuset >/dev/null; echo $$")})
@@ -45,6 +70,7 @@ func TestPoolLifecycle(t *testing.T) {
 		}
 		waitWarm(t, r)
 	}
+	checkPrewarm("after refills", false, false)
 	list := func() []string {
 		l, err := d.cli.ContainerList(ctx, client.ContainerListOptions{All: true,
 			Filters: make(client.Filters).Add("label", labelRunner+"="+d.id)})

@@ -31,9 +31,10 @@ type Profile struct {
 	// ToolchainDirs are the image's directories the docker backend serves
 	// from read-only volumes (see toolchainMounts).
 	ToolchainDirs []string
-	// Prewarm is a shell snippet a warm container runs before it waits for
-	// its input: a trivial test run that loads the toolchain and its files
-	// into the page and filesystem caches. It leaves nothing in the workdir.
+	// Prewarm is a shell snippet a docker pool's first container runs
+	// before it waits for its input: a trivial test run that loads the
+	// toolchain and its files into the page and filesystem caches. It
+	// leaves nothing in the workdir.
 	Prewarm string
 }
 
