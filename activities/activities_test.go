@@ -260,8 +260,23 @@ func TestCheckValidatesThenTests(t *testing.T) {
 			if s.Stage != tc.stage || s.Passed != tc.passed || s.PolicyOnly != tc.policy || !strings.Contains(s.Output+strings.Join(s.FailingTests, " "), tc.want) {
 				t.Errorf("%+v", s)
 			}
+			if strings.Contains(s.Output, `"done"`) {
+				t.Errorf("the checker's report is in the output: %q", s.Output)
+			}
 		})
 	}
+	// Python is checked and tested in one sandbox; the tests see only the
+	// snapshot's files, not the checker, and their own output.
+	t.Run("tests see only the snapshot", func(t *testing.T) {
+		e := newEnv(t, llmtest.Text(""))
+		e.acts.Sandbox = sb
+		id := e.snapshot(t, map[string]string{"test_files.py": "import os\n\ndef test_files():\n" +
+			"    print('files:', sorted(os.listdir('.')))\n    assert sorted(os.listdir('.')) == ['test_files.py']\n"})
+		s := run[TestSummary](t, e, e.acts.Check, CheckInput{SnapshotID: id, Language: "python", TestCmd: "python3 -m pytest -q -s -p no:cacheprovider"})
+		if s.Stage != "test" || !s.Passed || !strings.Contains(s.Output, "files: ['test_files.py']") {
+			t.Errorf("%+v", s)
+		}
+	})
 }
 
 func TestSummarizeFindsFailingTests(t *testing.T) {

@@ -39,6 +39,9 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, err
 	if err != nil {
 		return TestSummary{}, err
 	}
+	if in.Language == "python" {
+		return a.checkAndTestPython(ctx, in, files)
+	}
 	s, err := a.validate(ctx, in, files)
 	if err != nil || !s.Passed {
 		return s, err
@@ -48,12 +51,9 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, err
 
 func (a *Activities) validate(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
 	start := time.Now()
-	rules, err := policy.DefaultRules().Allow(in.Allow...)
+	rules, err := checkRules(in)
 	if err != nil {
-		return TestSummary{}, badInput("%v", err)
-	}
-	if in.IgnorePolicy {
-		rules, _ = rules.Allow(policy.Categories()...)
+		return TestSummary{}, err
 	}
 	var findings []policy.Finding
 	switch in.Language {
@@ -70,20 +70,80 @@ func (a *Activities) validate(ctx context.Context, in CheckInput, files []worksp
 	default:
 		return TestSummary{}, badInput("unsupported language %q (want python or go)", in.Language)
 	}
-	s := TestSummary{Stage: "validate", Passed: len(findings) == 0, Duration: time.Since(start)}
+	return validation(findings, time.Since(start)), nil
+}
+
+// checkRules are the policy rules a check applies.
+func checkRules(in CheckInput) (policy.Rules, error) {
+	rules, err := policy.DefaultRules().Allow(in.Allow...)
+	if err != nil {
+		return rules, badInput("%v", err)
+	}
+	if in.IgnorePolicy {
+		rules, _ = rules.Allow(policy.Categories()...)
+	}
+	return rules, nil
+}
+
+// validation is the outcome of a static check.
+func validation(findings []policy.Finding, took time.Duration) TestSummary {
+	s := TestSummary{Stage: "validate", Passed: len(findings) == 0, Duration: took}
 	if !s.Passed {
 		s.ExitCode = 1
 		s.Output = policy.Summary(findings)
 		s.PolicyOnly = !slices.ContainsFunc(findings, func(f policy.Finding) bool { return f.Rule == policy.RuleSyntax })
 	}
-	return s, nil
+	return s
 }
 
-// checkPython runs the embedded checker over the files in the sandbox. The
-// checker's own path is reserved: a workspace file there is dropped so it
-// cannot stand in for the checker.
+// checkAndTestPython checks Python sources and, if they pass, runs the
+// tests in the same sandbox: the checker finishes its report before any of
+// the code runs, then hands over to the test command (policy.PythonCheck).
+// One sandbox instead of two saves a container's start and removal per
+// attempt.
+func (a *Activities) checkAndTestPython(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
+	rules, err := checkRules(in)
+	if err != nil {
+		return TestSummary{}, err
+	}
+	test, err := testCommand(in.Language, in.TestCmd)
+	if err != nil {
+		return TestSummary{}, err
+	}
+	res, err := a.runPythonCheck(ctx, files, rules, test...)
+	if err != nil {
+		return TestSummary{}, err
+	}
+	findings, rest, err := policy.SplitPythonFindings(res.Stdout)
+	if err != nil {
+		return TestSummary{}, pythonCheckError(res, err)
+	}
+	if len(findings) > 0 {
+		return validation(findings, res.Duration), nil
+	}
+	res.Stdout = rest
+	return summarize(res), nil
+}
+
+// checkPython runs the embedded checker over the files in the sandbox.
 func (a *Activities) checkPython(ctx context.Context, files []workspace.File, rules policy.Rules) ([]policy.Finding, error) {
-	script, cmd := policy.PythonCheck(rules)
+	res, err := a.runPythonCheck(ctx, files, rules)
+	if err != nil {
+		return nil, err
+	}
+	findings, err := policy.ParsePythonFindings(res.Stdout)
+	if err != nil {
+		return nil, pythonCheckError(res, err)
+	}
+	return findings, nil
+}
+
+// runPythonCheck runs the embedded checker over the files in the sandbox,
+// then the command in then if it finds nothing. The checker's own path is
+// reserved: a workspace file there is dropped so it cannot stand in for
+// the checker.
+func (a *Activities) runPythonCheck(ctx context.Context, files []workspace.File, rules policy.Rules, then ...string) (sandbox.Result, error) {
+	script, cmd := policy.PythonCheck(rules, then...)
 	spec := sandbox.Spec{Profile: "python", Cmd: cmd, Limits: a.limits()}
 	for _, f := range files {
 		if f.Path != script.Path {
@@ -95,13 +155,16 @@ func (a *Activities) checkPython(ctx context.Context, files []workspace.File, ru
 	res, err := a.Sandbox.Run(ctx, spec)
 	stop()
 	if err != nil {
-		return nil, fmt.Errorf("run python checker: %w", err)
+		if errors.Is(err, workspace.ErrUnsafePath) {
+			return res, badInput("%v", err)
+		}
+		return res, fmt.Errorf("run python checker: %w", err)
 	}
-	findings, err := policy.ParsePythonFindings(res.Stdout)
-	if err != nil {
-		return nil, fmt.Errorf("python checker (exit %d, stderr %q): %w", res.ExitCode, clip(res.Stderr, 500), err)
-	}
-	return findings, nil
+	return res, nil
+}
+
+func pythonCheckError(res sandbox.Result, err error) error {
+	return fmt.Errorf("python checker (exit %d, stderr %q): %w", res.ExitCode, clip(res.Stderr, 500), err)
 }
 
 // Execute runs the test command over the snapshot in the sandbox. A failing

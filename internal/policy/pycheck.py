@@ -1,6 +1,6 @@
 """Static safety check of Python sources; it parses and never imports them.
 
-Usage: python3 -I -B pycheck.py [--config JSON | --config-file PATH] [--root DIR]
+Usage: python3 -I -B pycheck.py [--config JSON | --config-file PATH] [--root DIR] [--then CMD...]
 
 The config is {"deny": ["process", "network", ...]}; without one every
 category is denied. Every .py file under the root (default: the current
@@ -12,6 +12,10 @@ category is printed as one JSON object per line:
 followed by one final line {"done": true, "files": N, "findings": M,
 "dropped": K}, so that a reader can tell complete output from a run that was
 killed or truncated.
+
+With --then, a check without findings removes this script and replaces
+itself with CMD once the summary is written, so the command's output
+follows the report and no checked code runs before the report is complete.
 """
 
 import ast
@@ -494,6 +498,12 @@ def check_file(full, rel, deny):
 
 
 def main(argv):
+    then = []
+    if "--then" in argv:
+        i = argv.index("--then")
+        argv, then = argv[:i], argv[i + 1:]
+        if not then:
+            raise SystemExit("pycheck: --then needs a command")
     deny, root = load_config(argv)
     files = emitted = dropped = 0
     out = sys.stdout
@@ -507,6 +517,25 @@ def main(argv):
                 dropped += 1
     out.write(json.dumps({"done": True, "files": files, "findings": emitted, "dropped": dropped}) + "\n")
     out.flush()
+    if then and emitted == 0:
+        run_next(then)
+
+
+def run_next(cmd):
+    """Removes this script, so the command sees only the checked files, and
+    becomes cmd."""
+    own = os.path.realpath(__file__)
+    os.remove(own)
+    try:
+        os.rmdir(os.path.dirname(own))
+    except OSError:
+        pass
+    sys.stderr.flush()
+    try:
+        os.execvp(cmd[0], cmd)
+    except OSError as e:
+        sys.stderr.write("cannot run %s: %s\n" % (cmd[0], e.strerror))
+        sys.exit(127)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,13 @@ var ErrPyCheckOutput = errors.New("bad python check output")
 // argv that runs it in the workdir. The interpreter runs isolated (-I) so
 // that no workspace module can shadow the ones the checker imports, and
 // writes no bytecode (-B).
-func PythonCheck(rules Rules) (script workspace.File, cmd []string) {
+//
+// With a command in then, a check that finds nothing removes the checker
+// and replaces itself with that command, in the same sandbox, once its
+// report is written: no workspace code runs before the report is complete,
+// and none runs at all when there is a finding. SplitPythonFindings tells
+// the report from the command's output.
+func PythonCheck(rules Rules, then ...string) (script workspace.File, cmd []string) {
 	config, err := json.Marshal(struct {
 		Deny []string `json:"deny"`
 	}{rules.Denied()})
@@ -38,7 +44,11 @@ func PythonCheck(rules Rules) (script workspace.File, cmd []string) {
 		panic(fmt.Sprintf("policy: encode python check config: %v", err)) // a []string always encodes
 	}
 	script = workspace.File{Path: PyCheckPath, Mode: 0o644, Data: bytes.Clone(pycheckSource)}
-	return script, []string{"python3", "-I", "-B", PyCheckPath, "--config", string(config)}
+	cmd = []string{"python3", "-I", "-B", PyCheckPath, "--config", string(config)}
+	if len(then) > 0 {
+		cmd = append(append(cmd, "--then"), then...)
+	}
+	return script, cmd
 }
 
 // pyLine is one line of checker output: a finding or the final summary.
@@ -51,39 +61,48 @@ type pyLine struct {
 }
 
 // ParsePythonFindings decodes the checker's stdout. Output without the
-// final summary line, or whose finding count disagrees with it, is an
-// ErrPyCheckOutput error.
+// final summary line, or whose finding count disagrees with it, or with
+// more after it, is an ErrPyCheckOutput error.
 func ParsePythonFindings(stdout string) ([]Finding, error) {
+	out, rest, err := SplitPythonFindings(stdout)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(rest) != "" {
+		return nil, fmt.Errorf("parse python findings: %w: output follows the summary", ErrPyCheckOutput)
+	}
+	return out, nil
+}
+
+// SplitPythonFindings decodes the checker's report at the start of stdout
+// and returns what follows its summary line: the output of the command the
+// check ran next (PythonCheck's then). A report without the summary line,
+// or whose finding count disagrees with it, is an ErrPyCheckOutput error.
+func SplitPythonFindings(stdout string) (findings []Finding, rest string, err error) {
 	var out []Finding
-	done := false
-	for i, line := range strings.Split(stdout, "\n") {
+	for i, s := 1, stdout; s != ""; i++ {
+		line, next, _ := strings.Cut(s, "\n")
+		s = next
 		if strings.TrimSpace(line) == "" {
 			continue
-		}
-		if done {
-			return nil, fmt.Errorf("parse python findings: %w: line %d follows the summary", ErrPyCheckOutput, i+1)
 		}
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
 		var l pyLine
 		if err := dec.Decode(&l); err != nil {
-			return nil, fmt.Errorf("parse python findings: %w: line %d: %w", ErrPyCheckOutput, i+1, err)
+			return nil, "", fmt.Errorf("parse python findings: %w: line %d: %w", ErrPyCheckOutput, i, err)
 		}
 		if l.Done {
 			if l.Findings != len(out) {
-				return nil, fmt.Errorf("parse python findings: %w: summary counts %d findings, read %d", ErrPyCheckOutput, l.Findings, len(out))
+				return nil, "", fmt.Errorf("parse python findings: %w: summary counts %d findings, read %d", ErrPyCheckOutput, l.Findings, len(out))
 			}
-			done = true
-			continue
+			sortFindings(out)
+			return out, s, nil
 		}
 		if l.File == "" || l.Rule == "" {
-			return nil, fmt.Errorf("parse python findings: %w: line %d has no file or rule", ErrPyCheckOutput, i+1)
+			return nil, "", fmt.Errorf("parse python findings: %w: line %d has no file or rule", ErrPyCheckOutput, i)
 		}
 		out = append(out, l.Finding)
 	}
-	if !done {
-		return nil, fmt.Errorf("parse python findings: %w: no summary line", ErrPyCheckOutput)
-	}
-	sortFindings(out)
-	return out, nil
+	return nil, "", fmt.Errorf("parse python findings: %w: no summary line", ErrPyCheckOutput)
 }

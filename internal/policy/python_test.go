@@ -384,3 +384,33 @@ func TestParsePythonFindingsErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonCheckThen: a check without findings hands over to the next
+// command after its report, without the checker in the directory; a check
+// with findings never runs it.
+func TestPythonCheckThen(t *testing.T) {
+	next := []string{"python3", "-c", "import os; print('next sees', sorted(os.listdir('.')))"}
+	for _, tc := range []struct {
+		name, src string
+		findings  int
+		rest      string
+	}{
+		{"clean", "x = 1\n", 0, "next sees ['a.py']\n"},
+		{"flagged", "import subprocess\n", 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script, argv := PythonCheck(DefaultRules(), next...)
+			stdout, stderr, err := runScript(t, map[string]string{"a.py": tc.src, script.Path: string(script.Data)}, argv[1:]...)
+			if err != nil {
+				t.Fatalf("pycheck: %v\n%s", err, stderr)
+			}
+			findings, rest, err := SplitPythonFindings(stdout)
+			if err != nil || len(findings) != tc.findings || rest != tc.rest {
+				t.Errorf("findings %v, rest %q, err %v; want %d findings, rest %q", findings, rest, err, tc.findings, tc.rest)
+			}
+			if _, err := ParsePythonFindings(stdout); (err != nil) != (tc.rest != "") {
+				t.Errorf("ParsePythonFindings: %v; want an error only for output after the report", err)
+			}
+		})
+	}
+}
