@@ -31,9 +31,10 @@ func (a *Activities) Validate(ctx context.Context, in CheckInput) (TestSummary, 
 
 // Check validates a snapshot and, if it passes, runs its tests: the two
 // steps of an attempt in one activity, so an attempt waits for one
-// dispatch and one workflow task instead of two. A snapshot that fails
-// validation comes back untested, with Stage "validate"; in ask mode the
-// workflow then asks a person and calls Execute on approval.
+// dispatch and one workflow task instead of two (and, for Python, for one
+// sandbox: checkAndTestPython). A snapshot that fails validation comes
+// back untested, with Stage "validate"; in ask mode the workflow then asks
+// a person and calls Execute on approval.
 func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, error) {
 	files, err := a.loadFiles(ctx, in.SnapshotID)
 	if err != nil {
