@@ -156,9 +156,6 @@ func (a *Activities) runPythonCheck(ctx context.Context, files []workspace.File,
 	res, err := a.Sandbox.Run(ctx, spec)
 	stop()
 	if err != nil {
-		if errors.Is(err, workspace.ErrUnsafePath) {
-			return res, badInput("%v", err)
-		}
 		return res, fmt.Errorf("run python checker: %w", err)
 	}
 	return res, nil
