@@ -145,7 +145,35 @@ func TestConcurrencyBenchmark(t *testing.T) {
 		tasks, slots, manyWall.Round(time.Millisecond), float64(manyWall)/float64(singleWall), describeCosts(many), perIteration(many))
 	t.Logf("workflow tasks of the %d tasks at once: %s", tasks, describeWorkflowTasks(many))
 	t.Logf("worker peak memory (VmHWM): %.1f MiB", float64(peak)/(1<<20))
+	t.Logf("summary, tasks alone: %s", summarize(single))
+	t.Logf("summary, %d tasks at once: %s; wall %s, %.1fx one task alone; worker peak memory %.1f MiB",
+		tasks, summarize(many), manyWall.Round(time.Millisecond), float64(manyWall)/float64(singleWall), float64(peak)/(1<<20))
 }
+
+// summarize splits the tasks' orchestration overhead into what each
+// iteration of the loop adds (a retry: from a failed check's end to the
+// next check's start, less the model calls in it), the target's measure,
+// and what a task costs once (its start, plan, first generation and
+// lessons), which for tasks started together includes queueing behind
+// each other's.
+func summarize(cs []taskCost) string {
+	var loops, once, lat []time.Duration
+	for _, c := range cs {
+		if c.Iterations > 1 {
+			loops = append(loops, c.Loop)
+		}
+		once = append(once, c.Overhead-c.Loop)
+		lat = append(lat, c.Latency)
+	}
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	return fmt.Sprintf("orchestration overhead per iteration p50 %s p95 %s over %d retries (target: at most %s p50); "+
+		"once per task p50 %s p95 %s; task latency p50 %s p95 %s",
+		ms(percentile(loops, 50)), ms(percentile(loops, 95)), len(loops), ms(overheadTarget),
+		ms(percentile(once, 50)), ms(percentile(once, 95)), ms(percentile(lat, 50)), ms(percentile(lat, 95)))
+}
+
+// overheadTarget is the orchestration overhead an iteration may add, p50.
+const overheadTarget = 50 * time.Millisecond
 
 // aloneRuns is how many one-iteration and how many two-iteration tasks
 // run alone.
