@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -11,11 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -23,6 +19,8 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+
+	"github.com/autocoder/autocoder/internal/owner"
 )
 
 // Labels and names that mark the containers of this package.
@@ -98,7 +96,7 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: ownerID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{}, mounts: map[string][]mount.Mount{}}
+	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: owner.ID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{}, mounts: map[string][]mount.Mount{}}
 	var profiles []Profile
 	for _, name := range cfg.Profiles {
 		p, err := LookupProfile(name)
@@ -464,49 +462,15 @@ func reap(ctx context.Context, cli dockerAPI, log *slog.Logger) (int, error) {
 	return n + v, err
 }
 
-// leaked decides from an owner label "host/pid/start" whether a
-// container's owner is gone. The start time (clock ticks after boot) tells
-// a restarted owner from the old one: a restarted worker container gets
-// the same hostname and pid. Labels written without it are judged by the
-// pid alone.
-func leaked(owner, host string, created time.Time) bool {
-	parts := strings.Split(owner, "/")
-	if len(parts) < 2 {
-		return true
-	}
-	pid, err := strconv.Atoi(parts[1])
-	if err != nil || pid <= 0 {
-		return true
-	}
-	if parts[0] != host {
+// leaked decides from an owner label (owner.ID) whether a container's
+// owner is gone. A container of another host is taken for leaked once it
+// is older than foreignReapAge: its owner's liveness cannot be checked.
+func leaked(ownerID, host string, created time.Time) bool {
+	gone, local := owner.Gone(ownerID, host)
+	if !local {
 		return time.Since(created) > foreignReapAge
 	}
-	if len(parts) > 2 {
-		return processStart(pid) != parts[2]
-	}
-	err = syscall.Kill(pid, 0)
-	return err != nil && !errors.Is(err, syscall.EPERM)
-}
-
-// processStart returns a process's start time from /proc, or "" when the
-// process does not exist.
-func processStart(pid int) string {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	// Fields after the ")" that closes the command name start at field 3
-	// (state); the start time is field 22.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
-}
-
-func ownerID() string {
-	host, _ := os.Hostname()
-	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + processStart(os.Getpid())
+	return gone
 }
 
 func randomHex(n int) string {
