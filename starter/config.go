@@ -73,6 +73,9 @@ func defaultDataDir() string {
 
 func (c config) sqlitePath() string { return filepath.Join(c.DataDir, "autocoder.db") }
 
+// inFlightDir keeps the records of the activities the worker runs.
+func (c config) inFlightDir() string { return filepath.Join(c.DataDir, "in-flight") }
+
 func (c config) workflowURL(id string) string {
 	return c.UIURL + "/namespaces/" + c.Namespace + "/workflows/" + id
 }

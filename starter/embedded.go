@@ -72,7 +72,7 @@ func (f *factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedd
 	if err != nil {
 		return fail(err)
 	}
-	w := worker.New(c, acts, worker.Options{Namespace: f.cfg.Namespace})
+	w := worker.New(c, acts, worker.Options{Namespace: f.cfg.Namespace, InFlightDir: f.cfg.inFlightDir()})
 	if err := w.Start(); err != nil {
 		closeActs()
 		return fail(fmt.Errorf("start worker: %w", err))

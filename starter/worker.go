@@ -31,7 +31,7 @@ func newWorkerCmd(f *factory) *cobra.Command {
 				return err
 			}
 			defer closeActs()
-			opts.Namespace = f.cfg.Namespace
+			opts.Namespace, opts.InFlightDir = f.cfg.Namespace, f.cfg.inFlightDir()
 			return worker.Run(ctx, c, acts, opts)
 		},
 	}

@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -25,6 +26,10 @@ type Options struct {
 	MaxConcurrentActivities int
 	// Namespace is where search attributes are registered at start.
 	Namespace string
+	// InFlightDir keeps a record of each running activity (see inFlight),
+	// so that a worker started after a crash retries the crashed worker's
+	// activities at once. Empty: no records.
+	InFlightDir string
 }
 
 // Worker serves the task queue (the workflow, model and store activities)
@@ -34,12 +39,21 @@ type Options struct {
 // worker holds none.
 type Worker struct {
 	main, sandbox sdkworker.Worker
+	client        client.Client
+	inFlight      *inFlight // nil: no records
 }
 
 // New registers the workflow and the activities on a worker for the task
 // queue and its sandbox task queue.
 func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
+	w := &Worker{client: c}
+	var interceptors []interceptor.WorkerInterceptor
+	if opts.InFlightDir != "" {
+		w.inFlight = newInFlight(opts.InFlightDir)
+		interceptors = append(interceptors, w.inFlight)
+	}
 	main := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
+		Interceptors:                       interceptors,
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
 		// Pollers scale with the work the server reports, so a burst of new
 		// tasks is not served by two pollers.
@@ -54,16 +68,24 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
 		slots = acts.Sandbox.Slots()
 	}
 	sandbox := sdkworker.New(c, workflows.SandboxTaskQueue(workflows.TaskQueue), sdkworker.Options{
+		Interceptors:                       interceptors,
 		MaxConcurrentActivityExecutionSize: slots,
 		DisableWorkflowWorker:              true,
 		WorkerStopTimeout:                  30 * time.Second,
 	})
 	registerSandbox(sandbox, acts)
-	return &Worker{main: main, sandbox: sandbox}
+	w.main, w.sandbox = main, sandbox
+	return w
 }
 
-// Start starts polling both task queues.
+// Start fails the activities that crashed workers left running, so that
+// they are retried at once, then starts polling both task queues.
 func (w *Worker) Start() error {
+	if w.inFlight != nil {
+		if err := w.inFlight.start(w.client); err != nil {
+			return err
+		}
+	}
 	if err := w.main.Start(); err != nil {
 		return err
 	}
