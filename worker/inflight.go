@@ -88,7 +88,9 @@ func (r *recordActivity) ExecuteActivity(ctx context.Context, in *interceptor.Ex
 // failOrphans fails the activities that processes gone from this host left
 // running, per their records under base, and removes the records. An
 // activity that has since finished or timed out is no longer found, and
-// is left alone. It returns how many it failed.
+// is left alone; a record the server cannot read is dropped. A record is
+// kept only when the server could not be asked. It returns how many
+// activities it failed.
 func failOrphans(ctx context.Context, c client.Client, base string) (int, error) {
 	owners, err := os.ReadDir(base)
 	if errors.Is(err, os.ErrNotExist) {
@@ -123,10 +125,11 @@ func failOrphans(ctx context.Context, c client.Client, base string) (int, error)
 			lost := temporal.NewApplicationError("the worker running this activity died ("+id+")", ErrTypeWorkerLost)
 			err = c.CompleteActivity(ctx, token, nil, lost)
 			var notFound *serviceerror.NotFound
+			var invalid *serviceerror.InvalidArgument // not a token the server can read
 			switch {
 			case err == nil:
 				failed++
-			case errors.As(err, &notFound):
+			case errors.As(err, &notFound), errors.As(err, &invalid):
 			default:
 				errs = append(errs, fmt.Errorf("fail activity of %s: %w", id, err))
 				continue // kept for the next worker to try

@@ -48,12 +48,13 @@ func TestFailOrphans(t *testing.T) {
 		}
 		return dir
 	}
-	dead := write(host+"/999999999/1", "running", "finished", "unreachable")
+	dead := write(host+"/999999999/1", "running", "finished", "garbled", "unreachable")
 	live := write(owner.ID(), "mine")
 	foreign := write("other-host/1/1", "theirs")
 
 	c := &completer{answers: map[string]error{
 		"finished":    serviceerror.NewNotFound("activity task not found"),
+		"garbled":     serviceerror.NewInvalidArgument("invalid task token"),
 		"unreachable": serviceerror.NewUnavailable("frontend down"),
 	}}
 	n, err := failOrphans(context.Background(), c, base)
@@ -64,7 +65,7 @@ func TestFailOrphans(t *testing.T) {
 		t.Error("want the unreachable activity's error")
 	}
 	slices.Sort(c.failed)
-	if want := []string{"finished", "running", "unreachable"}; !slices.Equal(c.failed, want) {
+	if want := []string{"finished", "garbled", "running", "unreachable"}; !slices.Equal(c.failed, want) {
 		t.Errorf("tried to fail %v, want %v", c.failed, want)
 	}
 	if left := names(t, dead); !slices.Equal(left, []string{"unreachable"}) {
