@@ -41,8 +41,9 @@ func newInFlight(base string) *inFlight {
 }
 
 // start fails what crashed workers left running (failOrphans), then makes
-// this process's folder.
-func (f *inFlight) start(c client.Client) error {
+// this process's folder. Without it the worker runs as before: a crash's
+// activities wait for their heartbeat timeout.
+func (f *inFlight) start(c client.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	n, err := failOrphans(ctx, c, filepath.Dir(f.dir))
 	cancel()
@@ -53,14 +54,17 @@ func (f *inFlight) start(c client.Client) error {
 		slog.Info("activities of crashed workers retried at once", "count", n)
 	}
 	if err := os.MkdirAll(f.dir, 0o700); err != nil {
-		return fmt.Errorf("in-flight activity records: %w", err)
+		slog.Warn("in-flight activities are not recorded: a crash's activities are retried after their heartbeat timeout", "error", err)
+		f.dir = ""
 	}
-	return nil
 }
 
 // record notes a running activity until the returned done is called. The
 // record only has to outlive this process, not the machine: no fsync.
 func (f *inFlight) record(token []byte) (done func()) {
+	if f.dir == "" {
+		return func() {}
+	}
 	sum := sha256.Sum256(token)
 	name := filepath.Join(f.dir, hex.EncodeToString(sum[:16]))
 	if err := os.WriteFile(name, token, 0o600); err != nil {

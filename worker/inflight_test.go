@@ -90,10 +90,9 @@ func TestFailOrphans(t *testing.T) {
 }
 
 func TestRecordInFlight(t *testing.T) {
-	f := newInFlight(t.TempDir())
-	if err := os.MkdirAll(f.dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	base := t.TempDir()
+	f := newInFlight(base)
+	f.start(&completer{})
 	done := f.record([]byte("token"))
 	if left := names(t, f.dir); len(left) != 1 {
 		t.Fatalf("records while running: %v, want one", left)
@@ -101,6 +100,18 @@ func TestRecordInFlight(t *testing.T) {
 	done()
 	if left := names(t, f.dir); len(left) != 0 {
 		t.Fatalf("records after: %v, want none", left)
+	}
+
+	// A data dir where nothing can be written: the worker runs on, unrecorded.
+	blocked := filepath.Join(base, "file")
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := newInFlight(blocked)
+	g.start(&completer{})
+	g.record([]byte("token"))()
+	if g.dir != "" {
+		t.Fatalf("records kept in %s under a file", g.dir)
 	}
 }
 

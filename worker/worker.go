@@ -82,9 +82,7 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
 // they are retried at once, then starts polling both task queues.
 func (w *Worker) Start() error {
 	if w.inFlight != nil {
-		if err := w.inFlight.start(w.client); err != nil {
-			return err
-		}
+		w.inFlight.start(w.client)
 	}
 	if err := w.main.Start(); err != nil {
 		return err
