@@ -33,19 +33,20 @@ const ErrTypeWorkerLost = "WorkerLost"
 // wait for their heartbeat timeout to notice.
 type inFlight struct {
 	interceptor.WorkerInterceptorBase
-	dir string // this process's folder
+	client client.Client // fails the orphans
+	dir    string        // this process's folder
 }
 
-func newInFlight(base string) *inFlight {
-	return &inFlight{dir: filepath.Join(base, url.PathEscape(owner.ID()))}
+func newInFlight(c client.Client, base string) *inFlight {
+	return &inFlight{client: c, dir: filepath.Join(base, url.PathEscape(owner.ID()))}
 }
 
 // start fails what crashed workers left running (failOrphans), then makes
 // this process's folder. Without it the worker runs as before: a crash's
 // activities wait for their heartbeat timeout.
-func (f *inFlight) start(c client.Client) {
+func (f *inFlight) start() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	n, err := failOrphans(ctx, c, filepath.Dir(f.dir))
+	n, err := failOrphans(ctx, f.client, filepath.Dir(f.dir))
 	cancel()
 	if err != nil {
 		slog.Warn("activities of crashed workers are retried after their heartbeat timeout", "error", err)

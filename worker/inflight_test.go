@@ -91,8 +91,8 @@ func TestFailOrphans(t *testing.T) {
 
 func TestRecordInFlight(t *testing.T) {
 	base := t.TempDir()
-	f := newInFlight(base)
-	f.start(&completer{})
+	f := newInFlight(&completer{}, base)
+	f.start()
 	done := f.record([]byte("token"))
 	if left := names(t, f.dir); len(left) != 1 {
 		t.Fatalf("records while running: %v, want one", left)
@@ -107,8 +107,8 @@ func TestRecordInFlight(t *testing.T) {
 	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := newInFlight(blocked)
-	g.start(&completer{})
+	g := newInFlight(&completer{}, blocked)
+	g.start()
 	g.record([]byte("token"))()
 	if g.dir != "" {
 		t.Fatalf("records kept in %s under a file", g.dir)

@@ -39,17 +39,16 @@ type Options struct {
 // worker holds none.
 type Worker struct {
 	main, sandbox sdkworker.Worker
-	client        client.Client
 	inFlight      *inFlight // nil: no records
 }
 
 // New registers the workflow and the activities on a worker for the task
 // queue and its sandbox task queue.
 func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
-	w := &Worker{client: c}
+	w := &Worker{}
 	var interceptors []interceptor.WorkerInterceptor
 	if opts.InFlightDir != "" {
-		w.inFlight = newInFlight(opts.InFlightDir)
+		w.inFlight = newInFlight(c, opts.InFlightDir)
 		interceptors = append(interceptors, w.inFlight)
 	}
 	main := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
@@ -82,7 +81,7 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
 // they are retried at once, then starts polling both task queues.
 func (w *Worker) Start() error {
 	if w.inFlight != nil {
-		w.inFlight.start(w.client)
+		w.inFlight.start()
 	}
 	if err := w.main.Start(); err != nil {
 		return err

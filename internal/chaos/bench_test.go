@@ -413,7 +413,7 @@ func describeCosts(cs []taskCost) string {
 		st, bw = append(st, c.Parts.Store/n), append(bw, c.Parts.Between/n)
 	}
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
-	return fmt.Sprintf("latency p50 %s p95 %s max %s; orchestration overhead per iteration p50 %s p95 %s "+
+	return fmt.Sprintf("latency p50 %s p95 %s max %s; orchestration overhead per task divided by its iterations p50 %s p95 %s "+
 		"(p50 of its parts: workflow tasks queued %s, running %s; model and store activities queued %s; "+
 		"model activities beyond the model %s; recall and save %s; between events %s); "+
 		"sandbox activities per task p50 %s (waiting for a free slot p50 %s; last test run inside the sandbox p50 %s); "+
