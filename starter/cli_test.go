@@ -43,6 +43,8 @@ func TestBadNumbersAreUsageErrors(t *testing.T) {
 		{"rollback to 0", []string{"rollback", "autocoder-x", "--to", "0"}, "--to 0: checkpoints are numbered from 1"},
 		{"rollback to negative", []string{"rollback", "autocoder-x", "--to=-3"}, "--to -3"},
 		{"rollback without --to", []string{"rollback", "autocoder-x"}, `"to" not set`},
+		{"list limit 0", []string{"list", "--limit", "0"}, "--limit 0"},
+		{"lessons limit negative", []string{"lessons", "list", "--limit=-1"}, "--limit -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,12 +27,15 @@ func newLessonsCmd(f *factory) *cobra.Command {
 		Short: "List lessons, most recently updated first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kind != "" && kind != store.LessonFix && kind != store.LessonFailure && kind != store.LessonSuccess {
+				return usageError("--kind %q: want fix, failure or success", kind)
+			}
+			if limit < 1 {
+				return usageError("--limit %d: want 1 or more", limit)
+			}
 			st, err := f.Store(cmd.Context())
 			if err != nil {
 				return err
-			}
-			if kind != "" && kind != store.LessonFix && kind != store.LessonFailure && kind != store.LessonSuccess {
-				return usageError("--kind %q: want fix, failure or success", kind)
 			}
 			ls, err := st.ListLessons(cmd.Context(), kind, limit)
 			if err != nil {
