@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/termsafe"
 )
 
 // Exit codes, documented in the README. Errors map to them only in exitCode.
@@ -110,15 +111,21 @@ func Execute() int {
 	defer stop()
 	f := &factory{cfg: configFromEnv(), stdout: os.Stdout, stderr: os.Stderr}
 	defer f.Close()
+	return execute(ctx, f, os.Args[1:])
+}
+
+// execute runs one command line with f's dependencies and streams.
+func execute(ctx context.Context, f *factory, args []string) int {
 	root := newRootCmd(f)
-	root.SetArgs(os.Args[1:])
+	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil && !f.ran && !errors.Is(err, errUsage) {
 		err = fmt.Errorf("%w: %v (see autocoder --help)", errUsage, err)
 	}
 	code := exitCode(err, ctx)
 	if err != nil && code != exitOK && code != exitWaiting {
-		fmt.Fprintln(f.stderr, "autocoder:", err)
+		// Errors may quote what a model or a test printed.
+		fmt.Fprintln(f.stderr, "autocoder:", termsafe.Text(err.Error()))
 	}
 	return code
 }
@@ -130,8 +137,14 @@ func newRootCmd(f *factory) *cobra.Command {
 		Long:          "autocoder plans, writes, tests and repairs code in a sandbox, as a durable Temporal workflow per task.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// cobra checks required flags only after this hook: check them
+			// first, so that a missing one counts as a usage error.
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return err
+			}
 			f.ran = true
+			return nil
 		},
 	}
 	root.SetOut(f.stdout)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -60,19 +61,19 @@ func printStatus(w io.Writer, id string, st workflows.Status) {
 			case i+1 == st.Step:
 				marker = "→"
 			}
-			fmt.Fprintf(w, "  %s %d. %s\n", marker, i+1, s)
+			fmt.Fprintf(w, "  %s %d. %s\n", marker, i+1, termsafe.Line(s))
 		}
 	}
 	if len(st.Checkpoints) > 0 {
 		fmt.Fprintln(w, "checkpoints:")
 		for _, cp := range st.Checkpoints {
-			fmt.Fprintf(w, "  #%d step %d iteration %d  %s  %s\n", cp.N, cp.Step, cp.Iteration, cp.Time.Format("15:04:05"), cp.Summary)
+			fmt.Fprintf(w, "  #%d step %d iteration %d  %s  %s\n", cp.N, cp.Step, cp.Iteration, cp.Time.Format("15:04:05"), termsafe.Line(cp.Summary))
 		}
 	}
 	if lt := st.LastTest; lt != nil && !lt.Passed && lt.Output != "" {
-		fmt.Fprintf(w, "last output (%s):\n%s\n", lt.Headline(), indent(tailLines(lt.Output, 15)))
+		fmt.Fprintf(w, "last output (%s):\n%s\n", termsafe.Line(lt.Headline()), indent(termsafe.Text(tailLines(lt.Output, 15))))
 	}
 	if st.Error != "" {
-		fmt.Fprintf(w, "error:     %s\n", st.Error)
+		fmt.Fprintf(w, "error:     %s\n", termsafe.Text(st.Error))
 	}
 }
