@@ -60,7 +60,7 @@ type oaToolCall struct {
 // oaResponse is a whole answer or one streamed chunk of it.
 type oaResponse struct {
 	Choices []oaChoice `json:"choices"`
-	Usage *struct {
+	Usage   *struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
