@@ -3,6 +3,7 @@ package llm
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -130,11 +131,12 @@ func (c *client) post(ctx context.Context, url string, header http.Header, body 
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes)) // the status says enough if the body is cut
-	return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, errorMessage(raw))
+	return nil, errors.New(errorMessage(raw, resp.Status))
 }
 
-// errorMessage reads error.message, where OpenAI and Anthropic both put it.
-func errorMessage(raw []byte) string {
+// errorMessage reads error.message, where OpenAI and Anthropic both put
+// it, else the body, else the status line.
+func errorMessage(raw []byte, status string) string {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`
@@ -143,7 +145,7 @@ func errorMessage(raw []byte) string {
 	if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
 		return e.Error.Message
 	}
-	return strings.TrimSpace(string(raw))
+	return cmp.Or(strings.TrimSpace(string(raw)), status)
 }
 
 // readEvents calls fn with the event name and data of each server-sent
