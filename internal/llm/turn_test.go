@@ -3,10 +3,14 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
@@ -271,5 +275,241 @@ func TestTurnRoundTrips(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+func asError(t *testing.T, err error) *llm.Error {
+	t.Helper()
+	var e *llm.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not an *llm.Error", err, err)
+	}
+	return e
+}
+
+// A conversation or tool list no provider would accept is refused before
+// anything is sent, saying which message is wrong.
+func TestTurnRefusesBadInput(t *testing.T) {
+	call := llm.ToolCall{ID: "c1", Name: "read_file", Arguments: `{"path":"a"}`}
+	asked := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}}
+	user := llm.Message{Role: llm.RoleUser, Text: "go"}
+	res := func(id, name string) llm.Message {
+		return llm.Message{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: id, Name: name, Content: "x"}}
+	}
+	tests := []struct {
+		name  string
+		msgs  []llm.Message
+		tools []llm.Tool
+		want  string
+	}{
+		{"no messages", nil, tools, "no messages"},
+		{"call unanswered before user", []llm.Message{user, asked, user}, tools, "message 2: 1 tool call(s)"},
+		{"call unanswered at end", []llm.Message{user, asked}, tools, "last assistant message have no result"},
+		{"result names another tool", []llm.Message{user, asked, res("c1", "search")}, tools, `names tool "search", the call was to "read_file"`},
+		{"result for no call", []llm.Message{user, asked, res("c1", "read_file"), res("c2", "read_file")}, tools, `call "c2"`},
+		{"empty assistant", []llm.Message{user, {Role: llm.RoleAssistant}}, tools, "neither text nor tool calls"},
+		{"bad tool name", []llm.Message{user}, []llm.Tool{{Name: "read file"}}, `tool name "read file"`},
+		{"tool schema not an object", []llm.Message{user}, []llm.Tool{{Name: "x", Parameters: json.RawMessage(`[1]`)}}, "not a JSON object"},
+		{"tool offered twice", []llm.Message{user}, []llm.Tool{{Name: "x"}, {Name: "x"}}, "offered twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.New(t, llmtest.Text("unused"))
+			m := mustNew(t, llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIBaseURL: srv.URL()})
+			_, err := m.Turn(context.Background(), llm.Conversation{Messages: tt.msgs}, tt.tools, llm.TurnOptions{})
+			e := asError(t, err)
+			if e.Kind != llm.KindInvalidRequest || !errors.Is(err, llm.ErrBadConversation) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v (kind %v), want invalid request naming %q", err, e.Kind, tt.want)
+			}
+			if srv.Calls() != 0 {
+				t.Errorf("a bad conversation reached the provider")
+			}
+		})
+	}
+}
+
+// Anthropic takes tool input as a JSON object: arguments a model wrote
+// that are not one cannot be sent back, and the error says which call.
+func TestTurnAnthropicRefusesArgumentsThatAreNotAnObject(t *testing.T) {
+	srv := llmtest.NewAnthropic(t, func(llmtest.MessagesRequest) llmtest.Reply { return llmtest.Reply{Content: "unused"} })
+	m := mustNew(t, llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "k", AnthropicBaseURL: srv.URL()})
+	conv := llm.Conversation{Messages: []llm.Message{
+		{Role: llm.RoleUser, Text: "go"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: `{"path":`}}},
+		{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: "c1", Name: "read_file", Content: "bad arguments", IsError: true}},
+	}}
+	_, err := m.Turn(context.Background(), conv, tools, llm.TurnOptions{})
+	if e := asError(t, err); e.Kind != llm.KindInvalidRequest || !strings.Contains(err.Error(), `tool call "c1" arguments`) {
+		t.Errorf("error = %v (kind %v)", err, e.Kind)
+	}
+	if len(srv.Requests()) != 0 {
+		t.Errorf("the request was sent")
+	}
+}
+
+// A model without native tool calling says so, and a turn offering it
+// tools fails at once so the caller falls back to fenced blocks.
+func TestTurnWithoutToolCalling(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Text("plain answer"))
+	host := strings.TrimSuffix(srv.URL(), "/v1")
+	m := mustNew(t, llm.Spec{Provider: llm.ProviderOllama, Model: "codellama:7b"}, llm.Env{OllamaHost: host})
+	if m.ToolCalling() {
+		t.Fatal("codellama reports tool calling")
+	}
+	_, err := m.Turn(context.Background(), firstConversation(), tools, llm.TurnOptions{})
+	if e := asError(t, err); !errors.Is(err, llm.ErrNoToolCalling) || e.Retryable() {
+		t.Errorf("error = %v, want a permanent ErrNoToolCalling", err)
+	}
+	res, err := m.Turn(context.Background(), firstConversation(), nil, llm.TurnOptions{})
+	if err != nil || res.Text != "plain answer" {
+		t.Errorf("turn without tools = %+v, %v", res, err)
+	}
+	if !mustNew(t, llm.Spec{Provider: llm.ProviderOllama, Model: "qwen2.5-coder:7b"}, llm.Env{OllamaHost: host}).ToolCalling() {
+		t.Error("qwen2.5-coder reports no tool calling")
+	}
+}
+
+func TestTurnClassifiesErrors(t *testing.T) {
+	tests := []struct {
+		provider   string
+		reply      llmtest.Reply
+		kind       llm.ErrorKind
+		retryAfter time.Duration
+		inMessage  string
+	}{
+		{"openai", llmtest.Reply{Status: 401}, llm.KindAuth, 0, "set OPENAI_API_KEY"},
+		{"openai", llmtest.Reply{Status: 429, RetryAfter: "3"}, llm.KindRateLimited, 3 * time.Second, "Rate limit reached"},
+		{"openai", llmtest.Reply{Status: 400, Content: "context too long"}, llm.KindInvalidRequest, 0, "(HTTP 400): context too long"},
+		{"openai", llmtest.Reply{}, llm.KindTransient, 0, "empty response"},
+		{"anthropic", llmtest.Reply{Status: 401}, llm.KindAuth, 0, "set ANTHROPIC_API_KEY"},
+		{"anthropic", llmtest.Reply{Status: 529}, llm.KindTransient, 0, "HTTP 529"},
+		{"anthropic", llmtest.Reply{Status: 429, RetryAfter: "7"}, llm.KindRateLimited, 7 * time.Second, "rate limiting"},
+		{"anthropic", llmtest.Reply{}, llm.KindTransient, 0, "empty response"},
+	}
+	for _, tt := range tests {
+		for _, streaming := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/%d/streaming=%v", tt.provider, tt.reply.Status, streaming), func(t *testing.T) {
+				var m llm.Model
+				if tt.provider == "anthropic" {
+					srv := llmtest.NewAnthropic(t, func(llmtest.MessagesRequest) llmtest.Reply { return tt.reply })
+					m = mustNew(t, llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "k", AnthropicBaseURL: srv.URL()})
+				} else {
+					srv := llmtest.New(t, llmtest.Fixed(tt.reply))
+					m = mustNew(t, llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIKey: "k", OpenAIBaseURL: srv.URL()})
+				}
+				_, err := m.Turn(context.Background(), firstConversation(), tools, llm.TurnOptions{Stream: streaming})
+				e := asError(t, err)
+				if e.Kind != tt.kind || e.RetryAfter != tt.retryAfter || !strings.Contains(err.Error(), tt.inMessage) {
+					t.Errorf("error = %v (kind %v, retry after %v), want kind %v, %v, naming %q", err, e.Kind, e.RetryAfter, tt.kind, tt.retryAfter, tt.inMessage)
+				}
+			})
+		}
+	}
+}
+
+// sse serves a fixed body of server-sent events at every path.
+func sse(t *testing.T, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Streams that end early or report a failure midway are transient errors,
+// never a partial answer taken for a whole one.
+func TestTurnBrokenStreams(t *testing.T) {
+	const (
+		oaStart = `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"Let me"}}]}` + "\n\n"
+		anStart = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Let me\"}}\n\n"
+	)
+	tests := []struct {
+		name, provider, body, want string
+	}{
+		{"openai cut", "openai", oaStart, "ended before [DONE]"},
+		{"openai error chunk", "openai", oaStart + `data: {"error":{"message":"server overloaded"}}` + "\n\n", "server overloaded"},
+		{"openai bad chunk", "openai", oaStart + "data: {not json\n\n", "decode stream chunk"},
+		{"anthropic cut", "anthropic", anStart, "ended before message_stop"},
+		{"anthropic error event", "anthropic", anStart + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", "overloaded_error: Overloaded"},
+		{"anthropic delta before start", "anthropic", "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n", "block 1, which has not started"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := sse(t, tt.body)
+			var m llm.Model
+			if tt.provider == "anthropic" {
+				m = mustNew(t, llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "k", AnthropicBaseURL: url})
+			} else {
+				m = mustNew(t, llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIKey: "k", OpenAIBaseURL: url})
+			}
+			_, err := m.Turn(context.Background(), firstConversation(), tools, llm.TurnOptions{Stream: true})
+			e := asError(t, err)
+			if e.Kind != llm.KindTransient || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v (kind %v), want transient naming %q", err, e.Kind, tt.want)
+			}
+		})
+	}
+}
+
+// Some OpenAI-compatible servers send tool-call deltas without an index,
+// one call after another, or calls without ids: each new id starts a
+// call, and calls without one get ids of ours so results can be matched.
+func TestTurnOpenAICompatibleVariants(t *testing.T) {
+	t.Run("stream without index", func(t *testing.T) {
+		chunk := func(delta string) string {
+			return `data: {"choices":[{"index":0,"delta":` + delta + `}]}` + "\n\n"
+		}
+		body := chunk(`{"tool_calls":[{"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"pa"}}]}`) +
+			chunk(`{"tool_calls":[{"function":{"arguments":"th\":\"x\"}"}}]}`) +
+			chunk(`{"tool_calls":[{"id":"b","type":"function","function":{"name":"search","arguments":"{}"}}]}`) +
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":9,"completion_tokens":4}}` + "\n\n" +
+			"data: [DONE]\n\n"
+		m := mustNew(t, llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIBaseURL: sse(t, body)})
+		res, err := m.Turn(context.Background(), firstConversation(), tools, llm.TurnOptions{Stream: true})
+		want := llm.TurnResult{ToolCalls: []llm.ToolCall{{ID: "a", Name: "read_file", Arguments: `{"path":"x"}`}, {ID: "b", Name: "search", Arguments: "{}"}},
+			Usage: llm.Usage{InputTokens: 9, OutputTokens: 4}, StopReason: llm.StopToolUse, ProviderStop: "tool_calls"}
+		if err != nil || !reflect.DeepEqual(res, want) {
+			t.Errorf("turn = %+v, %v\nwant %+v", res, err, want)
+		}
+	})
+	t.Run("calls without ids", func(t *testing.T) {
+		srv := llmtest.New(t, llmtest.Fixed(llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+			{Name: "read_file", Arguments: `{"path":"a"}`}, {Name: "search", Arguments: `{}`}}}))
+		m := mustNew(t, llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIBaseURL: srv.URL()})
+		for _, stream := range []bool{false, true} {
+			res, err := m.Turn(context.Background(), firstConversation(), tools, llm.TurnOptions{Stream: stream})
+			if err != nil || len(res.ToolCalls) != 2 || res.ToolCalls[0].ID != "call_0" || res.ToolCalls[1].ID != "call_1" {
+				t.Errorf("stream=%v: turn = %+v, %v", stream, res, err)
+			}
+		}
+	})
+}
+
+// The conversation and a turn's result are stored as JSON and read back
+// whole.
+func TestConversationJSON(t *testing.T) {
+	conv := firstConversation()
+	res := llm.TurnResult{Text: thinking, ToolCalls: wantCalls(twoCalls), Usage: llm.Usage{InputTokens: 10, OutputTokens: 20},
+		StopReason: llm.StopToolUse, ProviderStop: "tool_use"}
+	answerCalls(&conv, res)
+	for _, v := range []any{conv, res} {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := reflect.New(reflect.TypeOf(v))
+		if err := json.Unmarshal(raw, back.Interface()); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back.Elem().Interface(), v) {
+			t.Errorf("%T did not survive JSON: %s", v, raw)
+		}
+	}
+	if err := conv.Validate(); err != nil {
+		t.Errorf("answered conversation: %v", err)
 	}
 }
