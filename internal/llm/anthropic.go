@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -102,23 +103,11 @@ func (c *client) anthropicTurn(ctx context.Context, conv Conversation, tools []T
 	header := http.Header{}
 	header.Set("x-api-key", c.key)
 	header.Set("anthropic-version", anthropicVersion)
-	resp, err := c.post(ctx, strings.TrimSuffix(c.endpoint, "/")+"/messages", header, req)
-	if err != nil {
-		return TurnResult{}, err
-	}
-	defer resp.Body.Close()
-	if !stream {
-		var r anResponse
-		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-			return TurnResult{}, fmt.Errorf("decode response: %w", err)
-		}
-		return anthropicResult(r), nil
-	}
-	r, err := readAnthropicStream(resp, onText)
-	if err != nil {
-		return TurnResult{}, err
-	}
-	return anthropicResult(r), nil
+	return exchangeTurn(ctx, c, strings.TrimSuffix(c.endpoint, "/")+"/messages", header, req, stream, anthropicResult,
+		func(body io.Reader) (TurnResult, error) {
+			r, err := readAnthropicStream(body, onText)
+			return anthropicResult(r), err
+		})
 }
 
 // anthropicResult reads every block of the answer: text blocks join into
@@ -146,7 +135,7 @@ func anthropicResult(r anResponse) TurnResult {
 // readAnthropicStream rebuilds the answer from its events: blocks start,
 // grow by text or partial JSON deltas, and the message's stop reason and
 // output tokens come last, in message_delta.
-func readAnthropicStream(resp *http.Response, onText func(string)) (anResponse, error) {
+func readAnthropicStream(body io.Reader, onText func(string)) (anResponse, error) {
 	var (
 		r       anResponse
 		partial = map[int]*strings.Builder{} // tool_use input JSON by block index
@@ -158,7 +147,7 @@ func readAnthropicStream(resp *http.Response, onText func(string)) (anResponse, 
 		}
 		return &r.Content[i], nil
 	}
-	err := readEvents(resp.Body, func(_ string, data []byte) error {
+	err := readEvents(body, func(_ string, data []byte) error {
 		var ev anEvent
 		if err := json.Unmarshal(data, &ev); err != nil {
 			return fmt.Errorf("decode stream event: %w", err)

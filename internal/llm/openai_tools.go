@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -107,27 +108,21 @@ func (c *client) openAITurn(ctx context.Context, conv Conversation, tools []Tool
 	if c.key != "" {
 		header.Set("Authorization", "Bearer "+c.key)
 	}
-	resp, err := c.post(ctx, c.toolEndpoint()+"/chat/completions", header, req)
-	if err != nil {
-		return TurnResult{}, err
+	return exchangeTurn(ctx, c, c.toolEndpoint()+"/chat/completions", header, req, stream, openAIWhole,
+		func(body io.Reader) (TurnResult, error) { return readOpenAIStream(body, onText) })
+}
+
+// openAIWhole reads a whole answer's first choice.
+func openAIWhole(r oaResponse) TurnResult {
+	var ch oaChoice
+	if len(r.Choices) > 0 {
+		ch = r.Choices[0]
 	}
-	defer resp.Body.Close()
-	if !stream {
-		var r oaResponse
-		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-			return TurnResult{}, fmt.Errorf("decode response: %w", err)
-		}
-		var ch oaChoice
-		if len(r.Choices) > 0 {
-			ch = r.Choices[0]
-		}
-		calls := make([]ToolCall, 0, len(ch.Message.ToolCalls))
-		for _, tc := range ch.Message.ToolCalls {
-			calls = append(calls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
-		}
-		return openAIResult(r, ch.Message.Content, ch.FinishReason, withIDs(calls)), nil
+	calls := make([]ToolCall, 0, len(ch.Message.ToolCalls))
+	for _, tc := range ch.Message.ToolCalls {
+		calls = append(calls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	return readOpenAIStream(resp, onText)
+	return openAIResult(r, ch.Message.Content, ch.FinishReason, withIDs(calls))
 }
 
 func openAIResult(r oaResponse, text, finish string, calls []ToolCall) TurnResult {
@@ -141,7 +136,7 @@ func openAIResult(r oaResponse, text, finish string, calls []ToolCall) TurnResul
 // readOpenAIStream gathers a streamed answer: text deltas go to onText as
 // they come, tool-call deltas are joined by their index, and usage comes
 // in the last chunk (stream_options.include_usage).
-func readOpenAIStream(resp *http.Response, onText func(string)) (TurnResult, error) {
+func readOpenAIStream(body io.Reader, onText func(string)) (TurnResult, error) {
 	var (
 		text   strings.Builder
 		calls  openAICalls
@@ -149,7 +144,7 @@ func readOpenAIStream(resp *http.Response, onText func(string)) (TurnResult, err
 		last   oaResponse
 		done   bool
 	)
-	err := readEvents(resp.Body, func(_ string, data []byte) error {
+	err := readEvents(body, func(_ string, data []byte) error {
 		if string(data) == "[DONE]" {
 			done = true
 			return errStopEvents

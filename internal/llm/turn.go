@@ -134,6 +134,25 @@ func (c *client) post(ctx context.Context, url string, header http.Header, body 
 	return nil, errors.New(errorMessage(raw, resp.Status))
 }
 
+// exchangeTurn posts a turn's request and reads the answer: a whole JSON
+// answer of type W through whole, or an event stream through streamed.
+func exchangeTurn[W any](ctx context.Context, c *client, url string, header http.Header, body any, stream bool,
+	whole func(W) TurnResult, streamed func(io.Reader) (TurnResult, error)) (TurnResult, error) {
+	resp, err := c.post(ctx, url, header, body)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	defer resp.Body.Close()
+	if stream {
+		return streamed(resp.Body)
+	}
+	var w W
+	if err := json.NewDecoder(resp.Body).Decode(&w); err != nil {
+		return TurnResult{}, fmt.Errorf("decode response: %w", err)
+	}
+	return whole(w), nil
+}
+
 // errorMessage reads error.message, where OpenAI and Anthropic both put
 // it, else the body, else the status line.
 func errorMessage(raw []byte, status string) string {

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
-	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,87 +79,27 @@ type AnthropicScript func(req MessagesRequest) Reply
 
 // AnthropicServer is a running scripted messages API, closed when the test ends.
 type AnthropicServer struct {
-	srv *httptest.Server
-	rec *recorder[MessagesRequest]
+	served[MessagesRequest]
 }
 
 // NewAnthropic starts a server answering the messages API with script.
 func NewAnthropic(t testing.TB, script AnthropicScript) *AnthropicServer {
 	t.Helper()
-	h := &anthropicHandler{script: script, rec: &recorder[MessagesRequest]{}}
-	s := &AnthropicServer{srv: httptest.NewServer(h), rec: h.rec}
-	t.Cleanup(s.srv.Close)
-	return s
+	return &AnthropicServer{serve(t, newAnthropicHandler(script))}
 }
-
-// URL is the base URL to use as ANTHROPIC_BASE_URL; it ends in /v1.
-func (s *AnthropicServer) URL() string { return s.srv.URL + "/v1" }
-
-// Requests returns the decoded requests, oldest first.
-func (s *AnthropicServer) Requests() []MessagesRequest { return s.rec.all() }
 
 // AnthropicHandler serves script at /v1/messages and /messages.
-func AnthropicHandler(script AnthropicScript) http.Handler {
-	return &anthropicHandler{script: script, rec: &recorder[MessagesRequest]{}}
+func AnthropicHandler(script AnthropicScript) http.Handler { return newAnthropicHandler(script) }
+
+func newAnthropicHandler(script AnthropicScript) *protocolHandler[MessagesRequest] {
+	return &protocolHandler[MessagesRequest]{script: script, proto: protocol[MessagesRequest]{
+		path: "/messages", decode: decodeMessages, fail: writeAnthropicError, answer: answerMessages,
+		check: func(req MessagesRequest) string { return pairedToolUse(req.Messages) },
+	}}
 }
 
-// recorder keeps the requests a server received.
-type recorder[R any] struct {
-	mu   sync.Mutex
-	reqs []R
-}
-
-// add records a request and returns how many there are.
-func (r *recorder[R]) add(req R) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reqs = append(r.reqs, req)
-	return len(r.reqs)
-}
-
-func (r *recorder[R]) all() []R {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]R(nil), r.reqs...)
-}
-
-type anthropicHandler struct {
-	script AnthropicScript
-	rec    *recorder[MessagesRequest]
-}
-
-func (h *anthropicHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/messages" && r.URL.Path != "/messages" {
-		writeAnthropicError(w, http.StatusNotFound, "unknown path "+r.URL.Path)
-		return
-	}
-	if r.Method != http.MethodPost {
-		writeAnthropicError(w, http.StatusMethodNotAllowed, "use POST")
-		return
-	}
-	if r.Header.Get("x-api-key") == "" {
-		writeAnthropicError(w, http.StatusUnauthorized, "x-api-key header is required")
-		return
-	}
-	if r.Header.Get("anthropic-version") == "" {
-		writeAnthropicError(w, http.StatusBadRequest, "anthropic-version: header is required")
-		return
-	}
-	req, err := decodeMessages(r)
-	if err != nil {
-		writeAnthropicError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	n := h.rec.add(req)
-	if msg := pairedToolUse(req.Messages); msg != "" {
-		writeAnthropicError(w, http.StatusBadRequest, msg)
-		return
-	}
-	reply, ok := scripted(w, r, h.script(req))
-	if !ok {
-		writeAnthropicError(w, reply.Status, reply.Content)
-		return
-	}
+// answerMessages answers a messages request, whole or streamed.
+func answerMessages(w http.ResponseWriter, n int, req MessagesRequest, reply Reply) {
 	id := fmt.Sprintf("msg_llmtest_%d", n)
 	var blocks []map[string]any
 	if reply.Content != "" {
@@ -283,7 +224,7 @@ func pairedToolUse(msgs []AnthropicMessage) string {
 		}
 		if i > 0 && len(uses) > 0 {
 			return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. "+
-				"Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i-1, strings.Join(sortedKeys(uses), ", "))
+				"Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i-1, strings.Join(slices.Sorted(maps.Keys(uses)), ", "))
 		}
 	}
 	return ""
@@ -317,6 +258,12 @@ type wireBlock struct {
 }
 
 func decodeMessages(r *http.Request) (MessagesRequest, error) {
+	if r.Header.Get("x-api-key") == "" {
+		return MessagesRequest{}, &statusError{http.StatusUnauthorized, "x-api-key header is required"}
+	}
+	if r.Header.Get("anthropic-version") == "" {
+		return MessagesRequest{}, errors.New("anthropic-version: header is required")
+	}
 	var w wireMessages
 	if err := json.NewDecoder(r.Body).Decode(&w); err != nil {
 		return MessagesRequest{}, fmt.Errorf("decode request body: %w", err)

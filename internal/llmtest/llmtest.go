@@ -14,9 +14,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -140,79 +141,126 @@ func callTokens(calls []ToolCall) int {
 
 // Server is a running scripted server, closed when the test ends.
 type Server struct {
-	srv *httptest.Server
-	h   *handler
+	served[ChatRequest]
 }
 
 // New starts a server answering with script.
 func New(t testing.TB, script Script) *Server {
 	t.Helper()
-	h := newHandler(script)
-	s := &Server{srv: httptest.NewServer(h), h: h}
+	return &Server{serve(t, newHandler(script))}
+}
+
+// Calls is the number of chat completion requests received.
+func (s *Server) Calls() int { return len(s.Requests()) }
+
+// served is a handler on a test server.
+type served[R any] struct {
+	srv *httptest.Server
+	h   *protocolHandler[R]
+}
+
+func serve[R any](t testing.TB, h *protocolHandler[R]) served[R] {
+	s := served[R]{srv: httptest.NewServer(h), h: h}
 	t.Cleanup(s.srv.Close)
 	return s
 }
 
-// URL is the base URL to use as OPENAI_BASE_URL; it ends in /v1.
-func (s *Server) URL() string { return s.srv.URL + "/v1" }
+// URL is the base URL to point a client at (OPENAI_BASE_URL,
+// ANTHROPIC_BASE_URL); it ends in /v1.
+func (s served[R]) URL() string { return s.srv.URL + "/v1" }
 
-// Calls is the number of chat completion requests received.
-func (s *Server) Calls() int { return s.h.calls() }
-
-// Requests returns the decoded chat completion requests, oldest first.
-func (s *Server) Requests() []ChatRequest { return s.h.requests() }
+// Requests returns the decoded requests, oldest first.
+func (s served[R]) Requests() []R { return s.h.rec.all() }
 
 // Handler serves script at /v1/chat/completions and /chat/completions.
 func Handler(script Script) http.Handler { return newHandler(script) }
 
-type handler struct {
-	script Script
-	mu     sync.Mutex
-	reqs   []ChatRequest
+func newHandler(script Script) *protocolHandler[ChatRequest] {
+	return &protocolHandler[ChatRequest]{script: script, proto: protocol[ChatRequest]{
+		path: "/chat/completions", decode: decodeRequest, fail: writeError, answer: answerChat,
+		check: func(req ChatRequest) string { return pairedToolCalls(req.Messages) },
+	}}
 }
 
-func newHandler(script Script) *handler { return &handler{script: script} }
-
-func (h *handler) calls() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.reqs)
+// protocol is what the servers of the wire protocols do differently.
+type protocol[R any] struct {
+	path   string // served at the root and under /v1
+	decode func(*http.Request) (R, error)
+	// check returns the API's complaint about a well-formed request.
+	check  func(R) string
+	fail   func(w http.ResponseWriter, status int, msg string)
+	answer func(w http.ResponseWriter, n int, req R, reply Reply)
 }
 
-func (h *handler) requests() []ChatRequest {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]ChatRequest(nil), h.reqs...)
+// statusError is a decoding failure answered with a status other than 400.
+type statusError struct {
+	status int
+	msg    string
 }
 
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" {
-		writeError(w, http.StatusNotFound, "unknown path "+r.URL.Path)
+func (e *statusError) Error() string { return e.msg }
+
+// protocolHandler records each request, refuses what the real API would,
+// and answers with the script's reply.
+type protocolHandler[R any] struct {
+	proto  protocol[R]
+	script func(R) Reply
+	rec    recorder[R]
+}
+
+func (h *protocolHandler[R]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1"+h.proto.path && r.URL.Path != h.proto.path {
+		h.proto.fail(w, http.StatusNotFound, "unknown path "+r.URL.Path)
 		return
 	}
 	if r.Method != http.MethodPost {
-		writeError(w, http.StatusMethodNotAllowed, "use POST")
+		h.proto.fail(w, http.StatusMethodNotAllowed, "use POST")
 		return
 	}
-	req, err := decodeRequest(r)
+	req, err := h.proto.decode(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		status := http.StatusBadRequest
+		if se := (*statusError)(nil); errors.As(err, &se) {
+			status = se.status
+		}
+		h.proto.fail(w, status, err.Error())
 		return
 	}
-	h.mu.Lock()
-	n := len(h.reqs) + 1
-	h.reqs = append(h.reqs, req)
-	h.mu.Unlock()
-
-	if msg := pairedToolCalls(req.Messages); msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
+	n := h.rec.add(req)
+	if msg := h.proto.check(req); msg != "" {
+		h.proto.fail(w, http.StatusBadRequest, msg)
 		return
 	}
 	reply, ok := scripted(w, r, h.script(req))
 	if !ok {
-		writeError(w, reply.Status, reply.Content)
+		h.proto.fail(w, reply.Status, reply.Content)
 		return
 	}
+	h.proto.answer(w, n, req, reply)
+}
+
+// recorder keeps the requests a server received.
+type recorder[R any] struct {
+	mu   sync.Mutex
+	reqs []R
+}
+
+// add records a request and returns how many there are.
+func (r *recorder[R]) add(req R) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = append(r.reqs, req)
+	return len(r.reqs)
+}
+
+func (r *recorder[R]) all() []R {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]R(nil), r.reqs...)
+}
+
+// answerChat answers a chat completion, whole or streamed.
+func answerChat(w http.ResponseWriter, n int, req ChatRequest, reply Reply) {
 	id := fmt.Sprintf("chatcmpl-llmtest-%d", n)
 	usage := usage{Prompt: promptTokens(req.Messages), Completion: CountTokens(reply.Content) + callTokens(reply.ToolCalls)}
 	usage.Total = usage.Prompt + usage.Completion
@@ -286,22 +334,13 @@ func pairedToolCalls(msgs []Message) string {
 		}
 		if len(open) > 0 {
 			return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. " +
-				"The following tool_call_ids did not have response messages: " + strings.Join(sortedKeys(open), ", ")
+				"The following tool_call_ids did not have response messages: " + strings.Join(slices.Sorted(maps.Keys(open)), ", ")
 		}
 		for _, c := range m.ToolCalls {
 			open[c.ID] = true
 		}
 	}
 	return ""
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 type usage struct {
