@@ -513,3 +513,25 @@ func TestConversationJSON(t *testing.T) {
 		t.Errorf("answered conversation: %v", err)
 	}
 }
+
+// Arguments a model wrote that are not JSON go back to an OpenAI-compatible
+// server as written, next to the error result that told the model so.
+func TestTurnOpenAISendsBackArgumentsAsWritten(t *testing.T) {
+	const bad = `{"path":`
+	srv := llmtest.New(t, func(r llmtest.ChatRequest) llmtest.Reply {
+		v := openAIView(r)
+		if len(v.Calls) != 1 || v.Calls[0].Arguments != bad || len(v.Results) != 1 || v.Results[0].Content != "arguments are not JSON" {
+			return llmtest.Fail("sent back %+v / %+v", v.Calls, v.Results)
+		}
+		return llmtest.Reply{Content: "sorry"}
+	})
+	m := mustNew(t, llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIBaseURL: srv.URL()})
+	conv := llm.Conversation{Messages: []llm.Message{
+		{Role: llm.RoleUser, Text: "go"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read_file", Arguments: bad}}},
+		{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: "c1", Name: "read_file", Content: "arguments are not JSON", IsError: true}},
+	}}
+	if res, err := m.Turn(context.Background(), conv, tools, llm.TurnOptions{Stream: true}); err != nil || res.Text != "sorry" {
+		t.Errorf("turn = %+v, %v", res, err)
+	}
+}

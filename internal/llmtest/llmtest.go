@@ -410,9 +410,6 @@ func decodeRequest(r *http.Request) (ChatRequest, error) {
 			if c.ID == "" || c.Type != "function" || c.Function.Name == "" {
 				return ChatRequest{}, fmt.Errorf("messages[%d].tool_calls[%d]: id, type \"function\" and function.name are required", i, j)
 			}
-			if !json.Valid([]byte(c.Function.Arguments)) {
-				return ChatRequest{}, fmt.Errorf("messages[%d].tool_calls[%d].function.arguments: not JSON", i, j)
-			}
 			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 		}
 		req.Messages = append(req.Messages, msg)
