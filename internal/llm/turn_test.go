@@ -535,3 +535,29 @@ func TestTurnOpenAISendsBackArgumentsAsWritten(t *testing.T) {
 		t.Errorf("turn = %+v, %v", res, err)
 	}
 }
+
+// A turn outliving its context (an activity's deadline) stops at once and
+// says it was interrupted, streamed or not.
+func TestTurnDeadline(t *testing.T) {
+	for _, p := range []llm.Provider{llm.ProviderOpenAI, llm.ProviderAnthropic} {
+		slow := llmtest.Reply{Content: "late", Delay: 10 * time.Second}
+		var m llm.Model
+		if p == llm.ProviderAnthropic {
+			srv := llmtest.NewAnthropic(t, func(llmtest.MessagesRequest) llmtest.Reply { return slow })
+			m = mustNew(t, llm.Spec{Provider: p}, llm.Env{AnthropicKey: "k", AnthropicBaseURL: srv.URL()})
+		} else {
+			srv := llmtest.New(t, llmtest.Fixed(slow))
+			m = mustNew(t, llm.Spec{Provider: p}, llm.Env{OpenAIBaseURL: srv.URL()})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		_, err := m.Turn(ctx, firstConversation(), tools, llm.TurnOptions{Stream: true})
+		cancel()
+		if e := asError(t, err); !e.Retryable() || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "interrupted") {
+			t.Errorf("%s: error = %v", p, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: turn took %v after its deadline", p, d)
+		}
+	}
+}

@@ -223,3 +223,21 @@ func TestAnthropicStreamsToolUse(t *testing.T) {
 		t.Errorf("decoded request = %+v", r)
 	}
 }
+
+// Steps answers each request with its own step, in order, and fails
+// loudly past the last; Fail answers 400 with the reason.
+func TestSteps(t *testing.T) {
+	s := llmtest.Steps(
+		func(r llmtest.ChatRequest) llmtest.Reply { return llmtest.Reply{Content: "one " + r.LastUser()} },
+		func(r llmtest.ChatRequest) llmtest.Reply { return llmtest.Fail("wanted %d results", 2) },
+	)
+	req := llmtest.ChatRequest{Messages: []llmtest.Message{{Role: "user", Content: "hi"}}}
+	got := []llmtest.Reply{s(req), s(req), s(req)}
+	want := []llmtest.Reply{{Content: "one hi"}, {Status: 400, Content: "llmtest: wanted 2 results"},
+		{Status: 500, Content: "llmtest: all 2 steps taken"}}
+	for i := range want {
+		if got[i].Status != want[i].Status || got[i].Content != want[i].Content {
+			t.Errorf("request %d: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+}
