@@ -147,7 +147,7 @@ func readAnthropicStream(body io.Reader, onText func(string)) (anResponse, error
 		}
 		return &r.Content[i], nil
 	}
-	err := readEvents(body, func(_ string, data []byte) error {
+	err := readEvents(body, func(data []byte) error {
 		var ev anEvent
 		if err := json.Unmarshal(data, &ev); err != nil {
 			return fmt.Errorf("decode stream event: %w", err)

@@ -144,7 +144,7 @@ func readOpenAIStream(body io.Reader, onText func(string)) (TurnResult, error) {
 		last   oaResponse
 		done   bool
 	)
-	err := readEvents(body, func(_ string, data []byte) error {
+	err := readEvents(body, func(data []byte) error {
 		if string(data) == "[DONE]" {
 			done = true
 			return errStopEvents

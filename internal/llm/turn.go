@@ -167,20 +167,18 @@ func errorMessage(raw []byte, status string) string {
 	return cmp.Or(strings.TrimSpace(string(raw)), status)
 }
 
-// readEvents calls fn with the event name and data of each server-sent
-// event in r, until r ends or fn returns errStopEvents.
-func readEvents(r io.Reader, fn func(event string, data []byte) error) error {
+// readEvents calls fn with the data of each server-sent event in r, until
+// r ends or fn returns errStopEvents. Event names are not needed: both
+// protocols repeat them, or need none, in the data.
+func readEvents(r io.Reader, fn func(data []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxEventBytes)
-	var event string
 	var data bytes.Buffer
 	dispatch := func() error {
 		if data.Len() == 0 {
-			event = ""
 			return nil
 		}
-		err := fn(event, bytes.TrimSuffix(data.Bytes(), []byte("\n")))
-		event = ""
+		err := fn(bytes.TrimSuffix(data.Bytes(), []byte("\n")))
 		data.Reset()
 		return err
 	}
@@ -192,13 +190,8 @@ func readEvents(r io.Reader, fn func(event string, data []byte) error) error {
 			}
 			continue
 		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "event":
-			event = string(value)
-		case "data":
-			data.Write(value)
+		if value, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			data.Write(bytes.TrimPrefix(value, []byte(" ")))
 			data.WriteByte('\n')
 		}
 	}

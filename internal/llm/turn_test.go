@@ -433,6 +433,7 @@ func TestTurnBrokenStreams(t *testing.T) {
 		{"openai cut", "openai", oaStart, "ended before [DONE]"},
 		{"openai error chunk", "openai", oaStart + `data: {"error":{"message":"server overloaded"}}` + "\n\n", "server overloaded"},
 		{"openai bad chunk", "openai", oaStart + "data: {not json\n\n", "decode stream chunk"},
+		{"openai endless event", "openai", oaStart + "data: " + strings.Repeat("x", 9<<20) + "\n\n", "longer than"},
 		{"anthropic cut", "anthropic", anStart, "ended before message_stop"},
 		{"anthropic error event", "anthropic", anStart + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", "overloaded_error: Overloaded"},
 		{"anthropic delta before start", "anthropic", "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n", "block 1, which has not started"},
