@@ -38,6 +38,7 @@ type client struct {
 	llm      llms.Model
 	// callOpts are provider-specific options added to every call.
 	callOpts []llms.CallOption
+	limits   Limits
 	log      *slog.Logger
 }
 
@@ -49,9 +50,12 @@ func New(spec Spec, env Env) (Model, error) {
 	if spec.Model == "" {
 		spec.Model = DefaultModels[spec.Provider]
 	}
-	hc := newHTTPClient()
-	c := &client{spec: spec, log: slog.Default().With("provider", string(spec.Provider), "model", spec.Model)}
-	var err error
+	limits, err := env.Limits()
+	if err != nil {
+		return nil, fmt.Errorf("new model %s: %w", spec, err)
+	}
+	hc := newHTTPClient(limits)
+	c := &client{spec: spec, limits: limits, log: slog.Default().With("provider", string(spec.Provider), "model", spec.Model)}
 	switch spec.Provider {
 	case ProviderOpenAI:
 		c.endpoint = cmp.Or(env.OpenAIBaseURL, openAIURL)
@@ -141,12 +145,7 @@ func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
 	if stream {
 		// For OpenAI the library asks for stream_options.include_usage
 		// whenever it streams, so streamed calls report usage too.
-		opts = append(opts, llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
-			if len(chunk) > 0 && req.OnChunk != nil {
-				req.OnChunk(string(chunk))
-			}
-			return nil
-		}))
+		opts = append(opts, llms.WithStreamingFunc(capStream(c.limits.MaxAnswerBytes, req.OnChunk)))
 	}
 
 	start := time.Now()
@@ -157,6 +156,9 @@ func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
 		return Response{}, e
 	}
 	out := response(resp)
+	if int64(len(out.Text)) > c.limits.MaxAnswerBytes {
+		return Response{}, c.limitFailure(outcome{}, answerTooLarge(c.limits.MaxAnswerBytes))
+	}
 	if out.Text == "" {
 		return Response{}, &Error{Kind: KindTransient, Status: ex.outcome().status,
 			Err: fmt.Errorf("model provider %s, model %s: %w", c.spec.Provider, c.spec.Model, ErrEmptyResponse)}

@@ -8,6 +8,7 @@
 package llmtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,12 +61,22 @@ func (r ChatRequest) System() string {
 // Reply is a scripted answer. Status 0 means 200 with Content as the
 // assistant's message; any other status answers with an OpenAI-style error
 // whose message is Content (or a stock message when empty). RetryAfter, when
-// set, is sent as the Retry-After header. Delay holds the answer back.
+// set, is sent as the Retry-After header. Delay holds the answer back
+// before the response headers: a hanging model.
+//
+// A streamed answer can misbehave further: it pauses for Stall once
+// StallAfter bytes of content are sent (0: right after the headers, before
+// any content), the shape of a model that stalls mid-answer; and it comes
+// in pieces of ChunkBytes (default 16), so a huge answer streams in a few
+// large events.
 type Reply struct {
 	Content    string
 	Status     int
 	RetryAfter string
 	Delay      time.Duration
+	Stall      time.Duration
+	StallAfter int
+	ChunkBytes int
 }
 
 // Script chooses the reply to a request. It may be called concurrently.
@@ -170,7 +181,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	usage := usage{Prompt: promptTokens(req.Messages), Completion: CountTokens(reply.Content)}
 	usage.Total = usage.Prompt + usage.Completion
 	if req.Stream {
-		writeStream(w, id, req, reply.Content, usage)
+		writeStream(w, r, id, req, reply, usage)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -266,16 +277,16 @@ func messageText(raw json.RawMessage) (string, error) {
 // non-trivial answer as a real model does.
 const chunkBytes = 16
 
-// splitChunks cuts s into pieces of at most chunkBytes, on rune boundaries.
-func splitChunks(s string) []string {
+// splitChunks cuts s into pieces of at most size bytes, on rune boundaries.
+func splitChunks(s string, size int) []string {
 	var out []string
 	for len(s) > 0 {
-		n := min(chunkBytes, len(s))
+		n := min(size, len(s))
 		for n < len(s) && n > 0 && !utf8.RuneStart(s[n]) {
 			n--
 		}
 		if n == 0 { // invalid UTF-8 may hold no rune start: cut anyway
-			n = min(chunkBytes, len(s))
+			n = min(size, len(s))
 		}
 		out = append(out, s[:n])
 		s = s[n:]
@@ -283,11 +294,14 @@ func splitChunks(s string) []string {
 	return out
 }
 
-func writeStream(w http.ResponseWriter, id string, req ChatRequest, content string, u usage) {
+func writeStream(w http.ResponseWriter, r *http.Request, id string, req ChatRequest, reply Reply, u usage) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush() // the headers go out before any stall
+	}
 	created := time.Now().Unix()
 	event := func(data []byte) {
 		fmt.Fprintf(w, "data: %s\n\n", data)
@@ -310,9 +324,29 @@ func writeStream(w http.ResponseWriter, id string, req ChatRequest, content stri
 		}
 		return c
 	}
+	stalled := reply.Stall <= 0
+	stall := func(sent int) bool {
+		if stalled || sent < reply.StallAfter {
+			return true
+		}
+		stalled = true
+		select {
+		case <-time.After(reply.Stall):
+			return true
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	if !stall(0) {
+		return
+	}
 	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	for _, piece := range splitChunks(content) {
+	sent := 0
+	for _, piece := range splitChunks(reply.Content, cmp.Or(reply.ChunkBytes, chunkBytes)) {
 		send(chunk(map[string]any{"content": piece}, nil))
+		if sent += len(piece); !stall(sent) || r.Context().Err() != nil {
+			return // the client hung up
+		}
 	}
 	send(chunk(map[string]any{}, "stop"))
 	if req.IncludeUsage {
