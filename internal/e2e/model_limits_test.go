@@ -3,10 +3,12 @@ package e2e
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/workflows"
 )
 
 // TestHangingModelIsCutOffAndShown: a model that never answers is cut
@@ -47,6 +49,32 @@ func TestHangingModelIsCutOffAndShown(t *testing.T) {
 	}
 	if n := c.model.Calls(); n < 2 {
 		t.Errorf("model calls = %d, want the hanging one retried", n)
+	}
+	c.mustCLI("cancel", id)
+}
+
+// TestPausingStreamKeepsItsAttempt: a streamed answer that pauses longer
+// than the activity's heartbeat timeout (5 s) but within the idle limit
+// is one call: the activity heartbeats while it waits.
+func TestPausingStreamKeepsItsAttempt(t *testing.T) {
+	sc := pythonScenario
+	rest := sc.script()
+	c := newCluster(t, func(req llmtest.ChatRequest) llmtest.Reply {
+		if strings.Contains(req.LastUser(), planMarker) {
+			return llmtest.Reply{Content: sc.plan, Stall: 8 * time.Second, StallAfter: 8}
+		}
+		return rest(req)
+	})
+	id := c.start("--lang", "python", sc.task)
+	c.waitFor(id, "the plan", func(st workflows.Status) bool { return len(st.Plan) > 0 })
+	plans := 0
+	for _, r := range c.model.Requests() {
+		if strings.Contains(r.LastUser(), planMarker) {
+			plans++
+		}
+	}
+	if plans != 1 {
+		t.Errorf("the plan was asked for %d times, want once", plans)
 	}
 	c.mustCLI("cancel", id)
 }
