@@ -27,7 +27,8 @@ const (
 // megabytes, not the whole activity timeout and the worker's memory.
 type Limits struct {
 	// FirstByte is how long the provider may take to start its answer
-	// (headers and the first byte of the body).
+	// (headers and the first byte of the body). An answer that is not
+	// streamed arrives at once, so it must be written within this time.
 	FirstByte time.Duration
 	// Idle is the longest silence allowed once the answer has begun.
 	Idle time.Duration

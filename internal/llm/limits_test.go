@@ -29,7 +29,7 @@ func newLimited(t *testing.T, script llmtest.Script, firstByte, idle, maxAnswer 
 // test: the call must end by a limit, never by this deadline.
 func complete(t *testing.T, m llm.Model, req llm.Request) (llm.Response, *llm.Error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req.System, req.Prompt = system, prompt
 	resp, err := m.Complete(ctx, req)
