@@ -1,6 +1,7 @@
 // Package llmtest serves scripted answers over the OpenAI chat completions
 // protocol, so tests drive the real provider client end to end: JSON and
-// SSE streaming replies, usage reports, error statuses and Retry-After.
+// SSE streaming replies, usage reports, error statuses and Retry-After, and
+// models that hang, stall mid-answer or flood.
 //
 // Point a model at it with OPENAI_BASE_URL=Server.URL(). To serve a script
 // from another process (a worker under test), mount Handler(script) on any
