@@ -84,11 +84,12 @@ func pendingModelCall(ctx context.Context, c client.Client, id string) *modelCal
 		call := &modelCall{Activity: pa.GetActivityType().GetName(), Attempt: pa.GetAttempt(), MaxAttempts: pa.GetMaximumAttempts()}
 		switch {
 		case pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED:
-			// Details from an earlier attempt are not this one's call.
-			if pa.GetLastHeartbeatTime().AsTime().Before(pa.GetLastStartedTime().AsTime()) {
-				return nil
-			}
 			call.Since = hb.Since
+			// Details from an earlier attempt: this one has only just
+			// started, and heartbeats within a second of its call.
+			if started := pa.GetLastStartedTime().AsTime(); pa.GetLastHeartbeatTime().AsTime().Before(started) {
+				call.Since = started
+			}
 		case pa.GetNextAttemptScheduleTime() != nil:
 			call.RetryAt = pa.GetNextAttemptScheduleTime().AsTime()
 			call.LastFailure = pa.GetLastFailure().GetMessage()
