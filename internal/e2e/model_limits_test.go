@@ -82,3 +82,24 @@ func TestPausingStreamKeepsItsAttempt(t *testing.T) {
 	}
 	c.mustCLI("cancel", id)
 }
+
+// TestFullDiskFailsBeforeTheModelIsPaid: a worker whose data dir has less
+// free space than it needs fails the task at once, saying where and how
+// much, without a single model call.
+func TestFullDiskFailsBeforeTheModelIsPaid(t *testing.T) {
+	c := newCluster(t, pythonScenario.script(), "AUTOCODER_MIN_FREE_SPACE=1000000GiB")
+	var dataDir string
+	for _, kv := range c.env {
+		if v, ok := strings.CutPrefix(kv, "AUTOCODER_DATA_DIR="); ok {
+			dataDir = v
+		}
+	}
+	id := c.start("--lang", "python", pythonScenario.task)
+	st := c.waitFor(id, "the failure", phase(workflows.PhaseFailed))
+	if want := "not enough free disk space in " + dataDir; !strings.Contains(st.Error, want) || !strings.Contains(st.Error, "1000000 GiB needed") {
+		t.Errorf("error = %q, want it to say %q and the space needed", st.Error, want)
+	}
+	if n := c.model.Calls(); n != 0 {
+		t.Errorf("model calls = %d, want none", n)
+	}
+}
