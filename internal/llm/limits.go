@@ -210,6 +210,11 @@ type guardedBody struct {
 
 func (b *guardedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
+		// At the limit: only the end of the body may follow.
+		var one [1]byte
+		if n, err := b.body.Read(one[:]); n == 0 && err == io.EOF {
+			return 0, io.EOF
+		}
 		return 0, b.fail(answerTooLarge(b.limit))
 	}
 	n, err := b.body.Read(p[:min(int64(len(p)), b.left)])
