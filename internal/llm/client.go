@@ -44,6 +44,7 @@ type client struct {
 	legacyMaxTokens bool
 	// callOpts are provider-specific options added to every call.
 	callOpts []llms.CallOption
+	limits   Limits
 	log      *slog.Logger
 }
 
@@ -55,9 +56,12 @@ func New(spec Spec, env Env) (Model, error) {
 	if spec.Model == "" {
 		spec.Model = DefaultModels[spec.Provider]
 	}
-	hc := newHTTPClient()
-	c := &client{spec: spec, hc: hc, log: slog.Default().With("provider", string(spec.Provider), "model", spec.Model)}
-	var err error
+	limits, err := env.Limits()
+	if err != nil {
+		return nil, fmt.Errorf("new model %s: %w", spec, err)
+	}
+	hc := newHTTPClient(limits)
+	c := &client{spec: spec, hc: hc, limits: limits, log: slog.Default().With("provider", string(spec.Provider), "model", spec.Model)}
 	switch spec.Provider {
 	case ProviderOpenAI:
 		c.endpoint = cmp.Or(env.OpenAIBaseURL, openAIURL)
@@ -143,12 +147,7 @@ func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
 	if stream {
 		// For OpenAI the library asks for stream_options.include_usage
 		// whenever it streams, so streamed calls report usage too.
-		opts = append(opts, llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
-			if len(chunk) > 0 && req.OnChunk != nil {
-				req.OnChunk(string(chunk))
-			}
-			return nil
-		}))
+		opts = append(opts, llms.WithStreamingFunc(capStream(c.limits.MaxAnswerBytes, req.OnChunk)))
 	}
 
 	start := time.Now()
@@ -161,6 +160,9 @@ func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
 		return Response{}, err
 	}
 	out := response(resp)
+	if int64(len(out.Text)) > c.limits.MaxAnswerBytes {
+		return Response{}, c.limitFailure(outcome{}, answerTooLarge(c.limits.MaxAnswerBytes))
+	}
 	if out.Text == "" {
 		return Response{}, c.emptyResponse(status)
 	}

@@ -99,7 +99,7 @@ func newAnthropicHandler(script AnthropicScript) *protocolHandler[MessagesReques
 }
 
 // answerMessages answers a messages request, whole or streamed.
-func answerMessages(w http.ResponseWriter, n int, req MessagesRequest, reply Reply) {
+func answerMessages(w http.ResponseWriter, _ *http.Request, n int, req MessagesRequest, reply Reply) {
 	id := fmt.Sprintf("msg_llmtest_%d", n)
 	var blocks []map[string]any
 	if reply.Content != "" {
@@ -167,12 +167,12 @@ func writeAnthropicStream(w http.ResponseWriter, id, model string, blocks []map[
 		var deltas []map[string]any
 		if b["type"] == "text" {
 			start["text"] = ""
-			for _, p := range splitChunks(b["text"].(string)) {
+			for _, p := range splitChunks(b["text"].(string), chunkBytes) {
 				deltas = append(deltas, map[string]any{"type": "text_delta", "text": p})
 			}
 		} else {
 			start["input"] = map[string]any{}
-			for _, p := range splitChunks(string(b["input"].(json.RawMessage))) {
+			for _, p := range splitChunks(string(b["input"].(json.RawMessage)), chunkBytes) {
 				deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": p})
 			}
 		}

@@ -1,9 +1,9 @@
 // Package llmtest serves scripted answers over the OpenAI chat completions
 // protocol and Anthropic's messages protocol, so tests drive the real
 // provider clients end to end: JSON and SSE streaming replies, tool calls,
-// usage reports, error statuses and Retry-After. Like the real services,
-// the servers refuse a conversation whose tool calls and results do not
-// pair up.
+// usage reports, error statuses and Retry-After, and models that hang,
+// stall mid-answer or flood. Like the real services, the servers refuse a
+// conversation whose tool calls and results do not pair up.
 //
 // Point a model at it with OPENAI_BASE_URL=Server.URL() (or
 // ANTHROPIC_BASE_URL=AnthropicServer.URL()). To serve a script from another
@@ -11,6 +11,7 @@
 package llmtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,13 +95,22 @@ func (r ChatRequest) ToolResults() []Message {
 // assistant's text and ToolCalls as its calls; any other status answers
 // with the protocol's error whose message is Content (or a stock message
 // when empty). RetryAfter, when set, is sent as the Retry-After header.
-// Delay holds the answer back.
+// Delay holds the answer back before the response headers: a hanging model.
+//
+// A streamed answer can misbehave further: it pauses for Stall once
+// StallAfter bytes of content are sent (0: right after the headers, before
+// any content), the shape of a model that stalls mid-answer; and it comes
+// in pieces of ChunkBytes (default 16), so a huge answer streams in a few
+// large events.
 type Reply struct {
 	Content    string
 	ToolCalls  []ToolCall
 	Status     int
 	RetryAfter string
 	Delay      time.Duration
+	Stall      time.Duration
+	StallAfter int
+	ChunkBytes int
 	// InterleaveToolCalls streams the argument deltas of several calls
 	// interleaved, told apart only by their index, as the OpenAI protocol
 	// allows; by default each call is streamed whole before the next.
@@ -189,7 +199,7 @@ type protocol[R any] struct {
 	// check returns the API's complaint about a well-formed request.
 	check  func(R) string
 	fail   func(w http.ResponseWriter, status int, msg string)
-	answer func(w http.ResponseWriter, n int, req R, reply Reply)
+	answer func(w http.ResponseWriter, r *http.Request, n int, req R, reply Reply)
 }
 
 // statusError is a decoding failure answered with a status other than 400.
@@ -236,7 +246,7 @@ func (h *protocolHandler[R]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.proto.fail(w, reply.Status, reply.Content)
 		return
 	}
-	h.proto.answer(w, n, req, reply)
+	h.proto.answer(w, r, n, req, reply)
 }
 
 // recorder keeps the requests a server received.
@@ -260,12 +270,12 @@ func (r *recorder[R]) all() []R {
 }
 
 // answerChat answers a chat completion, whole or streamed.
-func answerChat(w http.ResponseWriter, n int, req ChatRequest, reply Reply) {
+func answerChat(w http.ResponseWriter, r *http.Request, n int, req ChatRequest, reply Reply) {
 	id := fmt.Sprintf("chatcmpl-llmtest-%d", n)
 	usage := usage{Prompt: promptTokens(req.Messages), Completion: CountTokens(reply.Content) + callTokens(reply.ToolCalls)}
 	usage.Total = usage.Prompt + usage.Completion
 	if req.Stream {
-		writeStream(w, id, req, reply, usage)
+		writeStream(w, r, id, req, reply, usage)
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": reply.Content}
@@ -453,16 +463,16 @@ func messageText(raw json.RawMessage) (string, error) {
 // non-trivial answer as a real model does.
 const chunkBytes = 16
 
-// splitChunks cuts s into pieces of at most chunkBytes, on rune boundaries.
-func splitChunks(s string) []string {
+// splitChunks cuts s into pieces of at most size bytes, on rune boundaries.
+func splitChunks(s string, size int) []string {
 	var out []string
 	for len(s) > 0 {
-		n := min(chunkBytes, len(s))
+		n := min(size, len(s))
 		for n < len(s) && n > 0 && !utf8.RuneStart(s[n]) {
 			n--
 		}
 		if n == 0 { // invalid UTF-8 may hold no rune start: cut anyway
-			n = min(chunkBytes, len(s))
+			n = min(size, len(s))
 		}
 		out = append(out, s[:n])
 		s = s[n:]
@@ -470,11 +480,14 @@ func splitChunks(s string) []string {
 	return out
 }
 
-func writeStream(w http.ResponseWriter, id string, req ChatRequest, reply Reply, u usage) {
+func writeStream(w http.ResponseWriter, r *http.Request, id string, req ChatRequest, reply Reply, u usage) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush() // the headers go out before any stall
+	}
 	created := time.Now().Unix()
 	event := func(data []byte) {
 		fmt.Fprintf(w, "data: %s\n\n", data)
@@ -497,9 +510,29 @@ func writeStream(w http.ResponseWriter, id string, req ChatRequest, reply Reply,
 		}
 		return c
 	}
+	stalled := reply.Stall <= 0
+	stall := func(sent int) bool {
+		if stalled || sent < reply.StallAfter {
+			return true
+		}
+		stalled = true
+		select {
+		case <-time.After(reply.Stall):
+			return true
+		case <-r.Context().Done():
+			return false
+		}
+	}
+	if !stall(0) {
+		return
+	}
 	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	for _, piece := range splitChunks(reply.Content) {
+	sent := 0
+	for _, piece := range splitChunks(reply.Content, cmp.Or(reply.ChunkBytes, chunkBytes)) {
 		send(chunk(map[string]any{"content": piece}, nil))
+		if sent += len(piece); !stall(sent) || r.Context().Err() != nil {
+			return // the client hung up
+		}
 	}
 	for _, d := range toolCallDeltas(reply.ToolCalls, reply.InterleaveToolCalls) {
 		send(chunk(map[string]any{"tool_calls": []any{d}}, nil))
@@ -524,7 +557,7 @@ func toolCallDeltas(calls []ToolCall, interleave bool) []map[string]any {
 	for i, c := range calls {
 		starts[i] = map[string]any{"index": i, "id": c.ID, "type": "function",
 			"function": map[string]any{"name": c.Name, "arguments": ""}}
-		for _, p := range splitChunks(c.Arguments) {
+		for _, p := range splitChunks(c.Arguments, chunkBytes) {
 			pieces[i] = append(pieces[i], map[string]any{"index": i, "function": map[string]any{"arguments": p}})
 		}
 	}
