@@ -66,7 +66,7 @@ func Find(files []workspace.File, dirs []string, budget int) Set {
 		byPath[f.Path] = f
 	}
 	var found []workspace.File
-	for _, dir := range ancestors(byPath, dirs) {
+	for _, dir := range ancestors(dirs) {
 		if f, ok := pick(byPath, dir); ok {
 			found = append(found, f)
 		}
@@ -90,16 +90,14 @@ func Find(files []workspace.File, dirs []string, budget int) Set {
 
 // ancestors returns the root and every directory on the way to each of
 // dirs, once each, shallow before deep, so nearer instructions come last.
-func ancestors(byPath map[string]workspace.File, dirs []string) []string {
+// A file's path counts as a directory: no instructions live beneath it.
+func ancestors(dirs []string) []string {
 	seen := map[string]bool{".": true}
 	out := []string{"."}
 	for _, d := range dirs {
 		d, err := workspace.CleanPath(strings.TrimPrefix(d, "./"))
 		if err != nil {
 			continue // the root, or a path outside the workspace: nothing nested to add
-		}
-		if _, isFile := byPath[d]; isFile {
-			d = path.Dir(d)
 		}
 		for ; d != "." && !seen[d]; d = path.Dir(d) {
 			seen[d] = true
