@@ -166,8 +166,8 @@ func TestRead(t *testing.T) {
 		{"binary", readArgs{Path: "blob.bin"}, Limits{}, check{isErr: true, has: []string{"blob.bin is a binary file (5 bytes)"}}},
 		{"empty", readArgs{Path: "empty.txt"}, Limits{}, check{has: []string{"empty.txt is empty"}}},
 		{"line cap with continuation", readArgs{Path: "app/long.txt"}, Limits{ReadLines: 10}, check{has: []string{"lines 1-10 of 3000", "    10\tline number 10\n", "[lines 11-3000 not shown; read again with start_line=11]"}, hasNot: []string{"line number 11\n"}}},
-		{"byte cap with continuation", readArgs{Path: "app/long.txt", StartLine: 100}, Limits{ResultBytes: 1000}, check{has: []string{"lines 100-", "read again with start_line="}}},
-		{"long line clipped", readArgs{Path: "wide.txt"}, Limits{}, check{has: []string{"[… 3000 more bytes on this line]", "     2\tend"}}},
+		{"byte cap with continuation", readArgs{Path: "app/long.txt", StartLine: 100}, Limits{ResultBytes: 1000}, check{has: []string{"lines 100-", "read again with start_line="}, hasNot: []string{"bytes elided"}}},
+		{"long line clipped", readArgs{Path: "wide.txt"}, Limits{}, check{has: []string{"[… 3000 more bytes on this line]", "     2\tend"}, hasNot: []string{strings.Repeat("w", 2001)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
