@@ -144,11 +144,27 @@ func TestBuildLarge(t *testing.T) {
 				if !strings.Contains(m.Text, r.Bug.Path+"  (defines apply_discount") || !strings.Contains(m.Text, "def apply_discount(price_cents, percent) [") {
 					t.Errorf("the bug's file or function is missing:\n%s", m.Text)
 				}
+				if budget >= 1000 && m.Listed == 0 {
+					t.Error("no files listed by name: the map does not show the shape of the tree")
+				}
 				if m.Omitted > 0 && !strings.Contains(m.Text, fmt.Sprintf("[… %d more files not shown", m.Omitted)) {
 					t.Error("no note of the files left out")
 				}
 			})
 		}
+	}
+}
+
+// When many files rank, part of the budget is still kept for the names of
+// the others, so the model sees the shape of the whole tree.
+func TestBuildKeepsRoomForTheTree(t *testing.T) {
+	r := repogen.Generate(repogen.Options{Seed: 1})
+	m, err := Build(context.Background(), r.Files, Options{Query: Query{Task: "billing catalog inventory shipping"}, TokenBudget: 2000, Ctags: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Listed < 50 || !strings.Contains(m.Text, "\nOther files:\n") {
+		t.Errorf("%d files listed by name:\n%s", m.Listed, m.Text)
 	}
 }
 
