@@ -121,6 +121,7 @@ var searchTool = newTool("search", "Search the workspace's text files for lines 
 		if err != nil {
 			return failf("search: %v", err)
 		}
+		skip := fileFilter(expr)
 		var b strings.Builder
 		shown, more, searched := 0, 0, 0
 		moreFiles := map[string]bool{}
@@ -129,6 +130,9 @@ var searchTool = newTool("search", "Search the workspace's text files for lines 
 				continue
 			}
 			searched++
+			if skip(f.Data) {
+				continue // no line can match: spare splitting the file
+			}
 			n := 0
 			for line := range strings.Lines(string(f.Data)) {
 				n++
