@@ -23,6 +23,9 @@ func TestFileFilter(t *testing.T) {
 		{`os$`, "import os\nx = 1\n", false},
 		{`\Aimport`, "x = 1\nimport os\n", false}, // \A holds at each line when matched per line
 		{`(?-m)^import`, "x = 1\nimport os\n", false},
+		{`\A\d`, "x\n5\n", false}, // no literal: the multi-line pass must not judge \A
+		{`(?-m)^\d`, "x\n5\n", false},
+		{`x(abc)*y`, "xy\n", false}, // a starred literal is not required
 		{"a+b", "xaab\n", false},
 		{"a{2}b", "xyz\n", true},
 		{"(ab)|(cd)", "cd\n", false},
