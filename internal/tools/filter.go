@@ -20,7 +20,8 @@ func fileFilter(expr string) func([]byte) bool {
 	}
 	if lit, fold := requiredLiteral(parsed.Simplify()); lit != "" {
 		if !fold {
-			return func(data []byte) bool { return !bytes.Contains(data, []byte(lit)) }
+			want := []byte(lit)
+			return func(data []byte) bool { return !bytes.Contains(data, want) }
 		}
 		if lower := strings.ToLower(lit); isASCII(lit) {
 			return func(data []byte) bool { return !containsFoldASCII(data, lower) }
