@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -171,7 +172,7 @@ func paramSummary(d Def) string {
 	props, _ := d.Parameters["properties"].(map[string]any)
 	required, _ := d.Parameters["required"].([]string)
 	var parts []string
-	for _, name := range slices.Sorted(mapsKeys(props)) {
+	for _, name := range slices.Sorted(maps.Keys(props)) {
 		typ := props[name].(map[string]any)["type"]
 		req := "optional"
 		if slices.Contains(required, name) {
@@ -183,16 +184,6 @@ func paramSummary(d Def) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func mapsKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // schemaOf builds the JSON Schema of an argument struct from its fields:

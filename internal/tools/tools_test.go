@@ -361,6 +361,19 @@ func TestDefs(t *testing.T) {
 			t.Errorf("%s requires %q, want %q", d.Name, got, wantRequired[d.Name])
 		}
 	}
+	// Clients that convert a schema by type assertion (the googleai client
+	// of langchaingo does) need plain maps and a []string of required names.
+	for _, d := range defs {
+		props, ok := d.Parameters["properties"].(map[string]any)
+		if !ok {
+			t.Fatalf("%s: properties are %T", d.Name, d.Parameters["properties"])
+		}
+		for name, p := range props {
+			if _, ok := p.(map[string]any); !ok {
+				t.Errorf("%s.%s is %T", d.Name, name, p)
+			}
+		}
+	}
 	for name, ro := range map[string]bool{"list": true, "read": true, "search": true, "write": false, "edit": false, "delete": false, "nope": false} {
 		if ReadOnly(name) != ro {
 			t.Errorf("ReadOnly(%q) = %v", name, !ro)
