@@ -60,19 +60,30 @@ var stopWords = map[string]bool{
 func words(text string) map[string]bool {
 	out := map[string]bool{}
 	for _, w := range identRe.FindAllString(text, -1) {
-		if len(w) >= 3 && !stopWords[strings.ToLower(w)] {
+		if len(w) >= 3 && !stopWords[strings.ToLower(strings.Trim(w, "_"))] {
 			out[w] = true
 		}
 	}
 	return out
 }
 
+// maxSameBase is how many files may share a base name for a bare name in
+// the text ("store_test.go:12:", as go test prints) to point at them.
+const maxSameBase = 3
+
 // mentionsPath reports whether text names file p: by a path ending in it
-// or that it ends in (at a slash), or by its dotted module path.
-func mentionsPath(mentioned map[string]bool, p string) bool {
+// or that it ends in (at a slash), by its dotted module path, or by its
+// bare name when few files have that name (sameBase counts them).
+func mentionsPath(mentioned map[string]bool, p string, sameBase map[string]int) bool {
+	base := path.Base(p)
 	for m := range mentioned {
 		m = strings.TrimPrefix(m, "./")
-		if m == p || strings.HasSuffix(m, "/"+p) || (strings.Contains(m, "/") && strings.HasSuffix(p, "/"+m)) {
+		switch {
+		case m == p, strings.HasSuffix(m, "/"+p):
+			return true
+		case strings.Contains(m, "/") && strings.HasSuffix(p, "/"+m):
+			return true
+		case m == base && sameBase[base] <= maxSameBase:
 			return true
 		}
 	}
@@ -110,11 +121,15 @@ func score(files []*ranked, q Query) {
 	for w := range failWords {
 		lowerWords[strings.ToLower(w)] = true
 	}
+	sameBase := map[string]int{}
 	for _, f := range files {
-		if mentionsPath(failPaths, f.path) {
+		sameBase[path.Base(f.path)]++
+	}
+	for _, f := range files {
+		if mentionsPath(failPaths, f.path, sameBase) {
 			f.add(pointsFailingFile, "in the failure")
 		}
-		if mentionsPath(taskPaths, f.path) {
+		if mentionsPath(taskPaths, f.path, sameBase) {
 			f.add(pointsTaskPath, "named in the task")
 		}
 		var inFail, inTask []string
