@@ -1,0 +1,266 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// helperEnv makes the test binary a second worker process instead of a
+// test run: "check BACKEND" runs one check and prints its result; "hold"
+// fills a docker pool, starts an endless run and waits to be killed.
+const helperEnv = "AUTOCODER_SANDBOX_TEST_HELPER"
+
+// otherTaskLimits are the limits of the runs the fork bomb must not
+// disturb; the bomb has the same, so with a shared count it takes all.
+var otherTaskLimits = Limits{Pids: 100, Timeout: time.Minute}
+
+func helperMain(mode string) int {
+	kind, backend, _ := strings.Cut(mode, " ")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	switch kind {
+	case "check":
+		r, err := New(ctx, Config{Backend: backend, PoolSize: -1, Profiles: []string{"python"}})
+		if err != nil {
+			fmt.Println("new:", err)
+			return 1
+		}
+		defer r.Close()
+		res, err := r.Run(ctx, Spec{Profile: "python", Files: files("test_a.py", pyPass), Limits: otherTaskLimits})
+		if err != nil {
+			fmt.Println("run:", err)
+			return 1
+		}
+		out, _ := json.Marshal(res)
+		fmt.Println(string(out))
+		if res.ExitCode != 0 {
+			return 1
+		}
+		return 0
+	case "hold":
+		return holdDocker(ctx)
+	}
+	fmt.Println("unknown helper mode", mode)
+	return 2
+}
+
+// holdDocker fills a warm pool, starts a run that never ends, and prints
+// its owner id once all of its containers are up.
+func holdDocker(ctx context.Context) int {
+	r, err := New(ctx, Config{Backend: "docker", PoolSize: 2, Profiles: []string{"python"}})
+	if err != nil {
+		fmt.Println("new:", err)
+		return 1
+	}
+	d := inner(r).(*dockerRunner)
+	go func() {
+		_, err := r.Run(context.Background(), Spec{Profile: "python", Limits: Limits{Timeout: 10 * time.Minute},
+			Cmd: sh("while :; do sleep 1; done")})
+		fmt.Println("run ended:", err)
+	}()
+	for ctx.Err() == nil {
+		list, err := d.cli.ContainerList(ctx, client.ContainerListOptions{
+			Filters: make(client.Filters).Add("label", labelOwner+"="+d.owner).Add("status", "running")})
+		if err == nil && len(list.Items) >= 3 && poolsFull(d) {
+			fmt.Println("ready", d.owner)
+			select {}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Println("containers did not start")
+	return 1
+}
+
+func poolsFull(d *dockerRunner) bool {
+	for _, pl := range d.pools {
+		if !pl.full() {
+			return false
+		}
+	}
+	return true
+}
+
+// startHelper runs the test binary as another worker process; its stdout
+// comes back line by line.
+func startHelper(t *testing.T, mode string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, bufio.NewScanner(out)
+}
+
+func TestDevShmCapped(t *testing.T) {
+	// Files of 8 MB stay under the file-size limit: only the mount's size
+	// can stop the total.
+	script := `i=0
+while [ $i -lt 40 ] && head -c 8000000 /dev/zero > /dev/shm/f$i 2>/dev/null; do i=$((i+1)); done
+cat /dev/shm/* | wc -c
+touch /dev/evil 2>/dev/null && echo "/dev writable"
+exit 0`
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			r := testRunner(t, be, -1)
+			res := run(t, r, Spec{Profile: "python", Cmd: sh(script)})
+			lines := strings.Fields(res.Stdout)
+			if res.ExitCode != 0 || len(lines) == 0 {
+				t.Fatalf("%+v", res)
+			}
+			if n, _ := strconv.ParseInt(lines[0], 10, 64); n > shmBytes || n < shmBytes/2 {
+				t.Errorf("wrote %d bytes to /dev/shm, want at most %d (and at least half)", n, shmBytes)
+			}
+			if strings.Contains(res.Stdout, "/dev writable") {
+				t.Error("a file was created in /dev")
+			}
+		})
+	}
+}
+
+// TestForkBombSparesOtherTasks runs a fork bomb for its whole timeout and,
+// meanwhile, another run of the same runner and a check in another worker
+// process: both pass at their first attempt.
+func TestForkBombSparesOtherTasks(t *testing.T) {
+	type outcome struct {
+		res Result
+		err error
+	}
+	for i, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			// A marker of its own: the processes of the other backend's
+			// bomb may still be exiting.
+			marker := strconv.Itoa(73140 + i)
+			bomb := Spec{Profile: "python", Limits: Limits{Pids: otherTaskLimits.Pids, Timeout: 40 * time.Second}, Cmd: []string{"python3", "-c", `
+import os, time
+for i in range(5000):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(` + marker + `)
+        os._exit(0)
+time.sleep(` + marker + `)
+`}}
+			r := testRunner(t, be, -1)
+			bombed := make(chan outcome, 1)
+			go func() {
+				res, err := r.Run(context.Background(), bomb)
+				bombed <- outcome{res, err}
+			}()
+			var last outcome
+			t.Cleanup(func() {
+				if last == (outcome{}) {
+					last = <-bombed
+				}
+			})
+			deadline := time.Now().Add(30 * time.Second)
+			for len(hostProcsWith(marker)) < int(otherTaskLimits.Pids)-10 {
+				if time.Now().After(deadline) {
+					t.Fatalf("the bomb did not take its processes: %d", len(hostProcsWith(marker)))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			_, out := startHelper(t, "check "+be)
+			res := run(t, r, Spec{Profile: "python", Files: files("test_a.py", pyPass), Limits: otherTaskLimits})
+			if res.ExitCode != 0 {
+				t.Errorf("a run beside the bomb failed: %+v", res)
+			}
+			var lines []string
+			for out.Scan() {
+				lines = append(lines, out.Text())
+			}
+			var other Result
+			if len(lines) == 0 || json.Unmarshal([]byte(lines[len(lines)-1]), &other) != nil || other.ExitCode != 0 {
+				t.Errorf("another worker's check beside the bomb failed: %q", lines)
+			}
+			select {
+			case last = <-bombed:
+				t.Fatalf("the bomb ended before the other runs did: %+v %v", last.res, last.err)
+			default:
+			}
+			if last = <-bombed; last.err != nil || !last.res.TimedOut {
+				t.Errorf("the bomb did not run to its timeout: %+v %v", last.res, last.err)
+			}
+		})
+	}
+}
+
+// TestContainersDieWithWorker kills a worker process outright while it
+// holds warm containers and one running an endless loop: they stop at
+// once, and a live runner removes them within seconds.
+func TestContainersDieWithWorker(t *testing.T) {
+	d := inner(testRunner(t, "docker", -1)).(*dockerRunner)
+	cmd, out := startHelper(t, "hold docker")
+	var ownerID string
+	for out.Scan() {
+		if id, ok := strings.CutPrefix(out.Text(), "ready "); ok {
+			ownerID = id
+			break
+		}
+	}
+	if ownerID == "" {
+		t.Fatal("the worker process did not start its containers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	owned := make(client.Filters).Add("label", labelOwner+"="+ownerID)
+	t.Cleanup(func() {
+		list, _ := d.cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: owned})
+		for _, c := range list.Items {
+			d.remove(c.ID)
+		}
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for _, c := range []struct {
+		what   string
+		status string
+		within time.Duration
+	}{
+		{"running", "running", 3 * time.Second},
+		{"left", "", 2*reapEvery + 2*time.Second},
+	} {
+		for {
+			opts := client.ContainerListOptions{All: c.status == "", Filters: owned.Clone()}
+			if c.status != "" {
+				opts.Filters = opts.Filters.Add("status", c.status)
+			}
+			list, err := d.cli.ContainerList(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) == 0 {
+				t.Logf("no container %s %v after the kill", c.what, time.Since(killed).Round(100*time.Millisecond))
+				break
+			}
+			if time.Since(killed) > c.within {
+				t.Fatalf("%d containers %s %v after their worker was killed", len(list.Items), c.what, c.within)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
