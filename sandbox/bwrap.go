@@ -166,7 +166,7 @@ func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
 		"--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxUID),
 		"--hostname", "sandbox",
 	}
-	if r.cred == nil && r.uids == nil && os.Geteuid() == 0 {
+	if r.cred == nil && os.Geteuid() == 0 {
 		a = append(a, "--cap-drop", "ALL")
 	}
 	a = append(a, "--clearenv")
@@ -297,15 +297,16 @@ func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc,
 	args = append(args, r.baseArgs(p, p.environ(path), lim)...)
 	args = append(args, "/bin/sh", "-c", entryScript, "sbx", p.GoCache, "", readyMarker)
 
+	cred, lease, err := r.credential()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(r.prlimit, args...)
 	cmd.Env = []string{}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		lease.release()
 		return nil, fmt.Errorf("bwrap stdin: %w", err)
-	}
-	cred, lease, err := r.credential()
-	if err != nil {
-		return nil, err
 	}
 	pr := &proc{cmd: cmd, stdin: stdin, stdout: &relay{}, stderr: &relay{ready: make(chan struct{})}, exited: make(chan struct{}), uid: lease}
 	cmd.Stdout, cmd.Stderr = pr.stdout, pr.stderr

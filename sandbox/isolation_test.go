@@ -264,3 +264,46 @@ func TestContainersDieWithWorker(t *testing.T) {
 		}
 	}
 }
+
+// TestUIDPoolLeasesAreExclusive takes uids from two pools over one lock
+// directory, as two workers of a host do: no uid is handed out twice while
+// held, and all are in the range.
+func TestUIDPoolLeasesAreExclusive(t *testing.T) {
+	dir := t.TempDir()
+	var pools []*uidPool
+	for range 2 {
+		p, err := newUIDPool(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Both start at the same place, the worst case.
+		p.next.Store(7)
+		pools = append(pools, p)
+	}
+	held := map[uint32]*uidLease{}
+	for range 50 {
+		for _, p := range pools {
+			l, err := p.acquire()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if held[l.uid] != nil {
+				t.Fatalf("uid %d handed out twice", l.uid)
+			}
+			if l.uid < uidPoolBase || l.uid >= uidPoolBase+uidPoolSize {
+				t.Fatalf("uid %d outside the range", l.uid)
+			}
+			held[l.uid] = l
+		}
+	}
+	for uid, l := range held {
+		l.release()
+		delete(held, uid)
+	}
+	pools[0].next.Store(7)
+	l, err := pools[0].acquire()
+	if err != nil || l.uid != uidPoolBase+8 {
+		t.Fatalf("a released uid was not free again: %v %v", l, err)
+	}
+	l.release()
+}
