@@ -74,7 +74,8 @@ func holdDocker(ctx context.Context) int {
 			Filters: make(client.Filters).Add("label", labelOwner+"="+d.owner).Add("status", "running")})
 		if err == nil && len(list.Items) >= 3 && poolsFull(d) {
 			fmt.Println("ready", d.owner)
-			select {}
+			<-ctx.Done() // bounded, should the test die first
+			return 1
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -151,18 +152,7 @@ func TestForkBombSparesOtherTasks(t *testing.T) {
 			// A marker of its own: the processes of the other backend's
 			// bomb may still be exiting.
 			marker := strconv.Itoa(73140 + i)
-			bomb := Spec{Profile: "python", Limits: Limits{Pids: otherTaskLimits.Pids, Timeout: 40 * time.Second}, Cmd: []string{"python3", "-c", `
-import os, time
-for i in range(5000):
-    try:
-        pid = os.fork()
-    except OSError:
-        break
-    if pid == 0:
-        time.sleep(` + marker + `)
-        os._exit(0)
-time.sleep(` + marker + `)
-`}}
+			bomb := Spec{Profile: "python", Limits: Limits{Pids: otherTaskLimits.Pids, Timeout: 30 * time.Second}, Cmd: []string{"python3", "-c", forkBomb(marker, "time.sleep("+marker+")")}}
 			r := testRunner(t, be, -1)
 			bombed := make(chan outcome, 1)
 			go func() {
@@ -170,12 +160,13 @@ time.sleep(` + marker + `)
 				bombed <- outcome{res, err}
 			}()
 			var last outcome
+			ended := false // the bomb's outcome was received
 			t.Cleanup(func() {
-				if last == (outcome{}) {
-					last = <-bombed
+				if !ended {
+					<-bombed
 				}
 			})
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(20 * time.Second)
 			for len(hostProcsWith(marker)) < int(otherTaskLimits.Pids)-10 {
 				if time.Now().After(deadline) {
 					t.Fatalf("the bomb did not take its processes: %d", len(hostProcsWith(marker)))
@@ -197,10 +188,12 @@ time.sleep(` + marker + `)
 			}
 			select {
 			case last = <-bombed:
+				ended = true
 				t.Fatalf("the bomb ended before the other runs did: %+v %v", last.res, last.err)
 			default:
 			}
-			if last = <-bombed; last.err != nil || !last.res.TimedOut {
+			last, ended = <-bombed, true
+			if last.err != nil || !last.res.TimedOut {
 				t.Errorf("the bomb did not run to its timeout: %+v %v", last.res, last.err)
 			}
 		})
