@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -299,4 +300,35 @@ func TestUIDPoolLeasesAreExclusive(t *testing.T) {
 		t.Fatalf("a released uid was not free again: %v %v", l, err)
 	}
 	l.release()
+}
+
+// TestBwrapSharedUIDFallback: when the uid range cannot be used (here, its
+// lock directory belongs to someone else), a root worker's sandboxes still
+// run, as one shared uid, and the log says what that costs.
+func TestBwrapSharedUIDFallback(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the uid range is for root workers")
+	}
+	dir := t.TempDir()
+	if err := os.Chown(dir, sandboxUID, sandboxUID); err != nil {
+		t.Fatal(err)
+	}
+	defer func(d string) { uidPoolDir = d }(uidPoolDir)
+	uidPoolDir = dir
+	var logs strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := New(ctx, Config{Backend: "bwrap", PoolSize: -1, Profiles: []string{"python"},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		unavailable(t, "bwrap backend: %v", err)
+	}
+	defer r.Close()
+	res := run(t, r, Spec{Profile: "python", Cmd: []string{"python3", "-c", "print('ran')"}})
+	if res.ExitCode != 0 || res.Stdout != "ran\n" {
+		t.Fatalf("%+v", res)
+	}
+	if !strings.Contains(logs.String(), "cannot give each sandbox a uid of its own") {
+		t.Fatalf("no warning in the log: %s", logs.String())
+	}
 }
