@@ -18,8 +18,8 @@ import (
 )
 
 // helperEnv makes the test binary a second worker process instead of a
-// test run: "check BACKEND" runs one check and prints its result; "hold"
-// fills a docker pool, starts an endless run and waits to be killed.
+// test run: "check BACKEND" runs one check and prints its result; "hold
+// BACKEND" fills a pool, starts an endless run and waits to be killed.
 const helperEnv = "AUTOCODER_SANDBOX_TEST_HELPER"
 
 // otherTaskLimits are the limits of the runs the fork bomb must not
@@ -50,47 +50,61 @@ func helperMain(mode string) int {
 		}
 		return 0
 	case "hold":
-		return holdDocker(ctx)
+		return hold(ctx, backend)
 	}
 	fmt.Println("unknown helper mode", mode)
 	return 2
 }
 
-// holdDocker fills a warm pool, starts a run that never ends, and prints
-// its owner id once all of its containers are up.
-func holdDocker(ctx context.Context) int {
-	r, err := New(ctx, Config{Backend: "docker", PoolSize: 2, Profiles: []string{"python"}})
+// loopMarker names the processes of the endless run of "hold".
+const loopMarker = "sleep 7315"
+
+// hold fills a warm pool and starts a run that never ends; once all are
+// up, it prints what identifies its sandboxes: the owner label of its
+// containers, or the host uids of its warm bwrap sandboxes.
+func hold(ctx context.Context, backend string) int {
+	r, err := New(ctx, Config{Backend: backend, PoolSize: 2, Profiles: []string{"python"}})
 	if err != nil {
 		fmt.Println("new:", err)
 		return 1
 	}
-	d := inner(r).(*dockerRunner)
 	go func() {
 		_, err := r.Run(context.Background(), Spec{Profile: "python", Limits: Limits{Timeout: 10 * time.Minute},
-			Cmd: sh("while :; do sleep 1; done")})
+			Cmd: sh("while :; do " + loopMarker + "; done")})
 		fmt.Println("run ended:", err)
 	}()
 	for ctx.Err() == nil {
-		list, err := d.cli.ContainerList(ctx, client.ContainerListOptions{
-			Filters: make(client.Filters).Add("label", labelOwner+"="+d.owner).Add("status", "running")})
-		if err == nil && len(list.Items) >= 3 && poolsFull(d) {
-			fmt.Println("ready", d.owner)
+		ids, full := warmIDs(r)
+		if full && len(hostProcsWith(loopMarker)) > 0 {
+			fmt.Println("ready", strings.Join(ids, " "))
 			<-ctx.Done() // bounded, should the test die first
 			return 1
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	fmt.Println("containers did not start")
+	fmt.Println("sandboxes did not start")
 	return 1
 }
 
-func poolsFull(d *dockerRunner) bool {
-	for _, pl := range d.pools {
-		if !pl.full() {
-			return false
+// warmIDs reports whether a runner's pools are full and what identifies
+// its sandboxes (see hold).
+func warmIDs(r Runner) (ids []string, full bool) {
+	full = true
+	switch b := inner(r).(type) {
+	case *dockerRunner:
+		ids = []string{b.owner}
+		for _, pl := range b.pools {
+			full = full && pl.full()
+		}
+	case *bwrapRunner:
+		for _, pl := range b.pools {
+			full = full && pl.full()
+			for _, p := range pl.snapshot() {
+				ids = append(ids, strconv.FormatUint(uint64(p.uid.uid), 10))
+			}
 		}
 	}
-	return true
+	return ids, full
 }
 
 // startHelper runs the test binary as another worker process; its stdout
@@ -201,22 +215,79 @@ func TestForkBombSparesOtherTasks(t *testing.T) {
 	}
 }
 
+// killHeldWorker starts a worker process that holds warm sandboxes and one
+// running an endless loop, kills it with SIGKILL, and returns what
+// identifies its sandboxes and when it was killed.
+func killHeldWorker(t *testing.T, backend string) ([]string, time.Time) {
+	t.Helper()
+	cmd, out := startHelper(t, "hold "+backend)
+	var ids []string
+	for out.Scan() {
+		if rest, ok := strings.CutPrefix(out.Text(), "ready "); ok {
+			ids = strings.Fields(rest)
+			break
+		}
+	}
+	if len(ids) == 0 {
+		t.Fatal("the worker process did not start its sandboxes")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	return ids, time.Now()
+}
+
+// TestBwrapSandboxesDieWithWorker: no process of a worker's bwrap
+// sandboxes, warm or running, outlives it by more than a moment.
+func TestBwrapSandboxesDieWithWorker(t *testing.T) {
+	testRunner(t, "bwrap", -1) // skips without bwrap
+	uids, killed := killHeldWorker(t, "bwrap")
+	for {
+		left := hostProcsWith(loopMarker)
+		for _, uid := range uids {
+			left = append(left, procsOfUID(uid)...)
+		}
+		if len(left) == 0 {
+			t.Logf("no sandbox process left %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+			return
+		}
+		if time.Since(killed) > 3*time.Second {
+			t.Fatalf("sandbox processes left 3s after their worker was killed: %v", left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// procsOfUID lists the live host processes whose real uid is uid; a
+// zombie waiting for init to reap it holds nothing.
+func procsOfUID(uid string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		status, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		fields := map[string][]string{}
+		for _, line := range strings.Split(string(status), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				fields[k] = strings.Fields(v)
+			}
+		}
+		if uids := fields["Uid"]; len(uids) > 0 && uids[0] == uid && len(fields["State"]) > 0 && fields["State"][0] != "Z" {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 // TestContainersDieWithWorker kills a worker process outright while it
 // holds warm containers and one running an endless loop: they stop at
 // once, and a live runner removes them within seconds.
 func TestContainersDieWithWorker(t *testing.T) {
 	d := inner(testRunner(t, "docker", -1)).(*dockerRunner)
-	cmd, out := startHelper(t, "hold docker")
-	var ownerID string
-	for out.Scan() {
-		if id, ok := strings.CutPrefix(out.Text(), "ready "); ok {
-			ownerID = id
-			break
-		}
-	}
-	if ownerID == "" {
-		t.Fatal("the worker process did not start its containers")
-	}
+	ids, killed := killHeldWorker(t, "docker")
+	ownerID := ids[0]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	owned := make(client.Filters).Add("label", labelOwner+"="+ownerID)
@@ -226,10 +297,6 @@ func TestContainersDieWithWorker(t *testing.T) {
 			d.remove(c.ID)
 		}
 	})
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
 	for _, c := range []struct {
 		what   string
 		status string
