@@ -1,0 +1,34 @@
+package workspace
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestCleanPathRefusesVCSMetadata(t *testing.T) {
+	refused := []string{
+		".git/config", ".git/hooks/pre-commit", ".git", "sub/.git/config", "a/b/.git",
+		".GIT/config", ".Git/hooks/post-checkout",
+		".git./config", ".git /config", ".git. . /config", // Windows drops trailing dots and spaces
+		"git~1/config", "GIT~2/config", // 8.3 short names
+		".git::$INDEX_ALLOCATION/config", ".git:stream", // NTFS streams
+		".g\u200cit/config", "\ufeff.git/config", // code points HFS+ ignores
+		".hg/hgrc", ".HG/hgrc", ".svn/entries", ".bzr/branch.conf", "_darcs/prefs/defaults", ".jj/repo/config.toml",
+		"hg~1/hgrc",
+	}
+	for _, p := range refused {
+		_, err := CleanPath(p)
+		if !errors.Is(err, ErrVCSMetadata) || !errors.Is(err, ErrUnsafePath) {
+			t.Errorf("CleanPath(%q) = %v, want ErrVCSMetadata and ErrUnsafePath", p, err)
+		}
+	}
+	allowed := []string{
+		".gitignore", ".gitattributes", ".gitmodules", ".github/workflows/ci.yml", ".hgignore",
+		"git/config", "docs/.git-notes", "gitx~1/a", "git~/a", "git~1a/b", "my.git/x", "svn/x",
+	}
+	for _, p := range allowed {
+		if c, err := CleanPath(p); err != nil || c != p {
+			t.Errorf("CleanPath(%q) = %q, %v; want it unchanged", p, c, err)
+		}
+	}
+}
