@@ -203,19 +203,42 @@ func uploadDir(ctx context.Context, f *factory, dir string) (string, error) {
 	return id, nil
 }
 
-func writeSnapshot(ctx context.Context, f *factory, snapshotID, dir string) (int, error) {
+// writeSnapshot writes a task's files to dir, all or nothing.
+func writeSnapshot(ctx context.Context, f *factory, taskID, snapshotID, dir string) (int, error) {
 	st, err := f.Store(ctx)
 	if err != nil {
 		return 0, err
 	}
-	files, err := st.GetSnapshot(ctx, snapshotID)
+	files, err := loadSnapshot(ctx, st, snapshotID)
 	if err != nil {
-		return 0, fmt.Errorf("read result snapshot %s: %w", snapshotID, err)
+		return 0, err
 	}
 	if err := workspace.WriteDir(dir, files); err != nil {
-		return 0, fmt.Errorf("write files to %s: %w", dir, err)
+		return 0, fmt.Errorf("write the files of task %s to %s: %w\n"+
+			"The task's files are kept: fix the paths named above, or write them elsewhere with `autocoder export %s DIR`",
+			taskID, dir, err, taskID)
 	}
 	return len(files), nil
+}
+
+// snapshotReader is the part of the store loadSnapshot needs.
+type snapshotReader interface {
+	GetSnapshot(ctx context.Context, id string) ([]workspace.File, error)
+}
+
+// loadSnapshot reads a snapshot to be written to disk. A snapshot stored
+// before today's path rules (one holding .git/config, say) is refused as
+// a whole rather than written in part.
+func loadSnapshot(ctx context.Context, st snapshotReader, id string) ([]workspace.File, error) {
+	files, err := st.GetSnapshot(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %s: %w", id, err)
+	}
+	if err := (workspace.Limits{}).Check(files); err != nil {
+		return nil, fmt.Errorf("snapshot %s cannot be written to disk: %w; "+
+			"it was stored by an older autocoder: export another checkpoint with --checkpoint N", id, err)
+	}
+	return files, nil
 }
 
 // taskFailure keeps the workflow's own message, written for people.
