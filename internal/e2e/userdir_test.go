@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -57,36 +57,6 @@ func gitProject(t *testing.T) string {
 		}
 	}
 	return dir
-}
-
-// digest maps every path under dir to its mode and content hash.
-func digest(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		desc := info.Mode().String()
-		if info.Mode().IsRegular() {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			desc += " " + hex.EncodeToString(sum[:])
-		}
-		out[p] = desc
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func envValue(env []string, name string) string {
@@ -139,14 +109,14 @@ func TestModelCannotReachTheUsersGit(t *testing.T) {
 			), "AUTOCODER_SANDBOX="+backend)
 			proj := gitProject(t)
 			userGit := filepath.Join(proj, ".git")
-			before := digest(t, userGit)
+			before := testenv.Tree(t, userGit)
 			unchanged := func(when string) {
 				t.Helper()
 				if _, err := os.Stat(canary); !errors.Is(err, fs.ErrNotExist) {
 					t.Fatalf("%s: the model's command ran on the host (canary: %v)", when, err)
 				}
-				if after := digest(t, userGit); !maps.Equal(before, after) {
-					t.Fatalf("%s: the user's .git changed:\nbefore %v\nafter  %v", when, before, after)
+				if diff := testenv.TreeChanges(before, testenv.Tree(t, userGit)); len(diff) > 0 {
+					t.Fatalf("%s: the user's .git changed: %v", when, diff)
 				}
 			}
 
@@ -234,7 +204,7 @@ func TestFinalWriteRefusesSpecialFilesWithoutWriting(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(proj, "out.txt")); err != nil {
 		t.Fatal(err)
 	}
-	before := digest(t, proj)
+	before := testenv.Tree(t, proj)
 
 	run := exec.Command(c.bin, "run", "--dir", proj, "--lang", "python", "--test-cmd", "python3 -m pytest -q", "--json", "Fix the failing test in calc.py")
 	run.Env = c.env
@@ -268,8 +238,8 @@ func TestFinalWriteRefusesSpecialFilesWithoutWriting(t *testing.T) {
 			t.Errorf("run's error lacks %q:\n%s", want, stderr.String())
 		}
 	}
-	if after := digest(t, proj); !maps.Equal(before, after) {
-		t.Errorf("the project changed:\nbefore %v\nafter  %v", before, after)
+	if diff := testenv.TreeChanges(before, testenv.Tree(t, proj)); len(diff) > 0 {
+		t.Errorf("the project changed: %v", diff)
 	}
 	if _, err := os.Lstat(outside); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("wrote through the symlink: %v", err)

@@ -152,14 +152,12 @@ func (w *dirWrite) checkDir(dir string, parentMissing bool) (bool, error) {
 	if parentMissing {
 		return true, nil
 	}
-	info, err := w.root.Lstat(dir)
+	info, err := w.lstat(dir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return true, nil
 	case err != nil:
 		return false, err
-	case info.Mode()&fs.ModeSymlink != 0:
-		return false, fmt.Errorf("%w: %s", ErrSymlink, dir)
+	case info == nil:
+		return true, nil
 	case !info.IsDir():
 		return false, fmt.Errorf("%s is %s where a directory is needed", dir, kind(info.Mode()))
 	}
@@ -169,18 +167,31 @@ func (w *dirWrite) checkDir(dir string, parentMissing bool) (bool, error) {
 // checkTarget says whether a regular file is at p, or why p cannot be
 // written. Only Lstat looks at it: a named pipe is never opened.
 func (w *dirWrite) checkTarget(p string) (bool, error) {
-	info, err := w.root.Lstat(p)
+	info, err := w.lstat(p)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
 	case err != nil:
 		return false, err
-	case info.Mode()&fs.ModeSymlink != 0:
-		return false, fmt.Errorf("%w: %s", ErrSymlink, p)
+	case info == nil:
+		return false, nil
 	case !info.Mode().IsRegular():
 		return false, fmt.Errorf("%w: %s is %s", ErrSpecialFile, p, kind(info.Mode()))
 	}
 	return true, nil
+}
+
+// lstat describes p without following it: nil when nothing is there, an
+// ErrSymlink for a symlink.
+func (w *dirWrite) lstat(p string) (fs.FileInfo, error) {
+	info, err := w.root.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case info.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%w: %s", ErrSymlink, p)
+	}
+	return info, nil
 }
 
 func kind(m fs.FileMode) string {

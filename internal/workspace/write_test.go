@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/autocoder/autocoder/internal/testenv"
 )
 
 func TestWriteDirRoundtrip(t *testing.T) {
@@ -44,43 +45,6 @@ func TestWriteDirRoundtrip(t *testing.T) {
 				want[i].Path, want[i].FileMode(), want[i].Data)
 		}
 	}
-}
-
-// listing describes everything under root, symlinks and special files
-// included, so a test can tell whether a write changed anything at all.
-func listing(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		desc := info.Mode().String()
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			desc += " -> " + target
-		case info.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			desc += " " + string(data)
-		}
-		out[p] = desc
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // project is a directory with a file that writes replace, one they keep
@@ -146,13 +110,13 @@ func TestWriteDirRefusesAndChangesNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := project(t)
 			tt.setup(root)
-			before := listing(t, root)
+			before := testenv.Tree(t, root)
 			err := writeWithin(t, root, update)
 			if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("err = %v, want %v mentioning %q", err, tt.want, tt.msg)
 			}
-			if after := listing(t, root); !maps.Equal(before, after) {
-				t.Errorf("the directory changed:\nbefore %v\nafter  %v", before, after)
+			if diff := testenv.TreeChanges(before, testenv.Tree(t, root)); len(diff) > 0 {
+				t.Errorf("the directory changed: %v", diff)
 			}
 			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 				t.Fatalf("wrote outside the root: %v", entries)
@@ -217,7 +181,7 @@ func TestWriteDirUndoesAFailurePartWay(t *testing.T) {
 	for failAt := 1; failAt <= renames; failAt++ {
 		t.Run(fmt.Sprint(failAt), func(t *testing.T) {
 			root := project(t)
-			before := listing(t, root)
+			before := testenv.Tree(t, root)
 			n := 0
 			renameInRoot = func(r *os.Root, from, to string) error {
 				if n++; n == failAt {
@@ -230,8 +194,8 @@ func TestWriteDirUndoesAFailurePartWay(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "injected") {
 				t.Fatalf("err = %v, want the injected failure", err)
 			}
-			if after := listing(t, root); !maps.Equal(before, after) {
-				t.Errorf("the directory changed:\nbefore %v\nafter  %v", before, after)
+			if diff := testenv.TreeChanges(before, testenv.Tree(t, root)); len(diff) > 0 {
+				t.Errorf("the directory changed: %v", diff)
 			}
 		})
 	}
