@@ -62,15 +62,10 @@ func exportTask(ctx context.Context, f *factory, id, dir string, o exportOptions
 	if err != nil {
 		return err
 	}
-	load := func(snapshot string) ([]workspace.File, error) {
-		if snapshot == "" {
-			return nil, nil
-		}
-		return loadSnapshot(ctx, store, snapshot)
-	}
+	load := func(snapshot string) ([]workspace.File, error) { return loadSnapshot(ctx, store, snapshot) }
 	if dir != "" {
 		if o.git {
-			err = exportGit(ctx, dir, st, cp.N, load)
+			err = exportGit(ctx, dir, st, cp.N, store)
 		} else {
 			var files []workspace.File
 			if files, err = load(cp.SnapshotID); err == nil {
@@ -121,32 +116,26 @@ func pickCheckpoint(st workflows.Status, n int) (workflows.Checkpoint, error) {
 }
 
 // exportGit records the input and checkpoints 1..upTo as commits, leaving
-// the work tree at checkpoint upTo. Every snapshot is read and checked
-// before anything is written, and the repository is built next to dir and
-// renamed into place, so a failure leaves dir as it was.
-func exportGit(ctx context.Context, dir string, st workflows.Status, upTo int, load func(string) ([]workspace.File, error)) error {
+// the work tree at checkpoint upTo. Every snapshot is checked before
+// anything is written, and the repository is built next to dir and renamed
+// into place, so a failure leaves dir as it was.
+func exportGit(ctx context.Context, dir string, st workflows.Status, upTo int, snapshots snapshotReader) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return usageError("--git: %s is not empty", dir)
 	}
-	type commit struct {
-		files []workspace.File
-		msg   string
-	}
-	input, err := load(st.InputSnapshot)
-	if err != nil {
-		return err
-	}
-	commits := []commit{{input, "input workspace\n\nTask: " + st.Task}}
+	type commit struct{ snapshot, msg string }
+	commits := []commit{{st.InputSnapshot, "input workspace\n\nTask: " + st.Task}}
 	for _, cp := range st.Checkpoints[:upTo] {
-		files, err := load(cp.SnapshotID)
-		if err != nil {
-			return err
-		}
 		result := "tests failed"
 		if cp.Passed {
 			result = "tests passed"
 		}
-		commits = append(commits, commit{files, fmt.Sprintf("checkpoint %d: step %d, iteration %d: %s\n\n%s", cp.N, cp.Step, cp.Iteration, cp.Summary, result)})
+		commits = append(commits, commit{cp.SnapshotID, fmt.Sprintf("checkpoint %d: step %d, iteration %d: %s\n\n%s", cp.N, cp.Step, cp.Iteration, cp.Summary, result)})
+	}
+	for _, c := range commits {
+		if err := checkSnapshot(ctx, snapshots, c.snapshot); err != nil {
+			return err
+		}
 	}
 
 	parent := filepath.Dir(filepath.Clean(dir))
@@ -163,7 +152,11 @@ func exportGit(ctx context.Context, dir string, st workflows.Status, upTo int, l
 		return err
 	}
 	for _, c := range commits {
-		if err := repo.commitTree(ctx, c.files, c.msg); err != nil {
+		files, err := loadSnapshot(ctx, snapshots, c.snapshot)
+		if err != nil {
+			return err
+		}
+		if err := repo.commitTree(ctx, files, c.msg); err != nil {
 			return err
 		}
 	}

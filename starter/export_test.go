@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -78,11 +79,10 @@ func TestExportRunsGitWithoutAnyConfiguration(t *testing.T) {
 		t.Errorf("diff:\n%s", diff)
 	}
 
-	snapshots := map[string][]workspace.File{"in": before, "cp1": after}
-	load := func(id string) ([]workspace.File, error) { return snapshots[id], nil }
+	snapshots := fixedSnapshots{"in": before, "cp1": after}
 	st := workflows.Status{Task: "fix add", InputSnapshot: "in", Checkpoints: []workflows.Checkpoint{{N: 1, SnapshotID: "cp1", Passed: true}}}
 	repo := filepath.Join(t.TempDir(), "repo")
-	must(t, exportGit(ctx, repo, st, 1, load))
+	must(t, exportGit(ctx, repo, st, 1, snapshots))
 	noCanary(t, canary, "export --git")
 	got, err := os.ReadFile(filepath.Join(repo, "calc.py"))
 	if err != nil || !strings.Contains(string(got), "a + b") {
@@ -110,14 +110,8 @@ func TestExportRefusesVersionControlMetadata(t *testing.T) {
 	noCanary(t, canary, "export --patch")
 
 	st := workflows.Status{InputSnapshot: "in", Checkpoints: []workflows.Checkpoint{{N: 1, SnapshotID: "cp1"}}}
-	load := func(id string) ([]workspace.File, error) {
-		if id == "cp1" {
-			return loadSnapshot(ctx, fixedSnapshots{"cp1": hostile}, id)
-		}
-		return nil, nil
-	}
 	repo := filepath.Join(t.TempDir(), "repo")
-	if err := exportGit(ctx, repo, st, 1, load); !errors.Is(err, workspace.ErrVCSMetadata) {
+	if err := exportGit(ctx, repo, st, 1, fixedSnapshots{"cp1": hostile}); !errors.Is(err, workspace.ErrVCSMetadata) {
 		t.Errorf("export --git of a snapshot with .git/config: %v, want ErrVCSMetadata", err)
 	}
 	noCanary(t, canary, "export --git")
@@ -126,8 +120,17 @@ func TestExportRefusesVersionControlMetadata(t *testing.T) {
 	}
 }
 
+// fixedSnapshots serves snapshots by id; an unknown id is empty.
 type fixedSnapshots map[string][]workspace.File
 
 func (s fixedSnapshots) GetSnapshot(_ context.Context, id string) ([]workspace.File, error) {
 	return s[id], nil
+}
+
+func (s fixedSnapshots) GetManifest(_ context.Context, id string) (store.Manifest, error) {
+	m := store.Manifest{ID: id}
+	for _, f := range s[id] {
+		m.Entries = append(m.Entries, store.Entry{Path: f.Path, Mode: f.FileMode(), Size: int64(len(f.Data))})
+	}
+	return m, nil
 }
