@@ -132,7 +132,44 @@ func (l Limits) Check(files []File) error {
 	if l.MaxTotalBytes > 0 && total > l.MaxTotalBytes {
 		return fmt.Errorf("%w: workspace holds %d bytes, more than the limit of %d", ErrTooLarge, total, l.MaxTotalBytes)
 	}
+	if dir, ok := bareRepository(files); ok {
+		return fmt.Errorf("%w: %q holds HEAD, objects/ and refs/, so git would take it for a repository and obey its config: %w",
+			ErrUnsafePath, dir+"/", ErrVCSMetadata)
+	}
 	return nil
+}
+
+// bareRepository finds a directory the files make look like a bare git
+// repository: HEAD beside objects/ and refs/, compared case-insensitively.
+// Git run inside it would read the config file there as its own.
+func bareRepository(files []File) (string, bool) {
+	const head, objects, refs = 1, 2, 4
+	marks := map[string]int{}
+	for _, f := range files {
+		parts := strings.Split(strings.ToLower(f.Path), "/")
+		for i, part := range parts {
+			dir := strings.Join(parts[:i], "/")
+			switch {
+			case i == len(parts)-1 && part == "head":
+				marks[dir] |= head
+			case i < len(parts)-1 && part == "objects":
+				marks[dir] |= objects
+			case i < len(parts)-1 && part == "refs":
+				marks[dir] |= refs
+			}
+		}
+	}
+	var found []string
+	for dir, m := range marks {
+		if m == head|objects|refs {
+			found = append(found, dir)
+		}
+	}
+	if len(found) == 0 {
+		return "", false
+	}
+	sort.Strings(found)
+	return found[0], true
 }
 
 // Sort orders files by path, the canonical order everywhere.

@@ -32,3 +32,35 @@ func TestCleanPathRefusesVCSMetadata(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckRefusesABareRepositoryShape(t *testing.T) {
+	files := func(paths ...string) []File {
+		var fs []File
+		for _, p := range paths {
+			fs = append(fs, File{Path: p})
+		}
+		Sort(fs)
+		return fs
+	}
+	refused := [][]File{
+		files("HEAD", "config", "objects/info/packs", "refs/heads/main"),
+		files("vendor/x/HEAD", "vendor/x/config", "vendor/x/objects/ab/cdef", "vendor/x/refs/tags/v1", "main.go"),
+		files("Sub/head", "Sub/Objects/x", "sub/REFS/x"), // one directory where case does not count
+	}
+	for _, fs := range refused {
+		if err := (Limits{}).Check(fs); !errors.Is(err, ErrVCSMetadata) {
+			t.Errorf("Check(%v) = %v, want ErrVCSMetadata", fs, err)
+		}
+	}
+	allowed := [][]File{
+		files("HEAD", "objects/a.go"),                     // no refs/
+		files("a/HEAD", "b/objects/x", "a/refs/x"),        // objects/ elsewhere
+		files("docs/HEAD.md", "objects/x", "refs/x"),      // not HEAD
+		files("HEAD/x", "objects/x", "refs/x", "main.go"), // HEAD is a directory
+	}
+	for _, fs := range allowed {
+		if err := (Limits{}).Check(fs); err != nil {
+			t.Errorf("Check(%v) = %v, want nil", fs, err)
+		}
+	}
+}
