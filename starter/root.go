@@ -109,6 +109,7 @@ func (f *factory) Close() {
 func Execute() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go exitAfterInterrupt(ctx, stop, interruptGrace, os.Exit)
 	f := &factory{cfg: configFromEnv(), stdout: os.Stdout, stderr: os.Stderr}
 	defer f.Close()
 	return execute(ctx, f, os.Args[1:])
@@ -128,6 +129,23 @@ func execute(ctx context.Context, f *factory, args []string) int {
 		fmt.Fprintln(f.stderr, "autocoder:", termsafe.Text(err.Error()))
 	}
 	return code
+}
+
+// interruptGrace is how long a command may take to stop after SIGINT or
+// SIGTERM; more than a worker's graceful stop, which waits for running
+// activities up to 30s.
+const interruptGrace = 45 * time.Second
+
+// exitAfterInterrupt makes a signal end the process even when a command is
+// stuck in a call that ignores its context: once ctx ends, a second signal
+// kills the process at once, and exit is called after grace. When the
+// command returns first, the process exits before grace is up.
+func exitAfterInterrupt(ctx context.Context, stop func(), grace time.Duration, exit func(int)) {
+	<-ctx.Done()
+	stop() // restores the default action of the signals
+	time.Sleep(grace)
+	fmt.Fprintf(os.Stderr, "autocoder: still not stopped %s after the interrupt; exiting\n", grace)
+	exit(exitInterrupted)
 }
 
 func newRootCmd(f *factory) *cobra.Command {

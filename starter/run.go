@@ -211,21 +211,6 @@ func uploadDir(ctx context.Context, f *factory, dir string) (string, error) {
 	return id, nil
 }
 
-func writeSnapshot(ctx context.Context, f *factory, snapshotID, dir string) (int, error) {
-	st, err := f.Store(ctx)
-	if err != nil {
-		return 0, err
-	}
-	files, err := st.GetSnapshot(ctx, snapshotID)
-	if err != nil {
-		return 0, fmt.Errorf("read result snapshot %s: %w", snapshotID, err)
-	}
-	if err := workspace.WriteDir(dir, files); err != nil {
-		return 0, fmt.Errorf("write files to %s: %w", dir, err)
-	}
-	return len(files), nil
-}
-
 // taskFailure keeps the workflow's own message, written for people.
 func taskFailure(err error) error {
 	var notFound *serviceerror.NotFound
