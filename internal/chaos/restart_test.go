@@ -30,14 +30,14 @@ var outageDelays = delays{plan: 300 * time.Millisecond, generate: 2 * time.Secon
 
 // runThroughOutage starts task n, waits until its first generate call is
 // running on the worker, calls outage, and waits for the task to finish.
-func runThroughOutage(ctx context.Context, t *testing.T, c client.Client, w *workerProc, prefix string, n int, outage func()) string {
+func runThroughOutage(ctx context.Context, t *testing.T, c client.Client, w *testenv.Worker, prefix string, n int, outage func()) string {
 	t.Helper()
 	id, err := startTask(ctx, c, prefix, n, 4, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
-		types, err := pendingStarted(ctx, c, id, w.started)
+		types, err := pendingStarted(ctx, c, id, w.Started)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,9 +77,9 @@ func TestTemporalServerRestart(t *testing.T) {
 
 	model := newModelServer(t, taskScript(true, outageDelays))
 	dataDir := t.TempDir()
-	workers := newFleet(t, bin, workerEnv(srv.FrontendAddress(), srv.Namespace(), dataDir, model.URL()),
+	workers := testenv.NewFleet(t, bin, workerEnv(srv.FrontendAddress(), srv.Namespace(), dataDir, model.URL()),
 		"--sandbox-slots", "2", "--sandbox-pool", "1")
-	w := workers.start()
+	w := workers.Start()
 
 	snap := runThroughOutage(ctx, t, c, w, "chaos-temporal", 1, func() {
 		if err := srv.Stop(); err != nil {
@@ -92,10 +92,10 @@ func TestTemporalServerRestart(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = restarted.Stop() })
 	})
-	if w.exited() {
-		t.Errorf("the worker exited while Temporal was down: %v", w.waitErr)
+	if w.Exited() {
+		t.Errorf("the worker exited while Temporal was down: %v", w.Err())
 	}
-	if err := w.stop(time.Minute); err != nil {
+	if err := w.Stop(time.Minute); err != nil {
 		t.Errorf("graceful stop: %v", err)
 	}
 	st, err := store.OpenSQLite(ctx, filepath.Join(dataDir, "autocoder.db"))
@@ -128,9 +128,9 @@ func TestPostgresRestart(t *testing.T) {
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
 	model := newModelServer(t, taskScript(true, outageDelays))
-	workers := newFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL(),
+	workers := testenv.NewFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL(),
 		"AUTOCODER_DATABASE_URL="+url), "--sandbox-slots", "2", "--sandbox-pool", "1")
-	w := workers.start()
+	w := workers.Start()
 
 	snap := runThroughOutage(ctx, t, c, w, "chaos-postgres", 1, func() {
 		// Land the restart on the memo and snapshot writes that follow the
@@ -142,7 +142,7 @@ func TestPostgresRestart(t *testing.T) {
 		}
 		t.Logf("postgres restarted in %s", time.Since(start).Round(time.Millisecond))
 	})
-	if err := w.stop(time.Minute); err != nil {
+	if err := w.Stop(time.Minute); err != nil {
 		t.Errorf("graceful stop: %v", err)
 	}
 	st, err := store.OpenPostgres(ctx, url)
