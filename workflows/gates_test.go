@@ -97,35 +97,21 @@ func (s *codingTaskSuite) TestPolicyAskApprovedRunsTheCode() {
 	s.NoError(s.env.GetWorkflowError())
 }
 
-// Guidance sent while code waits at the policy gate is kept for the next
-// prompt but does not run the code: only approve does.
-func (s *codingTaskSuite) TestPolicyAskFeedbackIsNoApproval() {
-	s.onPlan("step")
-	s.onGenerate("s1")
-	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
-	s.onRetry(activities.TestSummary{Stage: "validate", Output: policyFinding.Output + "\nRejected by a person: no"}, "drop subprocess", "s2")
-	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Once()
-	s.at(time.Minute, s.signal(SignalFeedback, FeedbackSignal{Text: "looks fine to me"}))
-	s.at(2*time.Minute, func() {
-		st := s.queryStatus()
-		s.Require().NotNil(st.Pending, "feedback answered the policy gate")
-		s.Equal(GatePolicy, st.Pending.Kind)
-		s.Equal(GateAnswers(GatePolicy), st.Pending.Answers)
-		s.env.SignalWorkflow(SignalReject, RejectSignal{Reason: "no"})
-	})
-	in := input
-	in.Policy = PolicyAsk
-	s.env.ExecuteWorkflow(CodingTask, in)
-	s.NoError(s.env.GetWorkflowError())
-}
-
 func (s *codingTaskSuite) TestPolicyAskRejectedGoesToReflection() {
 	s.onPlan("step")
 	s.onGenerate("s1")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
 	s.onRetry(activities.TestSummary{Stage: "validate", Output: policyFinding.Output + "\nRejected by a person: no subprocesses"}, "drop subprocess", "s2")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Once()
-	s.at(time.Minute, s.signal(SignalReject, RejectSignal{Reason: "no subprocesses"}))
+	// Guidance while the code waits is no approval: only approve runs it.
+	s.at(time.Minute, s.signal(SignalFeedback, FeedbackSignal{Text: "looks fine to me"}))
+	s.at(2*time.Minute, func() {
+		st := s.queryStatus()
+		s.Require().NotNil(st.Pending, "feedback answered the policy gate")
+		s.Equal(GatePolicy, st.Pending.Kind)
+		s.Equal(GateAnswers(GatePolicy), st.Pending.Answers)
+		s.env.SignalWorkflow(SignalReject, RejectSignal{Reason: "no subprocesses"})
+	})
 	in := input
 	in.Policy = PolicyAsk
 	s.env.ExecuteWorkflow(CodingTask, in)
