@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,20 +14,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
 const testURLEnv = "AUTOCODER_TEST_DATABASE_URL"
-
-// unavailable fails under CI, where every service must be present, and
-// skips elsewhere.
-func unavailable(tb testing.TB, reason string) {
-	tb.Helper()
-	if os.Getenv("CI") == "true" {
-		tb.Fatal(reason)
-	}
-	tb.Skip(reason)
-}
 
 // sqliteTarget returns a path for a fresh database file.
 func sqliteTarget(tb testing.TB) string {
@@ -39,7 +31,7 @@ func postgresTarget(tb testing.TB) string {
 	tb.Helper()
 	base := os.Getenv(testURLEnv)
 	if base == "" {
-		unavailable(tb, testURLEnv+" is unset; run scripts/postgres.sh")
+		testenv.RequireService(tb, "PostgreSQL", errors.New(testURLEnv+" is unset; run scripts/postgres.sh"))
 	}
 	u, err := url.Parse(base)
 	if err != nil {

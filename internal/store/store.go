@@ -56,3 +56,14 @@ type Store interface {
 
 	LessonStore
 }
+
+// writeStepHook, when the package's tests set it, runs at each named step of
+// a snapshot write ("snapshot row", "entries", "committed"), so a test can
+// kill the process at a point it chooses instead of one it hopes to hit.
+var writeStepHook func(step string)
+
+func writeStep(step string) {
+	if writeStepHook != nil {
+		writeStepHook(step)
+	}
+}
