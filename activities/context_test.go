@@ -1,0 +1,79 @@
+package activities
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/llm"
+)
+
+func readCall(id, path string) llm.Message {
+	return llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Name: "read", Arguments: `{"path":"` + path + `"}`}}}
+}
+
+func readResult(id, content string) llm.Message {
+	return llm.Message{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: id, Name: "read", Content: content}}
+}
+
+// Past the budget, the oldest outputs go first, each replaced by a marker
+// naming its call; the latest turn's outputs stay; the input is unchanged.
+func TestFitContextElidesOldestOutputsFirst(t *testing.T) {
+	big := strings.Repeat("x = 1\n", 1000) // 6000 bytes, 1500 tokens
+	msgs := []llm.Message{
+		{Role: llm.RoleSystem, Text: "sys"},
+		{Role: llm.RoleUser, Text: "task"},
+		readCall("c1", "one.py"), readResult("c1", big),
+		readCall("c2", "two.py"), readResult("c2", big),
+		readCall("c3", "three.py"), readResult("c3", big),
+	}
+	orig := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		orig[i] = m
+		if m.Result != nil {
+			r := *m.Result
+			orig[i].Result = &r
+		}
+	}
+
+	same, n := fitContext(msgs, 5000)
+	if n != 0 || !reflect.DeepEqual(same, msgs) {
+		t.Fatalf("under the budget: %d elided", n)
+	}
+
+	// 4,500 tokens of outputs against 3,200: eliding the first is enough.
+	got, n := fitContext(msgs, 3200)
+	want := fmt.Sprintf(`[output elided to fit the context: read {"path":"one.py"} returned %d bytes here; call it again if you need them]`, len(big))
+	if n != 1 || got[3].Result.Content != want || got[5].Result.Content != big || got[7].Result.Content != big {
+		t.Fatalf("elided %d: %q / %.20q / %.20q", n, got[3].Result.Content, got[5].Result.Content, got[7].Result.Content)
+	}
+	if got[3].Result.CallID != "c1" || got[3].Result.Name != "read" {
+		t.Fatalf("marker lost its call: %+v", got[3].Result)
+	}
+
+	// Far past it: every older output goes, never the latest turn's.
+	got, n = fitContext(msgs, 100)
+	if n != 2 || !strings.HasPrefix(got[5].Result.Content, "[output elided") || got[7].Result.Content != big {
+		t.Fatalf("elided %d: %.40q / %.20q", n, got[5].Result.Content, got[7].Result.Content)
+	}
+	if !reflect.DeepEqual(msgs, orig) {
+		t.Fatal("fitContext changed the stored messages")
+	}
+	if err := (llm.Conversation{Messages: got}).Validate(); err != nil {
+		t.Fatalf("elided conversation: %v", err)
+	}
+}
+
+// Outputs shorter than their marker are left alone.
+func TestFitContextKeepsShortOutputs(t *testing.T) {
+	msgs := []llm.Message{
+		{Role: llm.RoleUser, Text: strings.Repeat("long task ", 200)},
+		readCall("c1", "a.py"), readResult("c1", "x = 1\n"),
+		readCall("c2", "b.py"), readResult("c2", "y = 2\n"),
+	}
+	got, n := fitContext(msgs, 10)
+	if n != 0 || got[2].Result.Content != "x = 1\n" {
+		t.Fatalf("elided %d: %q", n, got[2].Result.Content)
+	}
+}
