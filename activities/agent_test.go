@@ -10,6 +10,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/store"
 )
 
 // seen is what a scripted model checks of a turn's request, the same for
@@ -245,5 +246,74 @@ func TestModelTurnStalePosition(t *testing.T) {
 	}
 	if calls() != 1 {
 		t.Fatalf("%d model calls, want 1", calls())
+	}
+}
+
+// faultyStore is the real store with faults put in: appends that fail, as
+// a worker dying between the model's answer and its append would leave
+// things, and memos that are never kept.
+type faultyStore struct {
+	store.Store
+	failAppends int
+	dropMemos   bool
+}
+
+func (s *faultyStore) AppendEntries(ctx context.Context, id string, pos int, entries [][]byte) ([]string, error) {
+	if s.failAppends > 0 {
+		s.failAppends--
+		return nil, errors.New("injected: the database went away")
+	}
+	return s.Store.AppendEntries(ctx, id, pos, entries)
+}
+
+func (s *faultyStore) PutMemo(ctx context.Context, key string, value []byte) error {
+	if s.dropMemos {
+		return errors.New("injected: memo lost")
+	}
+	return s.Store.PutMemo(ctx, key, value)
+}
+
+// A turn whose answer could not be appended is retried from the memo: the
+// model is paid once and the answer lands once.
+func TestModelTurnRetryAfterFailedAppendReusesMemo(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			e, model, calls := agentEnv(t, p,
+				func(seen) llmtest.Reply {
+					return llmtest.Reply{Content: "Looking.", ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "list", Arguments: `{}`}}}
+				},
+				func(seen) llmtest.Reply { return llmtest.Reply{Content: "a second, different answer"} })
+			n := start(t, e, "tr")
+			faulty := &faultyStore{Store: e.acts.Store, failAppends: 1}
+			e.acts.Store = faulty
+			in := ModelTurnInput{Transcript: "tr", Position: n, Tools: ToolSetWorkspace, Model: model}
+			if _, err := e.tenv.ExecuteActivity(e.acts.ModelTurn, in); err == nil || !strings.Contains(err.Error(), "injected") {
+				t.Fatalf("first try: %v", err)
+			}
+			out := run[ModelTurnOutput](t, e, e.acts.ModelTurn, in)
+			if !out.Reused || len(out.Calls) != 1 || out.Calls[0].ID != "c1" || out.Length != n+1 {
+				t.Fatalf("retry = %+v", out)
+			}
+			msgs := e.messages(t, "tr")
+			if calls() != 1 || len(msgs) != n+1 || msgs[n].ToolCalls[0].ID != "c1" {
+				t.Fatalf("%d model calls, transcript %+v", calls(), msgs)
+			}
+		})
+	}
+}
+
+// When the memo was lost, a retried turn finds its answer in the
+// transcript and does not ask the model again.
+func TestModelTurnRetryWithoutMemoReusesTranscript(t *testing.T) {
+	e, model, calls := agentEnv(t, protocols[0],
+		func(seen) llmtest.Reply { return llmtest.Reply{Content: "first answer"} },
+		func(seen) llmtest.Reply { return llmtest.Reply{Content: "a second, different answer"} })
+	n := start(t, e, "tr")
+	e.acts.Store = &faultyStore{Store: e.acts.Store, dropMemos: true}
+	in := ModelTurnInput{Transcript: "tr", Position: n, Tools: ToolSetWorkspace, Model: model}
+	run[ModelTurnOutput](t, e, e.acts.ModelTurn, in)
+	out := run[ModelTurnOutput](t, e, e.acts.ModelTurn, in)
+	if !out.Reused || out.Text != "first answer" || out.StopReason != llm.StopEnd || calls() != 1 {
+		t.Fatalf("retry = %+v after %d model calls", out, calls())
 	}
 }
