@@ -57,7 +57,7 @@ func (a *Activities) RunTools(ctx context.Context, in RunToolsInput) (RunToolsOu
 	if err != nil {
 		return RunToolsOutput{}, err
 	}
-	files, err := a.loadFiles(ctx, in.Snapshot)
+	files, err := a.toolFiles(ctx, in.Snapshot)
 	if err != nil {
 		return RunToolsOutput{}, err
 	}
@@ -84,6 +84,7 @@ func (a *Activities) RunTools(ctx context.Context, in RunToolsInput) (RunToolsOu
 		if out.Snapshot, err = a.Store.PutSnapshot(ctx, files); err != nil {
 			return RunToolsOutput{}, fmt.Errorf("store snapshot: %w", err)
 		}
+		a.snapshots.put(out.Snapshot, files) // the next call reads it
 	}
 	if err := a.appendMessages(ctx, in.Transcript, in.Position, results...); err != nil {
 		return RunToolsOutput{}, err
