@@ -317,3 +317,39 @@ func TestModelTurnRetryWithoutMemoReusesTranscript(t *testing.T) {
 		t.Fatalf("retry = %+v after %d model calls", out, calls())
 	}
 }
+
+// Arguments that are not JSON (cut off at the token limit) get an error
+// result the model can act on, and the next turn still goes out, on both
+// protocols, with the model's text sent back wrapped in an object.
+func TestToolCallWithBrokenArgumentsKeepsTheLoopGoing(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			broken := `{"path": "app/mod`
+			e, model, _ := agentEnv(t, p,
+				func(seen) llmtest.Reply {
+					return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "read", Arguments: broken}}}
+				},
+				func(s seen) llmtest.Reply {
+					if len(s.Results) != 1 || !strings.Contains(s.Results[0].Content, "bad arguments for read") {
+						return llmtest.Fail("results sent back: %+v", s.Results)
+					}
+					return llmtest.Reply{Content: "I will try again."}
+				})
+			snap := e.snapshot(t, map[string]string{"app/models.py": modelsPy})
+			n := start(t, e, "tr")
+			in := ModelTurnInput{Transcript: "tr", Position: n, Tools: ToolSetWorkspace, Model: model}
+			run[ModelTurnOutput](t, e, e.acts.ModelTurn, in)
+			ran := run[RunToolsOutput](t, e, e.acts.RunTools, RunToolsInput{Transcript: "tr", Position: n + 1, Snapshot: snap})
+			if !ran.Results[0].IsError {
+				t.Fatalf("broken arguments ran: %+v", ran)
+			}
+			in.Position = ran.Length
+			if out := run[ModelTurnOutput](t, e, e.acts.ModelTurn, in); out.Text != "I will try again." {
+				t.Fatalf("next turn = %+v", out)
+			}
+			if got := e.messages(t, "tr")[n].ToolCalls[0].Arguments; got != broken {
+				t.Fatalf("stored arguments = %q, want what the model wrote", got)
+			}
+		})
+	}
+}

@@ -1,7 +1,10 @@
 package activities
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/autocoder/autocoder/internal/llm"
 )
@@ -88,4 +91,45 @@ func fitContext(msgs []llm.Message, budget int) ([]llm.Message, int) {
 func elisionMarker(c llm.ToolCall, size int) string {
 	return fmt.Sprintf("[output elided to fit the context: %s %s returned %d bytes here; call it again if you need them]",
 		c.Name, clip(c.Arguments, 200), size)
+}
+
+// sendableArguments returns msgs with every tool call's arguments a JSON
+// object, as providers require of the calls sent back to them. A model can
+// write arguments that are not one (cut off at its token limit, or just
+// wrong); the tool's result already told it so, and resending the text
+// wrapped in an object keeps the conversation going instead of failing
+// every later request. The stored transcript keeps what the model wrote.
+func sendableArguments(msgs []llm.Message) []llm.Message {
+	unparsed := func(c llm.ToolCall) bool { return !isJSONObject(c.Arguments) }
+	var out []llm.Message
+	for i, m := range msgs {
+		if !slices.ContainsFunc(m.ToolCalls, unparsed) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		calls := slices.Clone(m.ToolCalls)
+		for j, c := range calls {
+			if unparsed(c) {
+				wrapped, _ := json.Marshal(map[string]string{"unparsed_arguments": c.Arguments}) // a string map always encodes
+				calls[j].Arguments = string(wrapped)
+			}
+		}
+		out[i].ToolCalls = calls
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
+// isJSONObject reports whether args is a JSON object, or empty (no
+// arguments), which clients send as {}.
+func isJSONObject(args string) bool {
+	if strings.TrimSpace(args) == "" {
+		return true
+	}
+	var obj map[string]json.RawMessage
+	return json.Unmarshal([]byte(args), &obj) == nil && obj != nil
 }

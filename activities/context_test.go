@@ -77,3 +77,34 @@ func TestFitContextKeepsShortOutputs(t *testing.T) {
 		t.Fatalf("elided %d: %q", n, got[2].Result.Content)
 	}
 }
+
+// Only calls whose arguments are not a JSON object are wrapped, in a copy.
+func TestSendableArguments(t *testing.T) {
+	msgs := []llm.Message{
+		{Role: llm.RoleUser, Text: "task"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+			{ID: "a", Name: "read", Arguments: `{"path":"x"}`},
+			{ID: "b", Name: "read", Arguments: `{"path": "cut`},
+			{ID: "c", Name: "list", Arguments: ``},
+			{ID: "d", Name: "list", Arguments: `[1]`},
+		}},
+	}
+	got := sendableArguments(msgs)
+	args := func(m []llm.Message) []string {
+		var out []string
+		for _, c := range m[1].ToolCalls {
+			out = append(out, c.Arguments)
+		}
+		return out
+	}
+	want := []string{`{"path":"x"}`, `{"unparsed_arguments":"{\"path\": \"cut"}`, ``, `{"unparsed_arguments":"[1]"}`}
+	if !reflect.DeepEqual(args(got), want) {
+		t.Fatalf("sent %q, want %q", args(got), want)
+	}
+	if msgs[1].ToolCalls[1].Arguments != `{"path": "cut` {
+		t.Fatal("the stored message was changed")
+	}
+	if clean := msgs[:1]; &sendableArguments(clean)[0] != &clean[0] {
+		t.Fatal("a conversation without broken arguments was copied")
+	}
+}
