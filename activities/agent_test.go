@@ -24,38 +24,40 @@ type seen struct {
 
 type seenResult struct{ ID, Content string }
 
-func openAISeen(r llmtest.ChatRequest) seen {
-	var s seen
-	for _, t := range r.Tools {
+func newSeen(tools []llmtest.ToolDef, last, all []seenResult) seen {
+	s := seen{Results: last, All: all}
+	for _, t := range tools {
 		s.Tools = append(s.Tools, t.Name)
-	}
-	for _, m := range r.ToolResults() {
-		s.Results = append(s.Results, seenResult{m.ToolCallID, m.Content})
-	}
-	for _, m := range r.Messages {
-		if m.Role == "tool" {
-			s.All = append(s.All, seenResult{m.ToolCallID, m.Content})
-		}
 	}
 	return s
 }
 
-func anthropicSeen(r llmtest.MessagesRequest) seen {
-	var s seen
-	for _, t := range r.Tools {
-		s.Tools = append(s.Tools, t.Name)
+func openAISeen(r llmtest.ChatRequest) seen {
+	var last, all []seenResult
+	for _, m := range r.ToolResults() {
+		last = append(last, seenResult{m.ToolCallID, m.Content})
 	}
+	for _, m := range r.Messages {
+		if m.Role == "tool" {
+			all = append(all, seenResult{m.ToolCallID, m.Content})
+		}
+	}
+	return newSeen(r.Tools, last, all)
+}
+
+func anthropicSeen(r llmtest.MessagesRequest) seen {
+	var last, all []seenResult
 	for _, b := range r.ToolResults() {
-		s.Results = append(s.Results, seenResult{b.ToolUseID, b.Content})
+		last = append(last, seenResult{b.ToolUseID, b.Content})
 	}
 	for _, m := range r.Messages {
 		for _, b := range m.Blocks {
 			if b.Type == "tool_result" {
-				s.All = append(s.All, seenResult{b.ToolUseID, b.Content})
+				all = append(all, seenResult{b.ToolUseID, b.Content})
 			}
 		}
 	}
-	return s
+	return newSeen(r.Tools, last, all)
 }
 
 // protocol serves scripted turns over one wire protocol and returns the

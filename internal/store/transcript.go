@@ -89,20 +89,26 @@ func appendEntries(ctx context.Context, tx transcriptTx, id string, pos int, ent
 	return hashes, nil
 }
 
-// scanTranscript reads (hash, data) rows in position order, checking each
-// blob against its hash.
-func scanTranscript(rs rows) ([]TranscriptEntry, error) {
+// transcriptOf reads the (hash, data) rows of a transcript query, in
+// position order, checking each blob against its hash.
+func transcriptOf(id string, rs rows, err error) ([]TranscriptEntry, error) {
+	if err != nil {
+		return nil, fmt.Errorf("read transcript %s: %w", id, err)
+	}
 	entries := []TranscriptEntry{}
 	for rs.Next() {
 		var e TranscriptEntry
 		if err := rs.Scan(&e.Hash, &e.Data); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read transcript %s: %w", id, err)
 		}
 		if err := verifyBlob(e.Hash, e.Data); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read transcript %s: %w", id, err)
 		}
 		e.Data = nonNil(e.Data)
 		entries = append(entries, e)
 	}
-	return entries, rs.Err()
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("read transcript %s: %w", id, err)
+	}
+	return entries, nil
 }

@@ -8,16 +8,7 @@ import (
 	"testing"
 )
 
-func TestTranscriptContract(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			RunTranscriptContract(t, func(t *testing.T) (Store, Store) {
-				target := b.target(t)
-				return openTarget(t, target), openTarget(t, target)
-			})
-		})
-	}
-}
+func TestTranscriptContract(t *testing.T) { forEachBackend(t, RunTranscriptContract) }
 
 // RunTranscriptContract checks the transcript behaviour every Store must
 // share. open returns two stores on one fresh, empty database, as two

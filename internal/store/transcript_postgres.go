@@ -50,13 +50,8 @@ func (t pgTranscriptTx) insertEntry(ctx context.Context, id string, pos int, has
 func (s *Postgres) Transcript(ctx context.Context, id string) ([]TranscriptEntry, error) {
 	rs, err := s.pool.Query(ctx, `SELECT e.hash, b.data FROM transcript_entries e JOIN blobs b ON b.hash = e.hash
 		WHERE e.transcript_id = $1 ORDER BY e.position`, id)
-	if err != nil {
-		return nil, fmt.Errorf("read transcript %s: %w", id, err)
+	if err == nil {
+		defer rs.Close()
 	}
-	defer rs.Close()
-	entries, err := scanTranscript(rs)
-	if err != nil {
-		return nil, fmt.Errorf("read transcript %s: %w", id, err)
-	}
-	return entries, nil
+	return transcriptOf(id, rs, err)
 }

@@ -53,13 +53,8 @@ func (t sqliteTranscriptTx) insertEntry(ctx context.Context, id string, pos int,
 func (s *SQLite) Transcript(ctx context.Context, id string) ([]TranscriptEntry, error) {
 	rs, err := s.db.QueryContext(ctx, `SELECT e.hash, b.data FROM transcript_entries e JOIN blobs b ON b.hash = e.hash
 		WHERE e.transcript_id = ? ORDER BY e.position`, id)
-	if err != nil {
-		return nil, fmt.Errorf("read transcript %s: %w", id, err)
+	if err == nil {
+		defer rs.Close()
 	}
-	defer rs.Close()
-	entries, err := scanTranscript(rs)
-	if err != nil {
-		return nil, fmt.Errorf("read transcript %s: %w", id, err)
-	}
-	return entries, nil
+	return transcriptOf(id, rs, err)
 }
