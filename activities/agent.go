@@ -161,8 +161,13 @@ func (a *Activities) earlierTurn(ctx context.Context, key string, msgs []llm.Mes
 	case !errors.Is(err, store.ErrNotFound):
 		return res, false, fmt.Errorf("read memo: %w", err)
 	}
-	if pos < len(msgs) && msgs[pos].Role == llm.RoleAssistant {
+	if pos < len(msgs) {
 		m := msgs[pos]
+		if m.Role != llm.RoleAssistant {
+			// Asking the model would pay for an answer with nowhere to go.
+			return res, false, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("transcript position %d already holds a %s message, not the model's turn", pos, m.Role), ErrTypeTranscriptConflict, nil)
+		}
 		stop := llm.StopEnd
 		if len(m.ToolCalls) > 0 {
 			stop = llm.StopToolUse

@@ -246,6 +246,11 @@ func TestModelTurnStalePosition(t *testing.T) {
 	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeBadInput || !strings.Contains(err.Error(), "has 3 messages") {
 		t.Fatalf("turn past the end: %v", err)
 	}
+	in.Position = 1 // the task's message: no model call for a turn with nowhere to go
+	_, err = e.tenv.ExecuteActivity(e.acts.ModelTurn, in)
+	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeTranscriptConflict || !appErr.NonRetryable() {
+		t.Fatalf("turn over the task's message: %v", err)
+	}
 	if calls() != 1 {
 		t.Fatalf("%d model calls, want 1", calls())
 	}
@@ -353,5 +358,77 @@ func TestToolCallWithBrokenArgumentsKeepsTheLoopGoing(t *testing.T) {
 				t.Fatalf("stored arguments = %q, want what the model wrote", got)
 			}
 		})
+	}
+}
+
+// A model without native tool calling, or a tool set no one knows, fails
+// the turn at once, before any request, with an error the workflow can
+// tell apart.
+func TestModelTurnRefusesWhatCannotWork(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Text("unused"))
+	e := newEnvAt(t, "")
+	e.acts.Models = func(name string) (llm.Model, llm.Spec, error) {
+		spec, err := llm.ParseSpec(name)
+		if err != nil {
+			return nil, spec, err
+		}
+		m, err := llm.New(spec, llm.Env{OllamaHost: strings.TrimSuffix(srv.URL(), "/v1"), OpenAIKey: "k", OpenAIBaseURL: srv.URL()})
+		return m, spec, err
+	}
+	n := start(t, e, "tr")
+	for _, c := range []struct{ model, tools, errType string }{
+		{"ollama:codellama:7b", ToolSetWorkspace, ErrTypeNoToolCalling},
+		{"openai:gpt-4.1-mini", "everything", ErrTypeBadInput},
+	} {
+		_, err := e.tenv.ExecuteActivity(e.acts.ModelTurn, ModelTurnInput{Transcript: "tr", Position: n, Tools: c.tools, Model: c.model})
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != c.errType || !appErr.NonRetryable() {
+			t.Errorf("%s with %q: %v, want %s", c.model, c.tools, err, c.errType)
+		}
+	}
+	if srv.Calls() != 0 {
+		t.Fatalf("%d requests sent", srv.Calls())
+	}
+}
+
+// The workflow may run a turn's calls in parts (read-only ones here, a
+// sandbox run elsewhere): each part appends after the last, and the
+// transcript ends up a conversation every provider accepts.
+func TestRunToolsInParts(t *testing.T) {
+	e := newEnvAt(t, "")
+	snap := e.snapshot(t, map[string]string{"app/models.py": modelsPy, "README.md": "# shop\n"})
+	n := start(t, e, "tr")
+	calls := []llm.ToolCall{
+		{ID: "c1", Name: "read", Arguments: `{"path":"README.md"}`},
+		{ID: "c2", Name: "write", Arguments: `{"path":"NOTES.md","content":"todo\n"}`},
+		{ID: "c3", Name: "list", Arguments: `{"pattern":"*.md"}`},
+	}
+	n = run[int](t, e, e.acts.AppendMessages, AppendMessagesInput{Transcript: "tr", Position: n,
+		Messages: []llm.Message{{Role: llm.RoleAssistant, ToolCalls: calls}}})
+
+	first := run[RunToolsOutput](t, e, e.acts.RunTools, RunToolsInput{Transcript: "tr", Position: n, Snapshot: snap, CallIDs: []string{"c2"}})
+	if first.Length != n+1 || first.Snapshot == snap || strings.Join(first.Changed, ",") != "NOTES.md" {
+		t.Fatalf("first part = %+v", first)
+	}
+	rest := run[RunToolsOutput](t, e, e.acts.RunTools, RunToolsInput{Transcript: "tr", Position: first.Length, Snapshot: first.Snapshot, CallIDs: []string{"c3", "c1"}})
+	if rest.Length != n+3 || rest.Snapshot != first.Snapshot || len(rest.Results) != 2 || rest.Results[0].ID != "c3" {
+		t.Fatalf("second part = %+v", rest)
+	}
+	msgs := e.messages(t, "tr")
+	if err := (llm.Conversation{Messages: msgs}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := msgs[n+1].Result.Content; !strings.Contains(got, "NOTES.md") {
+		t.Fatalf("list after the write in an earlier part shows %q", got)
+	}
+
+	_, err := e.tenv.ExecuteActivity(e.acts.RunTools, RunToolsInput{Transcript: "tr", Position: rest.Length, Snapshot: snap, CallIDs: []string{"c9"}})
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeBadInput || !strings.Contains(err.Error(), `no call "c9"`) {
+		t.Fatalf("unknown call: %v", err)
+	}
+	_, err = e.tenv.ExecuteActivity(e.acts.RunTools, RunToolsInput{Transcript: "tr", Position: 2, Snapshot: snap})
+	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeBadInput {
+		t.Fatalf("no model turn before the position: %v", err)
 	}
 }
