@@ -117,7 +117,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 			fmt.Sprintf("model %s has no native tool calling", spec), ErrTypeNoToolCalling, nil)
 	}
 	log := activity.GetLogger(ctx)
-	request, elided := fitContext(sendableArguments(msgs[:in.Position]), in.ContextTokens)
+	request, elided := fitContext(sendableArguments(msgs[:in.Position]), messageBudget(in.ContextTokens, offered))
 	if elided > 0 {
 		log.Info("older tool outputs elided from the request", "elided", elided, "task", in.TaskID, "step", in.Step, "attempt", in.Attempt)
 	}

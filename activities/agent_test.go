@@ -214,8 +214,13 @@ func TestToolTurns(t *testing.T) {
 				t.Fatalf("edited files: %v, %.60q", err, files[1].Data)
 			}
 
-			// The older outputs cost more than this budget; the edit's does not.
-			in.Position, in.ContextTokens = 7, 300
+			// The messages alone fit this budget; with the tools offered they
+			// do not, and the read's output, the one long enough, goes.
+			messages := 0
+			for _, m := range e.messages(t, "tr") {
+				messages += messageTokens(m)
+			}
+			in.Position, in.ContextTokens = 7, messages+100
 			turn = run[ModelTurnOutput](t, e, e.acts.ModelTurn, in)
 			if turn.StopReason != llm.StopEnd || turn.Elided != 1 || turn.Length != 8 {
 				t.Fatalf("last turn = %+v", turn)

@@ -18,6 +18,19 @@ const DefaultContextTokens = 64_000
 // close to real tokenizers on English and code and never a call away.
 func approxTokens(n int) int { return (n + 3) / 4 }
 
+// messageBudget is what a turn's context budget leaves for the messages
+// once the tool definitions, sent with every request, are counted; zero
+// means DefaultContextTokens. It is at least one token.
+func messageBudget(budget int, offered []llm.Tool) int {
+	if budget <= 0 {
+		budget = DefaultContextTokens
+	}
+	for _, t := range offered {
+		budget -= approxTokens(len(t.Name) + len(t.Description) + len(t.Parameters))
+	}
+	return max(budget, 1)
+}
+
 // messageTokens estimates what one message costs in a request, with a few
 // tokens for its framing.
 func messageTokens(m llm.Message) int {
@@ -32,7 +45,7 @@ func messageTokens(m llm.Message) int {
 }
 
 // fitContext returns the conversation to send when the stored one costs
-// more than budget tokens: the outputs of older tool calls, oldest first,
+// more than budget tokens (see messageBudget): the outputs of older tool calls, oldest first,
 // are replaced by a marker naming the call, so the model knows what it no
 // longer sees and how to see it again. The results answering the last
 // assistant message, which the model is about to read, are kept. The
@@ -42,9 +55,6 @@ func messageTokens(m llm.Message) int {
 // TODO: when eliding every older output is not enough, summarize the
 // oldest turns (a memoized model call) instead of sending too much.
 func fitContext(msgs []llm.Message, budget int) ([]llm.Message, int) {
-	if budget <= 0 {
-		budget = DefaultContextTokens
-	}
 	total := 0
 	for _, m := range msgs {
 		total += messageTokens(m)

@@ -108,3 +108,19 @@ func TestSendableArguments(t *testing.T) {
 		t.Fatal("a conversation without broken arguments was copied")
 	}
 }
+
+// The tool definitions come out of the budget first.
+func TestMessageBudgetCountsTools(t *testing.T) {
+	offered, err := toolSet(ToolSetWorkspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := messageBudget(0, nil)
+	left := messageBudget(0, offered)
+	if full != DefaultContextTokens || left >= full-200 {
+		t.Fatalf("budget %d without tools, %d with the workspace set", full, left)
+	}
+	if got := messageBudget(10, offered); got != 1 {
+		t.Fatalf("a budget smaller than the tools leaves %d", got)
+	}
+}
