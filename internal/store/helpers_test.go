@@ -91,6 +91,19 @@ var backends = []struct {
 	{"postgres", postgresTarget},
 }
 
+// forEachBackend runs a contract on every backend, its open giving two
+// stores on one fresh, empty database, as two workers would hold.
+func forEachBackend(t *testing.T, contract func(*testing.T, func(*testing.T) (Store, Store))) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			contract(t, func(t *testing.T) (Store, Store) {
+				target := b.target(t)
+				return openTarget(t, target), openTarget(t, target)
+			})
+		})
+	}
+}
+
 // genFiles builds n source-like files of about size bytes each, spread
 // over 50 directories; seed makes the content unique to one call.
 func genFiles(n, size int, seed string) []workspace.File {

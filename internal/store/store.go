@@ -1,6 +1,7 @@
 // Package store keeps what must outlive a process and stay out of workflow
-// history: file contents as content-addressed blobs, snapshot manifests, and
-// memoized results. SQLite is the embedded default; Postgres serves teams.
+// history: file contents as content-addressed blobs, snapshot manifests,
+// memoized results, lessons, and the transcripts of model conversations.
+// SQLite is the embedded default; Postgres serves teams.
 package store
 
 import (
@@ -55,6 +56,7 @@ type Store interface {
 	Close() error
 
 	LessonStore
+	TranscriptStore
 }
 
 // writeStepHook, when the package's tests set it, runs at each named step of
