@@ -150,6 +150,8 @@ type watchdog struct {
 
 func startWatchdog(l Limits, cancel context.CancelCauseFunc) *watchdog {
 	w := &watchdog{limits: l, cancel: cancel}
+	w.mu.Lock() // the timer may fire before it is stored
+	defer w.mu.Unlock()
 	w.timer = time.AfterFunc(l.FirstByte, w.fire)
 	return w
 }
