@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
@@ -81,6 +82,9 @@ func generatePrompt(in GenerateInput, files []workspace.File) string {
 	writeFiles(&b, files, in.Feedback)
 	if in.Feedback != "" {
 		fmt.Fprintf(&b, "Your previous attempt failed. Diagnosis and fix plan:\n%s\n\n", in.Feedback)
+	}
+	if in.Failure != nil && len(in.Failure.Findings) > 0 {
+		b.WriteString(integrity.Report(in.Failure.Findings) + "\n")
 	}
 	writeGuidance(&b, in.Guidance)
 	writeLessons(&b, in.Lessons)
