@@ -92,7 +92,7 @@ loop:
 	}
 	if !o.noFiles {
 		var err error
-		if n, err = writeSnapshot(ctx, f, result.SnapshotID, out); err != nil {
+		if n, err = writeSnapshot(ctx, f, result.Status, result.SnapshotID, out); err != nil {
 			return err
 		}
 	}

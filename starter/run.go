@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/policy"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -42,6 +43,9 @@ type runOptions struct {
 	budgetUSD       float64
 	askWhenStuck    bool
 	approvalTimeout time.Duration
+
+	protect        []string
+	allowTestEdits bool
 }
 
 func newRunCmd(f *factory) *cobra.Command {
@@ -71,6 +75,8 @@ func newRunCmd(f *factory) *cobra.Command {
 	fl.IntVar(&o.budgetTokens, "budget-tokens", 0, "ask for approval once the task has used this many tokens (0: no limit)")
 	fl.Float64Var(&o.budgetUSD, "budget-usd", 0, "ask for approval once the task has cost this much (0: no limit)")
 	fl.BoolVar(&o.askWhenStuck, "ask-when-stuck", false, "when iterations run out, ask for guidance instead of failing")
+	fl.StringSliceVar(&o.protect, "protect", nil, "more files that belong to the user's tests (globs, e.g. 'checks/**'); checks run them as they were")
+	fl.BoolVar(&o.allowTestEdits, "allow-test-edits", false, "let the task change the user's tests (a task about the tests themselves)")
 	fl.DurationVar(&o.approvalTimeout, "approval-timeout", workflows.DefaultApprovalTimeout, "how long a question waits; no answer counts as a rejection")
 	return cmd
 }
@@ -166,6 +172,11 @@ func taskInput(task string, o runOptions) (workflows.TaskInput, error) {
 	if _, err := policy.ParseAllow(strings.Join(o.allow, ",")); err != nil {
 		return workflows.TaskInput{}, usageError("--allow: %v", err)
 	}
+	for _, g := range o.protect {
+		if err := integrity.ValidGlob(g); err != nil {
+			return workflows.TaskInput{}, usageError("--protect: %v", err)
+		}
+	}
 	if o.budgetTokens < 0 || o.budgetUSD < 0 || o.approvalTimeout <= 0 {
 		return workflows.TaskInput{}, usageError("budgets must not be negative and --approval-timeout must be positive")
 	}
@@ -182,6 +193,8 @@ func taskInput(task string, o runOptions) (workflows.TaskInput, error) {
 		BudgetUSD:       o.budgetUSD,
 		AskWhenStuck:    o.askWhenStuck,
 		ApprovalTimeout: o.approvalTimeout,
+		Protect:         o.protect,
+		AllowTestEdits:  o.allowTestEdits,
 	}, nil
 }
 
@@ -203,7 +216,7 @@ func uploadDir(ctx context.Context, f *factory, dir string) (string, error) {
 	return id, nil
 }
 
-func writeSnapshot(ctx context.Context, f *factory, snapshotID, dir string) (int, error) {
+func writeSnapshot(ctx context.Context, f *factory, task workflows.Status, snapshotID, dir string) (int, error) {
 	st, err := f.Store(ctx)
 	if err != nil {
 		return 0, err
@@ -211,6 +224,9 @@ func writeSnapshot(ctx context.Context, f *factory, snapshotID, dir string) (int
 	files, err := st.GetSnapshot(ctx, snapshotID)
 	if err != nil {
 		return 0, fmt.Errorf("read result snapshot %s: %w", snapshotID, err)
+	}
+	if files, err = keepUsersTests(ctx, f, task, files, f.stderr); err != nil {
+		return 0, err
 	}
 	if err := workspace.WriteDir(dir, files); err != nil {
 		return 0, fmt.Errorf("write files to %s: %w", dir, err)

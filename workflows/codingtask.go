@@ -151,6 +151,8 @@ func newTask(in TaskInput) (*task, error) {
 			TestsByModel:     in.TestCmd == "",
 			Runs:             1,
 			TestEditsAllowed: in.AllowTestEdits,
+			TestCmd:          in.TestCmd,
+			Protect:          in.Protect,
 		},
 	}, nil
 }

@@ -199,6 +199,8 @@ type Status struct {
 	LastTest      *activities.TestSummary `json:"lastTest,omitempty"`
 	Usage         activities.Usage        `json:"usage"`
 	TestsByModel  bool                    `json:"testsByModel"`
+	TestCmd       string                  `json:"testCmd,omitempty"`
+	Protect       []string                `json:"protect,omitempty"` // globs added to the user's tests
 	InputSnapshot string                  `json:"inputSnapshot,omitempty"`
 	Pending       *Approval               `json:"pending,omitempty"`
 	Feedback      []string                `json:"feedback,omitempty"` // guidance from people, in order

@@ -79,16 +79,29 @@ func Report(findings []Finding) string {
 var (
 	pyTestName = regexp.MustCompile(`(?m)^\s*(?:async\s+)?def\s+(test\w*)\s*\(|^\s*class\s+(Test\w*)`)
 	goTestName = regexp.MustCompile(`(?m)^func\s+(?:\([^)]*\)\s*)?((?:Test|Benchmark|Fuzz|Example)\w*)\s*\(`)
+	pyFuncName = regexp.MustCompile(`(?m)^\s*(?:async\s+)?def\s+(\w+)|^\s*class\s+(\w+)`)
+	goFuncName = regexp.MustCompile(`(?m)^func\s+(?:\([^)]*\)\s*)?(\w+)\s*[\[(]`)
 	skipCall   = regexp.MustCompile(`\bt\.Skip(?:f|Now)?\(|\bpytest\.(?:mark\.)?(?:skip|skipif|xfail)\b|\bunittest\.(?:skip\w*|expectedFailure)\b|\.(?:skip|only)\(|\bSkipTest\b`)
 )
 
 // testNames lists the test functions (and Python test classes) a file
 // declares, in order.
 func testNames(p string, data []byte) []string {
-	re := pyTestName
 	if strings.HasSuffix(p, ".go") {
-		re = goTestName
+		return submatches(goTestName, data)
 	}
+	return submatches(pyTestName, data)
+}
+
+// funcNames lists every function (and Python class) a file declares.
+func funcNames(p string, data []byte) []string {
+	if strings.HasSuffix(p, ".go") {
+		return submatches(goFuncName, data)
+	}
+	return submatches(pyFuncName, data)
+}
+
+func submatches(re *regexp.Regexp, data []byte) []string {
 	var names []string
 	for _, m := range re.FindAllStringSubmatch(string(data), -1) {
 		for _, g := range m[1:] {
@@ -105,6 +118,15 @@ func compareTest(p string, before, after []byte) Finding {
 	was, now := testNames(p, before), testNames(p, after)
 	gone := missing(was, now)
 	added := missing(now, was)
+	if len(gone) == 1 && len(added) == 0 {
+		// Renamed out of the runner's sight: test_add → _test_add, TestAdd → testAdd.
+		for _, n := range missing(funcNames(p, after), funcNames(p, before)) {
+			if strings.Contains(strings.ToLower(n), strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(gone[0], "test_"), "Test"))) {
+				added = append(added, n)
+				break
+			}
+		}
+	}
 	switch {
 	case len(gone) == 1 && len(added) == 1:
 		return Finding{Kind: KindRenamed, Path: p, Detail: fmt.Sprintf("%s is now %s", gone[0], added[0])}
