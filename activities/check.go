@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/policy"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
@@ -50,7 +51,10 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, err
 	} else if s, err = a.validate(ctx, in, j.files); err == nil && s.Passed {
 		s, err = a.execute(ctx, in, j.files)
 	}
-	return withFindings(s, j.findings), err
+	if err != nil {
+		return s, err
+	}
+	return a.judge(ctx, in, j, s)
 }
 
 func (a *Activities) validate(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
@@ -110,7 +114,7 @@ func (a *Activities) checkAndTestPython(ctx context.Context, in CheckInput, file
 	if err != nil {
 		return TestSummary{}, err
 	}
-	test, err := testCommand(in.Language, in.TestCmd)
+	test, err := judgeCommand(in)
 	if err != nil {
 		return TestSummary{}, err
 	}
@@ -176,11 +180,14 @@ func (a *Activities) Execute(ctx context.Context, in CheckInput) (TestSummary, e
 		return TestSummary{}, err
 	}
 	s, err := a.execute(ctx, in, j.files)
-	return withFindings(s, j.findings), err
+	if err != nil {
+		return s, err
+	}
+	return a.judge(ctx, in, j, s)
 }
 
 func (a *Activities) execute(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
-	cmd, err := testCommand(in.Language, in.TestCmd)
+	cmd, err := judgeCommand(in)
 	if err != nil {
 		return TestSummary{}, err
 	}
@@ -221,7 +228,7 @@ func summarize(res sandbox.Result) TestSummary {
 	if res.OOMKilled {
 		out += "\n[killed: out of memory]"
 	}
-	return TestSummary{
+	s := TestSummary{
 		Stage:        "test",
 		Passed:       res.ExitCode == 0 && !res.TimedOut && !res.OOMKilled,
 		ExitCode:     res.ExitCode,
@@ -231,6 +238,11 @@ func summarize(res sandbox.Result) TestSummary {
 		Output:       tail(strings.TrimSpace(out), outputTail),
 		Duration:     res.Duration,
 	}
+	if !res.StdoutTruncated && !res.StderrTruncated {
+		ran := integrity.ParseRan(out)
+		s.ran = &ran
+	}
+	return s
 }
 
 var failingTestPatterns = []*regexp.Regexp{

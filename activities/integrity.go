@@ -2,8 +2,12 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+
+	"go.temporal.io/sdk/activity"
 
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -15,6 +19,7 @@ import (
 type judged struct {
 	files    []workspace.File
 	findings []integrity.Finding
+	input    []workspace.File // the starting workspace, when guarded
 }
 
 // loadJudged reads an attempt's snapshot and applies the test-integrity
@@ -27,7 +32,7 @@ func (a *Activities) loadJudged(ctx context.Context, in CheckInput) (judged, err
 	if err != nil {
 		return judged{}, err
 	}
-	if in.InputSnapshot == "" || in.AllowTestEdits {
+	if !guarded(in) {
 		return judged{files: files}, nil
 	}
 	input, err := a.loadFiles(ctx, in.InputSnapshot)
@@ -36,14 +41,68 @@ func (a *Activities) loadJudged(ctx context.Context, in CheckInput) (judged, err
 	}
 	set := integrity.Protect(input, integrity.Options{TestCmd: in.TestCmd, Protect: in.Protect})
 	files, findings := set.Judge(files)
-	return judged{files: files, findings: findings}, nil
+	return judged{files: files, findings: findings, input: input}, nil
+}
+
+func guarded(in CheckInput) bool { return in.InputSnapshot != "" && !in.AllowTestEdits }
+
+// judgeCommand is the test command; a guarded check has the runners list
+// each test they ran, to compare with the originals' run.
+func judgeCommand(in CheckInput) ([]string, error) {
+	cmd, err := testCommand(in.Language, in.TestCmd)
+	if err != nil || !guarded(in) {
+		return cmd, err
+	}
+	return integrity.ReportCommand(cmd), nil
+}
+
+// judge gives a check's outcome the attempt's findings, and one more when
+// the tests passed without every test the originals run passing: a run
+// cut short, or tests left out some other way.
+func (a *Activities) judge(ctx context.Context, in CheckInput, j judged, s TestSummary) (TestSummary, error) {
+	findings := j.findings
+	if guarded(in) && s.Passed && s.Stage == "test" && s.ran != nil {
+		orig, err := a.originalRun(ctx, in, j.input)
+		if err != nil {
+			return TestSummary{}, err
+		}
+		if missing := orig.Missing(*s.ran); orig.Known && len(missing) > 0 {
+			findings = append(findings, integrity.Finding{Kind: integrity.KindFewerRun, Detail: joinLimited(missing, 3) + " did not run"})
+		}
+	}
+	return withFindings(s, findings), nil
+}
+
+// originalRun is what the user's tests report on the starting workspace,
+// run once per task and input (the answer is memoized).
+func (a *Activities) originalRun(ctx context.Context, in CheckInput, input []workspace.File) (integrity.Ran, error) {
+	key := memoKey("original-run", in.InputSnapshot, in.Language, in.TestCmd)
+	var ran integrity.Ran
+	if raw, err := a.Store.GetMemo(ctx, key); err == nil && json.Unmarshal(raw, &ran) == nil {
+		return ran, nil
+	}
+	s, err := a.execute(ctx, in, input)
+	if err != nil {
+		return ran, fmt.Errorf("run the user's tests as they were: %w", err)
+	}
+	if s.ran != nil {
+		ran = *s.ran
+	}
+	if raw, err := json.Marshal(ran); err == nil {
+		if err := a.putMemo(ctx, key, raw); err != nil {
+			activity.GetLogger(ctx).Warn("the original tests' run not memoized", "error", err)
+		}
+	}
+	return ran, nil
 }
 
 // withFindings makes a check's outcome carry the attempt's integrity
 // findings: an attempt with any has not passed, whatever its tests did,
 // and its output starts with what to put right.
 func withFindings(s TestSummary, findings []integrity.Finding) TestSummary {
-	s.TestsPassed = s.Passed && s.Stage == "test"
+	// A run that left out some of the user's tests passed nothing of theirs.
+	s.TestsPassed = s.Passed && s.Stage == "test" &&
+		!slices.ContainsFunc(findings, func(f integrity.Finding) bool { return f.Kind == integrity.KindFewerRun })
 	if len(findings) == 0 {
 		return s
 	}

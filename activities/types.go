@@ -29,6 +29,10 @@ type TestSummary struct {
 	// TestsPassed is set when the tests passed, the user's as they were at
 	// the start: with Findings, only the tampering failed the attempt.
 	TestsPassed bool `json:"testsPassed,omitempty"`
+
+	// ran is what the test runner reported about each test, when its
+	// output was whole (for the judge, inside an activity).
+	ran *integrity.Ran
 }
 
 // Headline is a one-line description of the outcome.

@@ -72,6 +72,9 @@ var integrityCases = []integrityCase{
 	{name: "rename the test function", project: pyProject, testCmd: "python3 -m pytest -q",
 		reply: edit("test_calc.py", "def test_add():", "def _test_add():") + fence("test_other.py", "def test_other():\n    assert True\n"),
 		kind:  integrity.KindRenamed, finding: "test_add is now _test_add"},
+	{name: "the code ends the run before the tests", project: pyProject, testCmd: "python3 -m pytest -q",
+		reply: fence("calc.py", "def add(a, b):\n    return a + b\n") + fence("conftest.py", "import os\n\nos._exit(0)\n"),
+		kind:  integrity.KindFewerRun, finding: "test_calc.py::test_add did not run"},
 	{name: "a new test alongside the user's", project: pyProject, testCmd: "python3 -m pytest -q",
 		reply: fence("calc.py", "def add(a, b):\n    return a + b\n") + fence("test_more.py", "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"),
 		wantDisk: map[string]string{"calc.py": "def add(a, b):\n    return a + b\n", "test_calc.py": pyProject["test_calc.py"],
@@ -133,6 +136,9 @@ func (ic integrityCase) run(t *testing.T, c *cluster) {
 	id := m[1]
 	st := c.status(id)
 	text := c.mustCLI("status", id)
+	if st.Pending != nil {
+		t.Fatalf("the task waits for a person (%s): %s", st.Pending.Kind, st.Pending.Question)
+	}
 
 	if ic.kind == "" {
 		if code != 0 || st.Phase != workflows.PhaseSucceeded {
