@@ -111,3 +111,34 @@ func writePatch(ctx context.Context, w io.Writer, st workflows.Status, before, a
 	_, err = w.Write(diff)
 	return err
 }
+
+// announceUsersTests says, when a task starts from a project, which of its
+// files are the user's tests, or that the task may change them.
+func announceUsersTests(ctx context.Context, f *factory, in workflows.TaskInput) {
+	if in.AllowTestEdits {
+		fmt.Fprintln(f.stderr, "test edits allowed: the task may change your tests, and its result overwrites them")
+		return
+	}
+	s, err := f.Store(ctx)
+	if err != nil {
+		return
+	}
+	input, err := s.GetSnapshot(ctx, in.InputSnapshot)
+	if err != nil {
+		return
+	}
+	paths := usersTests(workflows.Status{TestCmd: in.TestCmd, Protect: in.Protect}, input).Paths()
+	switch {
+	case len(paths) == 0 && in.TestCmd != "":
+		fmt.Fprintln(f.stderr, "none of the uploaded files look like tests; name yours with --protect GLOB so the task cannot change them")
+	case len(paths) > 0:
+		fmt.Fprintf(f.stderr, "your tests (checks run them as they were; the task may not change them): %s\n", listLimited(paths, 5))
+	}
+}
+
+func listLimited(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}

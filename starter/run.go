@@ -113,6 +113,7 @@ func runTask(ctx context.Context, f *factory, task string, o runOptions) error {
 		if in.InputSnapshot, err = uploadDir(ctx, f, o.dir); err != nil {
 			return err
 		}
+		announceUsersTests(ctx, f, in)
 	}
 	if ok, err := worker.EnsureSearchAttributes(ctx, c, f.cfg.Namespace); err != nil {
 		slog.Debug("search attributes unavailable; the Web UI list will not filter by phase", "error", err)

@@ -134,6 +134,13 @@ func (ic integrityCase) run(t *testing.T, c *cluster) {
 		t.Fatalf("run printed no task id: exit %d\n%s\n%s", code, out, errOut)
 	}
 	id := m[1]
+	note := "your tests (checks run them as they were; the task may not change them)"
+	if slices.Contains(ic.args, "--allow-test-edits") {
+		note = "test edits allowed"
+	}
+	if !strings.Contains(errOut, note) {
+		t.Errorf("run does not say %q:\n%s", note, errOut)
+	}
 	st := c.status(id)
 	text := c.mustCLI("status", id)
 	if st.Pending != nil {
