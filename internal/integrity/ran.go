@@ -7,10 +7,11 @@ import (
 )
 
 // ReportCommand wraps a test command so that the runners the languages use
-// list every test they ran, passed or not: pytest with -rA, go test with -v.
+// list every test they ran, passed or not: pytest with -rfEp (failures,
+// errors and passes), go test with -v.
 // The judge compares these lists with the originals' (Ran.Missing).
 func ReportCommand(cmd []string) []string {
-	const script = `export PYTEST_ADDOPTS="-rA ${PYTEST_ADDOPTS:-}" GOFLAGS="-v ${GOFLAGS:-}"; exec "$@"`
+	const script = `export PYTEST_ADDOPTS="-rfEp ${PYTEST_ADDOPTS:-}" GOFLAGS="-v ${GOFLAGS:-}"; exec "$@"`
 	return append([]string{"sh", "-c", script, "sh"}, cmd...)
 }
 
@@ -30,7 +31,7 @@ var (
 	goResult      = regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL): (\S+)`)
 )
 
-// ParseRan reads the tests a run reported: pytest's -rA summary or go
+// ParseRan reads the tests a run reported: pytest's -rfEp summary or go
 // test -v's results.
 func ParseRan(output string) Ran {
 	var r Ran

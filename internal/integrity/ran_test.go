@@ -29,27 +29,23 @@ func project(t *testing.T, kv ...string) string {
 	return dir
 }
 
-// Output of the judge's pytest (-rA) in the sandbox.
+// Output of the judge's pytest (-rfEp) in the sandbox.
 const (
 	pytestOrig = `F..s                                                                     [100%]
 =================================== FAILURES ===================================
 test_calc.py:5: AssertionError
-==================================== PASSES ====================================
 =========================== short test summary info ============================
+FAILED test_calc.py::test_add - assert -1 == 5
 PASSED test_calc.py::test_n[1]
 PASSED test_calc.py::test_n[2]
-SKIPPED [1] test_calc.py:12: later
-FAILED test_calc.py::test_add - assert -1 == 5
 1 failed, 2 passed, 1 skipped in 0.10s
 `
 	pytestFixed = `...s.                                                                    [100%]
-==================================== PASSES ====================================
 =========================== short test summary info ============================
 PASSED test_calc.py::test_add
 PASSED test_calc.py::test_n[1]
 PASSED test_calc.py::test_n[2]
 PASSED test_new.py::test_new
-SKIPPED [1] test_calc.py:12: later
 4 passed, 1 skipped in 0.10s
 `
 	pytestBroken = `E   ModuleNotFoundError: No module named 'calc'
