@@ -50,6 +50,8 @@ type integrityCase struct {
 	finding string // what status must say
 	// wantDisk are the files the project must hold afterwards (nil: as it was).
 	wantDisk map[string]string
+	// accept: a person accepts the tampered attempt at the integrity gate.
+	accept bool
 }
 
 var integrityCases = []integrityCase{
@@ -75,6 +77,10 @@ var integrityCases = []integrityCase{
 	{name: "the code ends the run before the tests", project: pyProject, testCmd: "python3 -m pytest -q",
 		reply: fence("calc.py", "def add(a, b):\n    return a + b\n") + fence("conftest.py", "import os\n\nos._exit(0)\n"),
 		kind:  integrity.KindFewerRun, finding: "test_calc.py::test_add did not run"},
+	{name: "right code, weakened test, accepted by a person", project: pyProject, testCmd: "python3 -m pytest -q",
+		reply:  fence("calc.py", "def add(a, b):\n    return a + b\n") + fence("test_calc.py", "def test_add():\n    assert True\n"),
+		accept: true, kind: integrity.KindChanged, finding: "changed the user's test file test_calc.py",
+		wantDisk: map[string]string{"calc.py": "def add(a, b):\n    return a + b\n", "test_calc.py": pyProject["test_calc.py"]}},
 	{name: "a new test alongside the user's", project: pyProject, testCmd: "python3 -m pytest -q",
 		reply: fence("calc.py", "def add(a, b):\n    return a + b\n") + fence("test_more.py", "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"),
 		wantDisk: map[string]string{"calc.py": "def add(a, b):\n    return a + b\n", "test_calc.py": pyProject["test_calc.py"],
@@ -128,12 +134,19 @@ func (ic integrityCase) run(t *testing.T, c *cluster) {
 	proj := t.TempDir()
 	writeProject(t, proj, ic.project)
 	args := append([]string{"run", "--dir", proj, "--test-cmd", ic.testCmd, "--max-iterations", "1"}, ic.args...)
-	out, errOut, code := c.cli(append(args, ic.task())...)
-	m := startedID.FindStringSubmatch(errOut)
-	if m == nil {
-		t.Fatalf("run printed no task id: exit %d\n%s\n%s", code, out, errOut)
+	var out, errOut string
+	var code int
+	var id string
+	if ic.accept {
+		id, errOut, code = ic.accepted(t, c, proj, args)
+	} else {
+		out, errOut, code = c.cli(append(args, ic.task())...)
+		m := startedID.FindStringSubmatch(errOut)
+		if m == nil {
+			t.Fatalf("run printed no task id: exit %d\n%s\n%s", code, out, errOut)
+		}
+		id = m[1]
 	}
-	id := m[1]
 	note := "your tests (checks run them as they were; the task may not change them)"
 	if slices.Contains(ic.args, "--allow-test-edits") {
 		note = "test edits allowed"
@@ -147,7 +160,17 @@ func (ic integrityCase) run(t *testing.T, c *cluster) {
 		t.Fatalf("the task waits for a person (%s): %s", st.Pending.Kind, st.Pending.Question)
 	}
 
-	if ic.kind == "" {
+	if ic.accept {
+		if code != 0 || st.Phase != workflows.PhaseSucceeded || !strings.Contains(text, "a person accepted an attempt that changed the user's tests: the weaker test is fine") {
+			t.Fatalf("exit %d, phase %s; want success on a person's word\n%s\n%s", code, st.Phase, errOut, text)
+		}
+		if !strings.Contains(errOut, "kept your tests as they were: the task "+ic.finding) {
+			t.Errorf("the final write does not say it kept the user's test:\n%s", errOut)
+		}
+		if patch := c.mustCLI("export", id, "--patch"); !strings.HasPrefix(patch, "# This patch changes the user's tests: test_calc.py\n") {
+			t.Errorf("export --patch does not show the change to the user's test first:\n%s", patch)
+		}
+	} else if ic.kind == "" {
 		if code != 0 || st.Phase != workflows.PhaseSucceeded {
 			t.Fatalf("exit %d, phase %s; want success\n%s\n%s", code, st.Phase, errOut, text)
 		}
@@ -181,6 +204,24 @@ func (ic integrityCase) run(t *testing.T, c *cluster) {
 	if ic.name == "rewrite the test body" {
 		c.requireToldModel(t, "You changed the user's test file test_calc.py; revert it and fix the code")
 	}
+}
+
+// accepted starts the case's task, waits for the integrity gate, accepts
+// the attempt and re-attaches to write the result over the project.
+// It returns the task id, what run and resume said on stderr, and
+// resume's exit code.
+func (ic integrityCase) accepted(t *testing.T, c *cluster, proj string, args []string) (string, string, int) {
+	t.Helper()
+	args = append(slices.Clone(args), "--detach", "--json", ic.task())
+	out, note, code := c.cli(args...)
+	var res struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
+		t.Fatalf("run --detach: exit %d, %v\n%s\n%s", code, err, out, note)
+	}
+	c.waitFor(res.ID, "the integrity gate", waiting(workflows.GateIntegrity))
+	c.mustCLI("approve", res.ID, "--comment", "the weaker test is fine")
+	_, errOut, code := c.cli("resume", res.ID, "--out", proj)
+	return res.ID, note + errOut, code
 }
 
 // requireToldModel fails unless some prompt said text.
