@@ -125,7 +125,7 @@ func writeFiles(b *strings.Builder, files []workspace.File, hint string) {
 		switch {
 		case hint != "" && strings.Contains(hint, f.Path):
 			return 0
-		case isTestFile(f.Path):
+		case integrity.IsTestFile(f.Path):
 			return 1
 		default:
 			return 2
@@ -157,11 +157,6 @@ func writeFiles(b *strings.Builder, files []workspace.File, hint string) {
 		fmt.Fprintf(b, "Not shown for space: %s\n", strings.Join(omitted, ", "))
 	}
 	b.WriteString("\n")
-}
-
-func isTestFile(p string) bool {
-	base := p[strings.LastIndex(p, "/")+1:]
-	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")
 }
 
 func writeGuidance(b *strings.Builder, guidance []string) {

@@ -9,19 +9,19 @@ import (
 
 // testDirs are directories whose every file belongs to the tests: the
 // tests themselves, their fixtures and data.
-var testDirs = map[string]bool{"tests": true, "test": true, "testdata": true, "__tests__": true, "spec": true}
+var testDirs = map[string]bool{"tests": true, "test": true, "testdata": true, "__tests__": true}
 
 var jsTest = regexp.MustCompile(`\.(?:test|spec)\.[cm]?[jt]sx?$`)
 
 // IsTestFile reports whether a path is a test file by the conventions of
-// the languages autocoder knows: test_*.py, *_test.py, *_test.go,
-// *.test.ts and the like, or any file under tests/, test/, testdata/,
-// __tests__/, spec/ or src/test/.
+// the languages autocoder knows: test_*.py, *_test.py, tests.py,
+// *_test.go, *.test.ts and the like, or any file under tests/, test/,
+// testdata/, __tests__/ or src/test/.
 func IsTestFile(p string) bool {
 	base := path.Base(p)
 	switch {
 	case strings.HasSuffix(base, "_test.go"),
-		strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")),
+		strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py") || base == "tests.py"),
 		jsTest.MatchString(base):
 		return true
 	}

@@ -33,10 +33,12 @@ func TestProtectedSet(t *testing.T) {
 		"web/app.ts", "",
 		"legacy/verify.py", "",
 		"docs/guide.md", "",
+		"app/tests.py", "",
+		"spec/openapi.yaml", "",
 	)
 	s := Protect(input, Options{TestCmd: "python3 -m pytest -q checks/check_api.py::test_x ./go/...", Protect: []string{"legacy/**", "*.md"}})
 	want := []string{
-		"checks/check_api.py", "conftest.py", "docs/guide.md", "go/calc_test.go", "go/testdata/golden.txt",
+		"app/tests.py", "checks/check_api.py", "conftest.py", "docs/guide.md", "go/calc_test.go", "go/testdata/golden.txt",
 		"legacy/verify.py", "pkg/util_test.py", "pyproject.toml", "test_calc.py", "tests/data.json", "web/app.test.ts",
 	}
 	if got := s.Paths(); !slices.Equal(got, want) {
