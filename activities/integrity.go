@@ -19,14 +19,14 @@ import (
 type judged struct {
 	files    []workspace.File
 	findings []integrity.Finding
-	input    []workspace.File // the starting workspace, when guarded
+	input    []workspace.File // the starting workspace, when it has tests to guard
 }
 
 // loadJudged reads an attempt's snapshot and applies the test-integrity
 // guard: every check that decides success runs the user's tests as they
 // were at the start (the task's input snapshot), never the attempt's
-// version of them. Without an input snapshot, or when test edits are
-// allowed, the attempt runs as it is.
+// version of them. Without an input snapshot, tests in it, or when test
+// edits are allowed, the attempt runs as it is.
 func (a *Activities) loadJudged(ctx context.Context, in CheckInput) (judged, error) {
 	files, err := a.loadFiles(ctx, in.SnapshotID)
 	if err != nil {
@@ -40,6 +40,9 @@ func (a *Activities) loadJudged(ctx context.Context, in CheckInput) (judged, err
 		return judged{}, fmt.Errorf("load the user's tests: %w", err)
 	}
 	set := integrity.Protect(input, integrity.Options{TestCmd: in.TestCmd, Protect: in.Protect})
+	if len(set.Paths()) == 0 {
+		return judged{files: files}, nil
+	}
 	files, findings := set.Judge(files)
 	return judged{files: files, findings: findings, input: input}, nil
 }
@@ -61,7 +64,7 @@ func judgeCommand(in CheckInput) ([]string, error) {
 // cut short, or tests left out some other way.
 func (a *Activities) judge(ctx context.Context, in CheckInput, j judged, s TestSummary) (TestSummary, error) {
 	findings := j.findings
-	if guarded(in) && s.Passed && s.Stage == "test" && s.ran != nil {
+	if j.input != nil && s.Passed && s.Stage == "test" && s.ran != nil {
 		orig, err := a.originalRun(ctx, in, j.input)
 		if err != nil {
 			return TestSummary{}, err

@@ -141,3 +141,12 @@ func TestValidGlob(t *testing.T) {
 		t.Error("a bad glob is accepted")
 	}
 }
+
+func TestNoTestsOfTheUsersNothingToJudge(t *testing.T) {
+	s := Protect(files("calc.py", "x"), Options{})
+	attempt := files("calc.py", "y", "conftest.py", "import pytest\n\ndef pytest_collection_modifyitems(items): pass\n")
+	judged, findings := s.Judge(attempt)
+	if len(findings) != 0 || len(judged) != 2 {
+		t.Errorf("judged %d files with findings %+v; want the attempt as it is", len(judged), findings)
+	}
+}
