@@ -20,6 +20,7 @@ type judged struct {
 	files    []workspace.File
 	findings []integrity.Finding
 	input    []workspace.File // the starting workspace, when it has tests to guard
+	set      integrity.Set
 }
 
 // loadJudged reads an attempt's snapshot and applies the test-integrity
@@ -44,7 +45,7 @@ func (a *Activities) loadJudged(ctx context.Context, in CheckInput) (judged, err
 		return judged{files: files}, nil
 	}
 	files, findings := set.Judge(files)
-	return judged{files: files, findings: findings, input: input}, nil
+	return judged{files: files, findings: findings, input: input, set: set}, nil
 }
 
 func guarded(in CheckInput) bool { return in.InputSnapshot != "" && !in.AllowTestEdits }
@@ -60,8 +61,9 @@ func judgeCommand(in CheckInput) ([]string, error) {
 }
 
 // judge gives a check's outcome the attempt's findings, and one more when
-// the tests passed without every test the originals run passing: a run
-// cut short, or tests left out some other way.
+// the tests passed without every test the originals run passing (or, for
+// Go code the originals could not build, every test in the user's files
+// being reported): a run cut short, or tests left out some other way.
 func (a *Activities) judge(ctx context.Context, in CheckInput, j judged, s TestSummary) (TestSummary, error) {
 	findings := j.findings
 	if j.input != nil && s.Passed && s.Stage == "test" && s.ran != nil {
@@ -69,7 +71,14 @@ func (a *Activities) judge(ctx context.Context, in CheckInput, j judged, s TestS
 		if err != nil {
 			return TestSummary{}, err
 		}
-		if missing := orig.Missing(*s.ran); orig.Known && len(missing) > 0 {
+		var missing []string
+		if orig.Known {
+			missing = orig.Missing(*s.ran)
+		}
+		if len(missing) == 0 && in.Language == "go" {
+			missing = j.set.UnreportedGoTests(in.TestCmd, *s.ran)
+		}
+		if len(missing) > 0 {
 			findings = append(findings, integrity.Finding{Kind: integrity.KindFewerRun, Detail: joinLimited(missing, 3) + " did not run"})
 		}
 	}

@@ -82,13 +82,27 @@ func TestRanByPytest(t *testing.T) {
 }
 
 func TestRanByGoTest(t *testing.T) {
-	files := []string{"go.mod", "module x\n\ngo 1.21\n", "x_test.go", "package x\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n\nfunc TestB(t *testing.T) {\n\tt.Run(\"sub\", func(t *testing.T) {})\n}\n\nfunc TestC(t *testing.T) { t.Skip() }\n"}
-	orig := ParseRan(run(t, project(t, files...), "go", "test", "./..."))
-	if !orig.Known || !slices.Equal(orig.Passed, []string{"TestA", "TestB", "TestB/sub"}) {
+	kv := []string{"go.mod", "module x\n\ngo 1.21\n", "x_test.go", "package x\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n\nfunc TestB(t *testing.T) {\n\tt.Run(\"sub\", func(t *testing.T) {})\n}\n\nfunc TestC(t *testing.T) { t.Skip() }\n"}
+	orig := ParseRan(run(t, project(t, kv...), "go", "test", "./..."))
+	if !orig.Known || !slices.Equal(orig.Passed, []string{"TestA", "TestB", "TestB/sub"}) || !slices.Equal(orig.Skipped, []string{"TestC"}) ||
+		!slices.Equal(orig.Packages, []string{"x"}) {
 		t.Fatalf("go test ran %+v", orig)
 	}
-	early := ParseRan(run(t, project(t, append(files, "init.go", "package x\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc init() {\n\tif testing.Testing() {\n\t\tos.Exit(0)\n\t}\n}\n")...), "go", "test", "./..."))
+	early := ParseRan(run(t, project(t, append(kv, "init.go", "package x\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc init() {\n\tif testing.Testing() {\n\t\tos.Exit(0)\n\t}\n}\n")...), "go", "test", "./..."))
 	if m := orig.Missing(early); len(m) != 3 {
 		t.Errorf("a run that exited in init misses %v, want all three", m)
+	}
+
+	// Without a run of the originals (their code did not build), the
+	// user's test files say what a run must report.
+	set := Protect(files(kv...), Options{})
+	if m := set.UnreportedGoTests("go test ./...", orig); len(m) != 0 {
+		t.Errorf("a whole run misses %v", m)
+	}
+	if m := set.UnreportedGoTests("go test ./...", early); !slices.Equal(m, []string{"TestA", "TestB", "TestC"}) {
+		t.Errorf("a run that exited in init misses %v, want all three", m)
+	}
+	if m := set.UnreportedGoTests("go test -run TestA ./...", early); m != nil {
+		t.Errorf("a run selecting tests misses %v", m)
 	}
 }
