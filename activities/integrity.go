@@ -61,9 +61,8 @@ func judgeCommand(in CheckInput) ([]string, error) {
 }
 
 // judge gives a check's outcome the attempt's findings, and one more when
-// the tests passed without every test the originals run passing (or, for
-// Go code the originals could not build, every test in the user's files
-// being reported): a run cut short, or tests left out some other way.
+// the tests passed but not all of the user's ran (Set.NotRun): a run cut
+// short, or tests left out some other way.
 func (a *Activities) judge(ctx context.Context, in CheckInput, j judged, s TestSummary) (TestSummary, error) {
 	findings := j.findings
 	if j.input != nil && s.Passed && s.Stage == "test" && s.ran != nil {
@@ -71,14 +70,7 @@ func (a *Activities) judge(ctx context.Context, in CheckInput, j judged, s TestS
 		if err != nil {
 			return TestSummary{}, err
 		}
-		var missing []string
-		if orig.Known {
-			missing = orig.Missing(*s.ran)
-		}
-		if len(missing) == 0 && in.Language == "go" {
-			missing = j.set.UnreportedGoTests(in.TestCmd, *s.ran)
-		}
-		if len(missing) > 0 {
+		if missing := j.set.NotRun(in.TestCmd, orig, *s.ran); len(missing) > 0 {
 			findings = append(findings, integrity.Finding{Kind: integrity.KindFewerRun, Detail: joinLimited(missing, 3) + " did not run"})
 		}
 	}

@@ -73,32 +73,85 @@ var (
 	goModule   = regexp.MustCompile(`(?m)^module\s+(\S+)`)
 )
 
-// UnreportedGoTests lists the user's Go tests that a go test -v run did
-// not report although it reported on their package: the test binary
-// ended before running them (os.Exit in an init, say). Files with build
-// constraints are left out, as are runs that select tests (-run, -skip).
-func (s Set) UnreportedGoTests(cmd string, r Ran) []string {
-	if strings.Contains(cmd, "-run") || strings.Contains(cmd, "-skip") {
-		return nil
-	}
+// NotRun lists the user's tests a passing run did not run: those the
+// originals' run ran (orig, when known; a file pytest could not collect
+// stands for the tests it declares), and the Go tests of the user's files
+// in packages the run reported on, which covers Go code the originals
+// could not build. Runs that select tests (-run, -k) are only held to
+// the originals'.
+func (s Set) NotRun(cmd string, orig, run Ran) []string {
 	var out []string
+	miss := func(id string) {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	passed := func(id string) bool { return slices.Contains(run.Passed, id) }
+	if orig.Known {
+		for _, id := range append(slices.Clip(orig.Passed), orig.Failed...) {
+			if strings.Contains(id, "::") || !strings.HasSuffix(id, ".py") {
+				if !passed(id) {
+					miss(id)
+				}
+				continue
+			}
+			for _, name := range s.declared(id) {
+				if !slices.ContainsFunc(run.Passed, func(p string) bool { return pytestIDNames(p, id, name) }) {
+					miss(id + "::" + name)
+				}
+			}
+		}
+	}
+	if strings.Contains(cmd, "-run") || strings.Contains(cmd, "-skip") {
+		return out
+	}
 	for _, p := range s.protected {
 		data := s.input[p].Data
 		if !strings.HasSuffix(p, "_test.go") || goBuildTag.Match(data) {
 			continue
 		}
 		pkg, ok := s.goImportPath(path.Dir(p))
-		if !ok || !slices.Contains(r.Packages, pkg) {
+		if !ok || !slices.Contains(run.Packages, pkg) {
 			continue
 		}
 		for _, name := range testNames(p, data) {
-			reported := slices.Contains(r.Passed, name) || slices.Contains(r.Failed, name) || slices.Contains(r.Skipped, name)
+			reported := passed(name) || slices.Contains(run.Failed, name) || slices.Contains(run.Skipped, name)
 			if strings.HasPrefix(name, "Test") && name != "TestMain" && !reported {
-				out = append(out, name)
+				miss(name)
 			}
 		}
 	}
 	return out
+}
+
+// declared lists the test functions a file of the user's declares; a file
+// that is not the user's stands for any one test of it.
+func (s Set) declared(file string) []string {
+	if !s.Contains(file) {
+		return []string{""}
+	}
+	var names []string
+	for _, n := range testNames(file, s.input[file].Data) {
+		if strings.HasPrefix(n, "test") {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// pytestIDNames reports whether a pytest id is of a test called name
+// (any, for "") in file: file::name, file::Class::name, file::name[param].
+func pytestIDNames(id, file, name string) bool {
+	rest, ok := strings.CutPrefix(id, file+"::")
+	if !ok {
+		return false
+	}
+	if name == "" {
+		return true
+	}
+	parts := strings.Split(rest, "::")
+	last, _, _ := strings.Cut(parts[len(parts)-1], "[")
+	return last == name
 }
 
 // goImportPath is the import path of a directory, by the nearest go.mod
@@ -119,20 +172,4 @@ func (s Set) goImportPath(dir string) (string, bool) {
 			return "", false
 		}
 	}
-}
-
-// Missing lists the tests the originals' run ran that a run did not pass.
-// A file the originals could not collect counts as passed by any test of
-// it that passed.
-func (orig Ran) Missing(run Ran) []string {
-	var out []string
-	for _, id := range append(slices.Clip(orig.Passed), orig.Failed...) {
-		passed := slices.ContainsFunc(run.Passed, func(p string) bool {
-			return p == id || strings.HasPrefix(p, id+"::")
-		})
-		if !passed && !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out
 }

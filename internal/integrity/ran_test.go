@@ -57,52 +57,63 @@ ERROR test_calc.py
 )
 
 func TestRanByPytest(t *testing.T) {
+	const tests = "from calc import add\nimport pytest\n\ndef test_add():\n    assert add(2, 3) == 5\n\n@pytest.mark.parametrize('n', [1, 2])\ndef test_n(n):\n    assert n\n"
+	set := Protect(files("test_calc.py", tests), Options{})
 	orig := ParseRan(pytestOrig)
 	want := Ran{Known: true, Passed: []string{"test_calc.py::test_n[1]", "test_calc.py::test_n[2]"}, Failed: []string{"test_calc.py::test_add"}}
 	if !slices.Equal(orig.Passed, want.Passed) || !slices.Equal(orig.Failed, want.Failed) || !orig.Known {
 		t.Fatalf("originals ran %+v, want %+v", orig, want)
 	}
 	fixed := ParseRan(pytestFixed)
-	if m := orig.Missing(fixed); len(m) != 0 {
-		t.Errorf("a fixed run misses %v", m)
-	}
-	// The code ended the run before pytest reported anything.
-	if m := orig.Missing(ParseRan("")); len(m) != 3 {
-		t.Errorf("a run that ended early misses %v, want all three", m)
-	}
-	// A test removed from the run by a hook (not deselected, not skipped).
-	if m := orig.Missing(ParseRan(strings.Replace(pytestFixed, "PASSED test_calc.py::test_add\n", "", 1))); !slices.Equal(m, []string{"test_calc.py::test_add"}) {
-		t.Errorf("a run without test_add misses %v", m)
-	}
-	// A collection error in the originals is matched by the file's tests.
+	withoutAdd := ParseRan(strings.Replace(pytestFixed, "PASSED test_calc.py::test_add\n", "", 1))
 	broken := ParseRan(pytestBroken)
-	if !slices.Equal(broken.Failed, []string{"test_calc.py"}) || len(broken.Missing(fixed)) != 0 {
-		t.Errorf("collection error: %+v misses %v", broken, broken.Missing(fixed))
+	if !slices.Equal(broken.Failed, []string{"test_calc.py"}) {
+		t.Fatalf("collection error read as %+v", broken)
+	}
+	cases := []struct {
+		name      string
+		orig, run Ran
+		want      []string
+	}{
+		{"fixed", orig, fixed, nil},
+		{"ended before pytest reported", orig, ParseRan(""), []string{"test_calc.py::test_n[1]", "test_calc.py::test_n[2]", "test_calc.py::test_add"}},
+		{"a hook took a test out", orig, withoutAdd, []string{"test_calc.py::test_add"}},
+		// A file the originals could not collect stands for its tests.
+		{"collection error, fixed", broken, fixed, nil},
+		{"collection error, a hook took a test out", broken, withoutAdd, []string{"test_calc.py::test_add"}},
+		{"no originals' run", Ran{}, ParseRan(""), nil},
+	}
+	for _, c := range cases {
+		if got := set.NotRun("python3 -m pytest -q", c.orig, c.run); !slices.Equal(got, c.want) {
+			t.Errorf("%s: not run %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 
 func TestRanByGoTest(t *testing.T) {
 	kv := []string{"go.mod", "module x\n\ngo 1.21\n", "x_test.go", "package x\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n\nfunc TestB(t *testing.T) {\n\tt.Run(\"sub\", func(t *testing.T) {})\n}\n\nfunc TestC(t *testing.T) { t.Skip() }\n"}
+	set := Protect(files(kv...), Options{})
 	orig := ParseRan(run(t, project(t, kv...), "go", "test", "./..."))
 	if !orig.Known || !slices.Equal(orig.Passed, []string{"TestA", "TestB", "TestB/sub"}) || !slices.Equal(orig.Skipped, []string{"TestC"}) ||
 		!slices.Equal(orig.Packages, []string{"x"}) {
 		t.Fatalf("go test ran %+v", orig)
 	}
 	early := ParseRan(run(t, project(t, append(kv, "init.go", "package x\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc init() {\n\tif testing.Testing() {\n\t\tos.Exit(0)\n\t}\n}\n")...), "go", "test", "./..."))
-	if m := orig.Missing(early); len(m) != 3 {
-		t.Errorf("a run that exited in init misses %v, want all three", m)
+	cases := []struct {
+		name      string
+		cmd       string
+		orig, run Ran
+		want      []string
+	}{
+		{"whole", "go test ./...", orig, orig, nil},
+		{"exited in init", "go test ./...", orig, early, []string{"TestA", "TestB", "TestB/sub", "TestC"}},
+		// The originals did not build: the user's test files say what must run.
+		{"exited in init, originals unbuilt", "go test ./...", Ran{}, early, []string{"TestA", "TestB", "TestC"}},
+		{"selecting tests", "go test -run TestA ./...", Ran{}, early, nil},
 	}
-
-	// Without a run of the originals (their code did not build), the
-	// user's test files say what a run must report.
-	set := Protect(files(kv...), Options{})
-	if m := set.UnreportedGoTests("go test ./...", orig); len(m) != 0 {
-		t.Errorf("a whole run misses %v", m)
-	}
-	if m := set.UnreportedGoTests("go test ./...", early); !slices.Equal(m, []string{"TestA", "TestB", "TestC"}) {
-		t.Errorf("a run that exited in init misses %v, want all three", m)
-	}
-	if m := set.UnreportedGoTests("go test -run TestA ./...", early); m != nil {
-		t.Errorf("a run selecting tests misses %v", m)
+	for _, c := range cases {
+		if got := set.NotRun(c.cmd, c.orig, c.run); !slices.Equal(got, c.want) {
+			t.Errorf("%s: not run %v, want %v", c.name, got, c.want)
+		}
 	}
 }
