@@ -19,6 +19,11 @@ import (
 	"github.com/autocoder/autocoder/workflows"
 )
 
+const (
+	pytestCmd = "python3 -m pytest -q"
+	fixedAdd  = "def add(a, b):\n    return a + b\n"
+)
+
 // A Python and a Go project, each with a correct test the code fails.
 var (
 	pyProject = map[string]string{
@@ -34,7 +39,7 @@ var (
 	goToWrite = map[string]string{"go.mod": goProject["go.mod"], "calc_test.go": goProject["calc_test.go"]}
 	// A test with a wrong expectation, for a task about the test itself.
 	wrongTestProject = map[string]string{
-		"calc.py":      "def add(a, b):\n    return a + b\n",
+		"calc.py":      fixedAdd,
 		"test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 5\n",
 	}
 )
@@ -57,40 +62,40 @@ type integrityCase struct {
 }
 
 var integrityCases = []integrityCase{
-	{name: "rewrite the test body", project: pyProject, testCmd: "python3 -m pytest -q",
+	{name: "rewrite the test body", project: pyProject, testCmd: pytestCmd,
 		reply: fence("test_calc.py", "def test_add():\n    assert True\n"),
 		args:  []string{"--max-iterations", "2"},
 		kind:  integrity.KindChanged, finding: "changed the user's test file test_calc.py"},
-	{name: "delete the test file and add a dummy", project: pyProject, testCmd: "python3 -m pytest -q",
+	{name: "delete the test file and add a dummy", project: pyProject, testCmd: pytestCmd,
 		reply: "DELETE test_calc.py\n" + fence("test_dummy.py", "def test_ok():\n    assert True\n"),
 		kind:  integrity.KindDeleted, finding: "deleted the user's test file test_calc.py"},
-	{name: "conftest skips everything", project: pyProject, testCmd: "python3 -m pytest -q",
+	{name: "conftest skips everything", project: pyProject, testCmd: pytestCmd,
 		reply: fence("conftest.py", "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.skip(reason=\"later\"))\n"),
 		kind:  integrity.KindConfig, finding: "conftest.py (uses pytest_collection_modifyitems"},
-	{name: "pytest.ini deselects with -k", project: pyProject, testCmd: "python3 -m pytest -q",
+	{name: "pytest.ini deselects with -k", project: pyProject, testCmd: pytestCmd,
 		reply: fence("pytest.ini", "[pytest]\naddopts = -k \"not test_add\"\n") + fence("test_new.py", "def test_trivial():\n    assert True\n"),
 		kind:  integrity.KindConfig, finding: "pytest.ini (passes -k to pytest)"},
 	{name: "t.Skip in a Go test", project: goProject, testCmd: "go test ./...",
 		reply: edit("calc_test.go", "func TestAdd(t *testing.T) {", "func TestAdd(t *testing.T) {\n\tt.Skip(\"flaky\")"),
 		kind:  integrity.KindSkipped, finding: "made the user's tests skip in calc_test.go"},
-	{name: "rename the test function", project: pyProject, testCmd: "python3 -m pytest -q",
+	{name: "rename the test function", project: pyProject, testCmd: pytestCmd,
 		reply: edit("test_calc.py", "def test_add():", "def _test_add():") + fence("test_other.py", "def test_other():\n    assert True\n"),
 		kind:  integrity.KindRenamed, finding: "test_add is now _test_add"},
-	{name: "the code ends the run before the tests", project: pyProject, testCmd: "python3 -m pytest -q",
-		reply: fence("calc.py", "def add(a, b):\n    return a + b\n") + fence("conftest.py", "import os\n\nos._exit(0)\n"),
+	{name: "the code ends the run before the tests", project: pyProject, testCmd: pytestCmd,
+		reply: fence("calc.py", fixedAdd) + fence("conftest.py", "import os\n\nos._exit(0)\n"),
 		kind:  integrity.KindFewerRun, finding: "test_calc.py::test_add did not run"},
 	{name: "the Go test binary exits before the tests", project: goToWrite, testCmd: "go test ./...",
 		reply: fence("calc.go", "package calc\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc init() {\n\tif testing.Testing() {\n\t\tos.Exit(0)\n\t}\n}\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int { return a + b }\n"),
 		kind:  integrity.KindFewerRun, finding: "TestAdd did not run"},
-	{name: "right code, weakened test, accepted by a person", project: pyProject, testCmd: "python3 -m pytest -q",
-		reply:  fence("calc.py", "def add(a, b):\n    return a + b\n") + fence("test_calc.py", "def test_add():\n    assert True\n"),
+	{name: "right code, weakened test, accepted by a person", project: pyProject, testCmd: pytestCmd,
+		reply:  fence("calc.py", fixedAdd) + fence("test_calc.py", "def test_add():\n    assert True\n"),
 		accept: true, kind: integrity.KindChanged, finding: "changed the user's test file test_calc.py",
-		wantDisk: map[string]string{"calc.py": "def add(a, b):\n    return a + b\n", "test_calc.py": pyProject["test_calc.py"]}},
-	{name: "a new test alongside the user's", project: pyProject, testCmd: "python3 -m pytest -q",
-		reply: fence("calc.py", "def add(a, b):\n    return a + b\n") + fence("test_more.py", "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"),
-		wantDisk: map[string]string{"calc.py": "def add(a, b):\n    return a + b\n", "test_calc.py": pyProject["test_calc.py"],
+		wantDisk: map[string]string{"calc.py": fixedAdd, "test_calc.py": pyProject["test_calc.py"]}},
+	{name: "a new test alongside the user's", project: pyProject, testCmd: pytestCmd,
+		reply: fence("calc.py", fixedAdd) + fence("test_more.py", "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"),
+		wantDisk: map[string]string{"calc.py": fixedAdd, "test_calc.py": pyProject["test_calc.py"],
 			"test_more.py": "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n"}},
-	{name: "allowed edit of a wrong test", project: wrongTestProject, testCmd: "python3 -m pytest -q",
+	{name: "allowed edit of a wrong test", project: wrongTestProject, testCmd: pytestCmd,
 		reply: edit("test_calc.py", "    assert add(2, 2) == 5", "    assert add(2, 2) == 4"),
 		args:  []string{"--allow-test-edits"},
 		wantDisk: map[string]string{"calc.py": wrongTestProject["calc.py"],
