@@ -39,6 +39,11 @@ type Activities struct {
 	Models  ModelFactory
 	// Limits bound each sandbox run; zero means sandbox.DefaultLimits().
 	Limits sandbox.Limits
+	// SpacePaths are the directories that must have MinFreeSpace free
+	// before a model call; nil means the store's and os.TempDir().
+	SpacePaths []string
+	// MinFreeSpace in bytes; zero means EnvMinFreeSpace or its default.
+	MinFreeSpace int64
 }
 
 func (a *Activities) limits() sandbox.Limits {
@@ -68,12 +73,16 @@ func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt str
 		return llm.Response{}, Usage{}, fmt.Errorf("read memo: %w", err)
 	}
 
+	if err := a.checkSpace(ctx); err != nil {
+		return llm.Response{}, Usage{}, err
+	}
 	// Heartbeats go out every second of the call, waiting for the first
 	// token or streaming, so the heartbeat timeout (not the call's length)
 	// bounds how long a dead worker's call goes unnoticed. Not one per
 	// streamed chunk: the SDK sends the first heartbeat at once and waits
 	// for the server, which a short call would pay for with nothing gained.
-	stop := heartbeatWhile(ctx)
+	// Their details say since when the model is awaited, for `status`.
+	stop := heartbeatWhile(ctx, ModelCall{Since: time.Now()})
 	resp, err = model.Complete(ctx, llm.Request{System: system, Prompt: prompt, Stream: true})
 	stop()
 	if err != nil {
@@ -169,10 +178,15 @@ func (a *Activities) putMemo(ctx context.Context, key string, raw []byte) error 
 // heartbeat timeout is a few times longer.
 const heartbeatEvery = time.Second
 
-// heartbeatWhile records heartbeats until the returned stop is called, so a
-// long sandbox run or model call on a live worker is never mistaken for a
-// dead one.
-func heartbeatWhile(ctx context.Context) (stop func()) {
+// ModelCall is the heartbeat detail of an activity waiting for the model.
+type ModelCall struct {
+	Since time.Time `json:"since"` // when the call was sent
+}
+
+// heartbeatWhile records heartbeats, with details, until the returned stop
+// is called, so a long sandbox run or model call on a live worker is never
+// mistaken for a dead one.
+func heartbeatWhile(ctx context.Context, details ...any) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(heartbeatEvery)
@@ -184,7 +198,7 @@ func heartbeatWhile(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				activity.RecordHeartbeat(ctx, details...)
 			}
 		}
 	}()

@@ -29,13 +29,21 @@ type env struct {
 
 func newEnv(t *testing.T, script llmtest.Script) *env {
 	t.Helper()
+	model := llmtest.New(t, script)
+	e := newEnvAt(t, model.URL())
+	e.model = model
+	return e
+}
+
+// newEnvAt is newEnv with a model served elsewhere, at url.
+func newEnvAt(t testing.TB, url string) *env {
+	t.Helper()
 	st, err := store.OpenSQLite(context.Background(), t.TempDir()+"/a.db")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	model := llmtest.New(t, script)
-	llmEnv := llm.Env{OpenAIKey: "k", OpenAIBaseURL: model.URL()}
+	llmEnv := llm.Env{OpenAIKey: "k", OpenAIBaseURL: url}
 	acts := &Activities{Store: st, Models: func(name string) (llm.Model, llm.Spec, error) {
 		spec, err := llm.ParseSpec(name)
 		if err != nil {
@@ -47,10 +55,10 @@ func newEnv(t *testing.T, script llmtest.Script) *env {
 	var s testsuite.WorkflowTestSuite
 	tenv := s.NewTestActivityEnvironment()
 	tenv.RegisterActivity(acts)
-	return &env{acts: acts, model: model, tenv: tenv}
+	return &env{acts: acts, tenv: tenv}
 }
 
-func (e *env) snapshot(t *testing.T, files map[string]string) string {
+func (e *env) snapshot(t testing.TB, files map[string]string) string {
 	t.Helper()
 	var fs []workspace.File
 	for p, d := range files {

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/autocoder/autocoder/internal/modelout"
+	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
@@ -132,15 +133,12 @@ func (a *Activities) recallOrNothing(ctx context.Context, in RecallInput) *Recal
 	return &lessons
 }
 
-// clip keeps at most n bytes of s, cut at a rune boundary.
+// clip keeps at most n bytes of s, cut at a rune boundary, and marks a cut.
 func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
+	if head := truncate.Head(s, n); len(head) < len(s) {
+		return head + "\n…"
 	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "\n…"
+	return s
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

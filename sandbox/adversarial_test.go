@@ -30,13 +30,11 @@ type adversary struct {
 	marker string
 }
 
-func adversaries(t *testing.T) []adversary {
-	repo, _ := os.Getwd()
-	return []adversary{
-		{
-			name: "fork bomb",
-			spec: func(*testing.T) Spec {
-				return Spec{Profile: "python", Limits: Limits{Pids: 64, Timeout: 60 * time.Second}, Cmd: []string{"python3", "-c", `
+// forkBomb is a Python program that forks until the process limit stops
+// it, each child sleeping for marker seconds (the marker finds them among
+// the host's processes), and then runs tail; n is the number of children.
+func forkBomb(marker, tail string) string {
+	return `
 import os, time
 n = 0
 for i in range(5000):
@@ -45,11 +43,19 @@ for i in range(5000):
     except OSError:
         break
     if pid == 0:
-        time.sleep(7311)
+        time.sleep(` + marker + `)
         os._exit(0)
     n += 1
-print("forked", n)
-`}}
+` + tail + "\n"
+}
+
+func adversaries(t *testing.T) []adversary {
+	repo, _ := os.Getwd()
+	return []adversary{
+		{
+			name: "fork bomb",
+			spec: func(*testing.T) Spec {
+				return Spec{Profile: "python", Limits: Limits{Pids: 64, Timeout: 60 * time.Second}, Cmd: []string{"python3", "-c", forkBomb("7311", `print("forked", n)`)}}
 			},
 			check: func(t *testing.T, _ string, res Result) {
 				m := regexp.MustCompile(`forked (\d+)`).FindStringSubmatch(res.Stdout)

@@ -27,8 +27,11 @@ type bwrapRunner struct {
 	bwrap   string
 	prlimit string
 	log     *slog.Logger
-	// cred drops a root worker to the sandbox uid before bwrap starts, so
-	// that the sandbox maps to an unprivileged host user.
+	// A root worker drops to an unprivileged host uid before bwrap starts:
+	// one of its own per sandbox, from uids, so that no sandbox shares a
+	// per-user limit with another; or cred, one for all, when the range
+	// cannot be used. An unprivileged worker runs bwrap as itself.
+	uids    *uidPool
 	cred    *syscall.Credential
 	etcDir  string
 	goRoot  string
@@ -55,9 +58,6 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 		return nil, fmt.Errorf("%w: prlimit not found (apt-get install util-linux): %w", ErrUnavailable, err)
 	}
 	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger, pools: map[bwrapKey]*warmPool[*proc]{}}
-	if os.Geteuid() == 0 {
-		r.cred = &syscall.Credential{Uid: sandboxUID, Gid: sandboxUID, Groups: []uint32{}}
-	}
 	dir, err := cacheDir(cfg.CacheDir)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 	if r.etcDir, err = writeEtc(dir); err != nil {
 		return nil, err
 	}
-	if err := r.probe(ctx); err != nil {
+	if err := r.chooseUIDs(ctx); err != nil {
 		os.RemoveAll(r.etcDir)
 		return nil, err
 	}
@@ -103,14 +103,56 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 
 func (r *bwrapRunner) Name() string { return "bwrap" }
 
+// uidPoolDir holds the locks of the sandbox uids; all workers of the host
+// share it.
+var uidPoolDir = filepath.Join(os.TempDir(), "autocoder-sandbox-uids")
+
+// chooseUIDs picks the host uids sandboxes run as, best first, and says
+// in the log when sandboxes share one.
+func (r *bwrapRunner) chooseUIDs(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		r.log.Warn("sandbox: bwrap runs every sandbox as this worker's uid: the process limit (RLIMIT_NPROC) counts all of that user's processes, so a fork bomb in one task can stop the others' runs; run the worker as root or use docker for per-task limits", "uid", os.Geteuid())
+		return r.probe(ctx)
+	}
+	r.cred = &syscall.Credential{Uid: sandboxUID, Gid: sandboxUID, Groups: []uint32{}}
+	pool, err := newUIDPool(uidPoolDir)
+	if err == nil {
+		r.uids = pool
+		if err = r.probe(ctx); err == nil {
+			return nil
+		}
+		r.uids = nil
+	}
+	r.log.Warn("sandbox: bwrap cannot give each sandbox a uid of its own; all run as one uid, whose process limit they share, so a fork bomb in one task can stop the others' runs", "uid", sandboxUID, "err", err)
+	return r.probe(ctx)
+}
+
+// credential returns the host uid and gid a new sandbox runs as, and the
+// lease to release once it is gone.
+func (r *bwrapRunner) credential() (*syscall.Credential, *uidLease, error) {
+	if r.uids == nil {
+		return r.cred, nil, nil
+	}
+	l, err := r.uids.acquire()
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.credential(), l, nil
+}
+
 // probe checks that user namespaces work for the sandbox user.
 func (r *bwrapRunner) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	cred, lease, err := r.credential()
+	if err != nil {
+		return err
+	}
+	defer lease.release()
 	args := append(r.baseArgs(Profile{}, nil, Limits{}.withDefaults()), "/bin/true")
 	cmd := exec.CommandContext(ctx, r.bwrap, args...)
 	cmd.Env = []string{}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%w: bwrap cannot create namespaces here: %w: %s", ErrUnavailable, err, bytes.TrimSpace(out))
 	}
@@ -160,6 +202,10 @@ func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
 	}
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",
+		// /dev is bwrap's own tmpfs, as large as the host allows, and
+		// writable; only a capped /dev/shm stays writable, as in docker.
+		"--size", strconv.FormatInt(shmBytes, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
+		"--remount-ro", "/dev",
 		"--size", strconv.FormatInt(lim.TmpBytes, 10), "--perms", "1777", "--tmpfs", tmpDir,
 		"--size", strconv.FormatInt(lim.WorkdirBytes, 10), "--perms", "0755", "--tmpfs", workDir,
 		// The root is bwrap's own tmpfs; left writable it would be an
@@ -234,6 +280,7 @@ type proc struct {
 	stderr *relay
 	exited chan struct{} // closed when cmd.Wait has returned
 	err    error         // cmd.Wait's error, once exited is closed
+	uid    *uidLease     // released once exited is closed
 }
 
 // launch starts a sandbox whose entry script seeds the Go cache, then waits
@@ -250,19 +297,25 @@ func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc,
 	args = append(args, r.baseArgs(p, p.environ(path), lim)...)
 	args = append(args, "/bin/sh", "-c", entryScript, "sbx", p.GoCache, "", readyMarker)
 
+	cred, lease, err := r.credential()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(r.prlimit, args...)
 	cmd.Env = []string{}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		lease.release()
 		return nil, fmt.Errorf("bwrap stdin: %w", err)
 	}
-	pr := &proc{cmd: cmd, stdin: stdin, stdout: &relay{}, stderr: &relay{ready: make(chan struct{})}, exited: make(chan struct{})}
+	pr := &proc{cmd: cmd, stdin: stdin, stdout: &relay{}, stderr: &relay{ready: make(chan struct{})}, exited: make(chan struct{}), uid: lease}
 	cmd.Stdout, cmd.Stderr = pr.stdout, pr.stderr
 	// Own process group: a kill reaches bwrap and, through
 	// --die-with-parent and the pid namespace, everything inside.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: r.cred}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
+		lease.release()
 		return nil, fmt.Errorf("bwrap start: %w", err)
 	}
 	go func() {
@@ -273,6 +326,7 @@ func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc,
 	case <-pr.stderr.ready:
 		return pr, nil
 	case <-pr.exited:
+		lease.release()
 		return nil, fmt.Errorf("bwrap sandbox exited while starting: %v: %s", pr.err, bytes.TrimSpace(pr.stderr.early()))
 	case <-ctx.Done():
 		r.discard(pr)
@@ -329,6 +383,7 @@ func (r *bwrapRunner) kill(pr *proc) { _ = syscall.Kill(-pr.cmd.Process.Pid, sys
 func (r *bwrapRunner) discard(pr *proc) {
 	r.kill(pr)
 	<-pr.exited
+	pr.uid.release()
 }
 
 // relay passes a sandbox's output on to the run it serves. Until a run is
@@ -401,19 +456,25 @@ func cacheDir(dir string) (string, error) {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), fmt.Sprintf("autocoder-sandbox-%d", os.Geteuid()))
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("sandbox cache dir: %w", err)
+	return privateDir(dir, 0o755)
+}
+
+// privateDir makes dir, checks that it is ours and not writable by others,
+// and gives it mode perm.
+func privateDir(dir string, perm fs.FileMode) (string, error) {
+	if err := os.MkdirAll(dir, perm); err != nil {
+		return "", fmt.Errorf("sandbox dir: %w", err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return "", fmt.Errorf("sandbox cache dir: %w", err)
+		return "", fmt.Errorf("sandbox dir: %w", err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
-		return "", fmt.Errorf("sandbox cache dir %s: must be a directory owned by uid %d and not writable by others", dir, os.Geteuid())
+		return "", fmt.Errorf("sandbox dir %s: must be a directory owned by uid %d and not writable by others", dir, os.Geteuid())
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return "", fmt.Errorf("sandbox cache dir: %w", err)
+	if err := os.Chmod(dir, perm); err != nil {
+		return "", fmt.Errorf("sandbox dir: %w", err)
 	}
 	return dir, nil
 }

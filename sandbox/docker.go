@@ -34,7 +34,10 @@ const (
 	// foreignReapAge is how old a container of another host must be before
 	// Reap takes it for leaked; its owner's liveness cannot be checked.
 	foreignReapAge = 24 * time.Hour
-	shmBytes       = 64 << 20
+	// reapEvery is how often a live runner removes the containers of dead
+	// owners on its host: a process killed outright cannot remove its own.
+	reapEvery = 5 * time.Second
+	shmBytes  = 64 << 20
 )
 
 // dockerAPI is what the docker backend needs of the engine client.
@@ -89,6 +92,8 @@ type dockerRunner struct {
 	mounts map[string][]mount.Mount // toolchain volumes by image
 	bg     sync.WaitGroup           // pending removals
 	closed atomic.Bool
+	stop   chan struct{} // ends the reaper
+	reaped chan struct{} // closed when the reaper has ended
 }
 
 func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
@@ -96,7 +101,8 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: owner.ID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{}, mounts: map[string][]mount.Mount{}}
+	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: owner.ID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{}, mounts: map[string][]mount.Mount{},
+		stop: make(chan struct{}), reaped: make(chan struct{})}
 	var profiles []Profile
 	for _, name := range cfg.Profiles {
 		p, err := LookupProfile(name)
@@ -122,7 +128,28 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 			d.pools[newPoolKey(p, p.Image, lim)] = newWarmPool(p.Name, cfg.PoolSize, d.log, d.warmLauncher(p, lim), d.discard)
 		}
 	}
+	go d.reapLoop()
 	return d, nil
+}
+
+// reapLoop removes, every reapEvery, the containers whose owner on this
+// host is dead.
+func (d *dockerRunner) reapLoop() {
+	defer close(d.reaped)
+	t := time.NewTicker(reapEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if _, err := reapContainers(ctx, d.cli, d.log); err != nil {
+			d.log.Warn("sandbox: reaping leaked containers failed", "err", err)
+		}
+		cancel()
+	}
 }
 
 func (d *dockerRunner) Name() string { return "docker" }
@@ -259,12 +286,14 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 		// exec: go test runs the binaries it builds in /tmp.
 		return fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", size)
 	}
+	// "watch" ties the container to this process's attach stream, so that
+	// it dies with the process.
 	cfg := &container.Config{
 		Image:        image,
 		User:         fmt.Sprintf("%d:%d", sandboxUID, sandboxUID),
 		Env:          p.environ(imagePath),
 		WorkingDir:   workDir,
-		Entrypoint:   []string{"/bin/sh", "-c", entryScript, "sbx", p.GoCache, warmup, readyMarker},
+		Entrypoint:   []string{"/bin/sh", "-c", entryScript, "sbx", p.GoCache, warmup, readyMarker, "watch"},
 		Hostname:     "sandbox",
 		AttachStdin:  true,
 		AttachStdout: true,
@@ -319,11 +348,10 @@ func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err
 		copied <- err
 	}()
 	start := time.Now()
+	// The input stays open until the run ends: its end tells the container
+	// that this process is gone.
 	if _, err := b.conn.Conn.Write(j.stdin); err != nil {
 		return Result{}, fmt.Errorf("%w: write input: %w", errStale, err)
-	}
-	if err := b.conn.CloseWrite(); err != nil {
-		return Result{}, fmt.Errorf("%w: close input: %w", errStale, err)
 	}
 
 	var timedOut atomic.Bool
@@ -404,6 +432,8 @@ func (d *dockerRunner) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
+	close(d.stop)
+	<-d.reaped
 	for _, pl := range d.pools {
 		pl.close()
 	}
@@ -439,27 +469,39 @@ func Reap(ctx context.Context) (int, error) {
 }
 
 func reap(ctx context.Context, cli dockerAPI, log *slog.Logger) (int, error) {
+	n, err := reapContainers(ctx, cli, log)
+	v, verr := reapVolumes(ctx, cli)
+	if v > 0 {
+		log.Info("sandbox: reaped toolchain volumes of removed images", "volumes", v)
+	}
+	return n + v, errors.Join(err, verr)
+}
+
+// reapContainers removes the sandbox containers whose owner is gone. Live
+// runners on one host reap at once: a container another one is removing
+// is no error.
+func reapContainers(ctx context.Context, cli dockerAPI, log *slog.Logger) (int, error) {
 	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", labelSandbox+"=1")})
 	if err != nil {
 		return 0, fmt.Errorf("container list: %w", err)
 	}
 	host, _ := os.Hostname()
 	n := 0
+	var errs []error
 	for _, c := range list.Items {
 		if !leaked(c.Labels[labelOwner], host, time.Unix(c.Created, 0)) {
 			continue
 		}
-		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			return n, fmt.Errorf("container remove %s: %w", short(c.ID), err)
+		if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			if !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+				errs = append(errs, fmt.Errorf("container remove %s: %w", short(c.ID), err))
+			}
+			continue
 		}
 		log.Info("sandbox: reaped leaked container", "id", short(c.ID), "owner", c.Labels[labelOwner])
 		n++
 	}
-	v, err := reapVolumes(ctx, cli)
-	if v > 0 {
-		log.Info("sandbox: reaped toolchain volumes of removed images", "volumes", v)
-	}
-	return n + v, err
+	return n, errors.Join(errs...)
 }
 
 // leaked decides from an owner label (owner.ID) whether a container's

@@ -53,6 +53,9 @@ func testRunner(t testing.TB, backend string, poolSize int) Runner {
 }
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(helperMain(mode))
+	}
 	code := m.Run()
 	for _, r := range runners {
 		r.Close()

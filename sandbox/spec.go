@@ -37,7 +37,7 @@ const (
 )
 
 // entryScript runs inside the sandbox as `sh -c entryScript sbx SEED WARM
-// READY`. Its stdin carries a line with the host's clock (unix seconds) and
+// READY WATCH`. Its stdin carries a line with the host's clock (unix seconds) and
 // the shell-quoted command, then a tar of the workspace. The command travels on stdin so that a container can be
 // started before the run it serves is known. Past the ready marker only
 // shell builtins and tar run before the command: every program started here
@@ -53,7 +53,15 @@ const (
 // old. WARM, when not empty,
 // is the profile's Prewarm snippet. READY, when not empty, is written to
 // stderr once the sandbox waits for its input.
-const entryScript = `if [ -n "$1" ] && [ -d "$1" ]; then { cp -rs "$1" "$GOCACHE" && rm -f "$GOCACHE/trim.txt"; } 2>/dev/null || rm -rf "$GOCACHE"; fi
+//
+// WATCH, when not empty, ties the sandbox to its host process: stdin stays
+// open after the workspace, and the end of stdin, which comes when the
+// host process dies, kills the shell and so the whole container (whose
+// main process it is). The shell waits for the command instead of
+// becoming it, and exits with its status. The tar is padded to whole
+// records so that tar stops at its end without waiting for stdin to close.
+const entryScript = `watch=$4
+if [ -n "$1" ] && [ -d "$1" ]; then { cp -rs "$1" "$GOCACHE" && rm -f "$GOCACHE/trim.txt"; } 2>/dev/null || rm -rf "$GOCACHE"; fi
 if [ -n "$2" ]; then
 	(mkdir -p ` + prewarmDir + ` && cd ` + prewarmDir + ` && eval "$2") >/dev/null 2>&1 </dev/null
 	rm -rf ` + prewarmDir + `
@@ -69,7 +77,11 @@ if ! err=$(tar -x -f - -C ` + workDir + ` --no-same-owner 2>&1); then
 fi
 cd ` + workDir + `
 eval "set -- $cmd"
-exec "$@" </dev/null
+[ -n "$watch" ] || exec "$@" </dev/null
+exec 3<&0
+(while read -r _; do :; done; kill -KILL $$) <&3 &
+"$@" </dev/null 3<&- &
+wait $!
 `
 
 // withDefaults fills zero limits from DefaultLimits.
@@ -146,6 +158,9 @@ func prepare(spec Spec) (job, error) {
 	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes()}, nil
 }
 
+// tarRecord is GNU tar's default record size (20 blocks of 512 bytes).
+const tarRecord = 20 * 512
+
 // tarFiles encodes checked files, with their parent directories first so
 // that tar never has to guess their modes.
 func tarFiles(files []workspace.File) ([]byte, error) {
@@ -178,6 +193,9 @@ func tarFiles(files []workspace.File) ([]byte, error) {
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("tar close: %w", err)
 	}
+	// GNU tar reads a pipe in whole records; a short last record would
+	// make it wait for the end of stdin.
+	buf.Write(make([]byte, (tarRecord-buf.Len()%tarRecord)%tarRecord))
 	return buf.Bytes(), nil
 }
 

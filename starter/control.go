@@ -2,10 +2,12 @@ package starter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -100,6 +102,9 @@ func newRollbackCmd(f *factory) *cobra.Command {
 		Short: "Move a running task back to checkpoint N and continue from there",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if to < 1 {
+				return usageError("--to %d: checkpoints are numbered from 1 (see autocoder status %s)", to, args[0])
+			}
 			ctx := cmd.Context()
 			c, err := f.Client(ctx)
 			if err != nil {
@@ -116,6 +121,11 @@ func newRollbackCmd(f *factory) *cobra.Command {
 			}
 			var st workflows.Status
 			if err := h.Get(ctx, &st); err != nil {
+				var rejected *temporal.ApplicationError
+				if errors.As(err, &rejected) {
+					// The task refused the request: no such checkpoint, or it has ended.
+					return usageError("rollback task %s: %s", args[0], rejected.Message())
+				}
 				return fmt.Errorf("rollback task %s: %w", args[0], err)
 			}
 			if asJSON {

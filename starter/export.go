@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -60,19 +62,10 @@ func exportTask(ctx context.Context, f *factory, id, dir string, o exportOptions
 	if err != nil {
 		return err
 	}
-	load := func(snapshot string) ([]workspace.File, error) {
-		if snapshot == "" {
-			return nil, nil
-		}
-		files, err := store.GetSnapshot(ctx, snapshot)
-		if err != nil {
-			return nil, fmt.Errorf("read snapshot %s: %w", snapshot, err)
-		}
-		return files, nil
-	}
+	load := func(snapshot string) ([]workspace.File, error) { return loadSnapshot(ctx, store, snapshot) }
 	if dir != "" {
 		if o.git {
-			err = exportGit(ctx, dir, st, cp.N, load)
+			err = exportGit(ctx, dir, st, cp.N, store)
 		} else {
 			var files []workspace.File
 			if files, err = load(cp.SnapshotID); err == nil {
@@ -118,43 +111,56 @@ func pickCheckpoint(st workflows.Status, n int) (workflows.Checkpoint, error) {
 }
 
 // exportGit records the input and checkpoints 1..upTo as commits, leaving
-// the work tree at checkpoint upTo.
-func exportGit(ctx context.Context, dir string, st workflows.Status, upTo int, load func(string) ([]workspace.File, error)) error {
+// the work tree at checkpoint upTo. Every snapshot is checked before
+// anything is written, and the repository is built next to dir and renamed
+// into place, so a failure leaves dir as it was.
+func exportGit(ctx context.Context, dir string, st workflows.Status, upTo int, snapshots snapshotReader) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return usageError("--git: %s is not empty", dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	repo := gitRepo{dir: dir}
-	if err := repo.run(ctx, "init", "-q"); err != nil {
-		return err
-	}
-	commit := func(snapshot, msg string) error {
-		files, err := load(snapshot)
-		if err != nil {
-			return err
-		}
-		if err := repo.replaceTree(files); err != nil {
-			return err
-		}
-		if err := repo.run(ctx, "add", "-A"); err != nil {
-			return err
-		}
-		return repo.run(ctx, "commit", "-q", "--allow-empty", "-m", msg)
-	}
-	if err := commit(st.InputSnapshot, "input workspace\n\nTask: "+st.Task); err != nil {
-		return err
-	}
+	type commit struct{ snapshot, msg string }
+	commits := []commit{{st.InputSnapshot, "input workspace\n\nTask: " + st.Task}}
 	for _, cp := range st.Checkpoints[:upTo] {
 		result := "tests failed"
 		if cp.Passed {
 			result = "tests passed"
 		}
-		msg := fmt.Sprintf("checkpoint %d: step %d, iteration %d: %s\n\n%s", cp.N, cp.Step, cp.Iteration, cp.Summary, result)
-		if err := commit(cp.SnapshotID, msg); err != nil {
+		commits = append(commits, commit{cp.SnapshotID, fmt.Sprintf("checkpoint %d: step %d, iteration %d: %s\n\n%s", cp.N, cp.Step, cp.Iteration, cp.Summary, result)})
+	}
+	for _, c := range commits {
+		if err := checkSnapshot(ctx, snapshots, c.snapshot); err != nil {
 			return err
 		}
+	}
+
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", parent, err)
+	}
+	tmp, err := os.MkdirTemp(parent, ".autocoder-export-")
+	if err != nil {
+		return fmt.Errorf("create a directory next to %s: %w", dir, err)
+	}
+	defer os.RemoveAll(tmp) // gone once renamed; removes a failed attempt
+	repo := gitRepo{dir: tmp}
+	if err := repo.run(ctx, "init", "-q"); err != nil {
+		return err
+	}
+	for _, c := range commits {
+		files, err := loadSnapshot(ctx, snapshots, c.snapshot)
+		if err != nil {
+			return err
+		}
+		if err := repo.commitTree(ctx, files, c.msg); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	// rename replaces an empty directory and fails on anything else.
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("move the repository into %s: %w", dir, err)
 	}
 	return nil
 }
@@ -170,34 +176,55 @@ func unifiedDiff(ctx context.Context, before, after []workspace.File) ([]byte, e
 	if err := repo.run(ctx, "init", "-q"); err != nil {
 		return nil, err
 	}
-	if err := repo.replaceTree(before); err != nil {
+	if err := repo.commitTree(ctx, before, "before"); err != nil {
 		return nil, err
 	}
-	if err := repo.run(ctx, "add", "-A"); err != nil {
+	if err := repo.stageTree(ctx, after); err != nil {
 		return nil, err
 	}
-	if err := repo.run(ctx, "commit", "-q", "--allow-empty", "-m", "before"); err != nil {
-		return nil, err
-	}
-	if err := repo.replaceTree(after); err != nil {
-		return nil, err
-	}
-	if err := repo.run(ctx, "add", "-A"); err != nil {
-		return nil, err
-	}
-	return repo.output(ctx, "diff", "--cached", "--no-color", "--no-ext-diff")
+	return repo.output(ctx, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv")
 }
 
+// gitRepo runs git in a repository autocoder made. Its files come from the
+// workspace, so git must not execute anything they, or any configuration,
+// could name: git sees no GIT_* variable of ours, no system or user
+// configuration, and settings that switch off every command git would run
+// on its own (hooks, fsmonitor, external diff, signing, background
+// maintenance). The workspace never holds .git (workspace.CleanPath), so
+// the repository's own configuration is the one git init wrote.
 type gitRepo struct{ dir string }
 
+// gitSafety are the -c settings every git command gets; command-line
+// settings win over every configuration file.
+var gitSafety = []string{
+	"-c", "core.hooksPath=" + os.DevNull,
+	"-c", "core.fsmonitor=false",
+	"-c", "core.attributesFile=" + os.DevNull,
+	"-c", "core.excludesFile=" + os.DevNull,
+	"-c", "core.pager=cat",
+	"-c", "diff.external=",
+	"-c", "commit.gpgSign=false",
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
+	"-c", "protocol.allow=never",
+}
+
 func (g gitRepo) command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd := exec.CommandContext(ctx, "git", append(slices.Clone(gitSafety), args...)...)
 	cmd.Dir = g.dir
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(withoutGitEnv(os.Environ()),
+		"GIT_DIR="+filepath.Join(g.dir, ".git"), "GIT_WORK_TREE="+g.dir,
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_SYSTEM="+os.DevNull, "GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_TERMINAL_PROMPT=0",
 		"GIT_AUTHOR_NAME=autocoder", "GIT_AUTHOR_EMAIL=autocoder@localhost",
-		"GIT_COMMITTER_NAME=autocoder", "GIT_COMMITTER_EMAIL=autocoder@localhost",
-		"GIT_CONFIG_NOSYSTEM=1")
+		"GIT_COMMITTER_NAME=autocoder", "GIT_COMMITTER_EMAIL=autocoder@localhost")
 	return cmd
+}
+
+// withoutGitEnv drops the variables that steer git (GIT_DIR,
+// GIT_EXTERNAL_DIFF, GIT_CONFIG_PARAMETERS, ...) from env.
+func withoutGitEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "GIT_") })
 }
 
 func (g gitRepo) run(ctx context.Context, args ...string) error {
@@ -216,8 +243,8 @@ func (g gitRepo) output(ctx context.Context, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// replaceTree makes the work tree hold exactly files.
-func (g gitRepo) replaceTree(files []workspace.File) error {
+// stageTree makes the work tree and the index hold exactly files.
+func (g gitRepo) stageTree(ctx context.Context, files []workspace.File) error {
 	entries, err := os.ReadDir(g.dir)
 	if err != nil {
 		return err
@@ -230,5 +257,16 @@ func (g gitRepo) replaceTree(files []workspace.File) error {
 			return err
 		}
 	}
-	return workspace.WriteDir(g.dir, files)
+	if err := workspace.WriteDir(g.dir, files); err != nil {
+		return err
+	}
+	return g.run(ctx, "add", "-A")
+}
+
+// commitTree commits exactly files.
+func (g gitRepo) commitTree(ctx context.Context, files []workspace.File, msg string) error {
+	if err := g.stageTree(ctx, files); err != nil {
+		return err
+	}
+	return g.run(ctx, "commit", "-q", "--allow-empty", "--no-verify", "-m", msg)
 }

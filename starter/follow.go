@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -92,7 +93,7 @@ loop:
 	}
 	if !o.noFiles {
 		var err error
-		if n, err = writeSnapshot(ctx, f, result.Status, result.SnapshotID, out); err != nil {
+		if n, err = writeSnapshot(ctx, f, id, result.Status, result.SnapshotID, out); err != nil {
 			return err
 		}
 	}
@@ -112,9 +113,9 @@ loop:
 }
 
 func printGate(w io.Writer, id string, p *workflows.Approval) {
-	fmt.Fprintf(w, "? task %s is waiting for approval (%s): %s\n", id, p.Kind, p.Question)
+	fmt.Fprintf(w, "? task %s is waiting for approval (%s): %s\n", id, p.Kind, termsafe.Line(p.Question))
 	if p.Details != "" {
-		fmt.Fprintln(w, indent(strings.TrimRight(p.Details, "\n")))
+		fmt.Fprintln(w, indent(termsafe.Text(strings.TrimRight(p.Details, "\n"))))
 	}
 	fmt.Fprintf(w, "  answer with: autocoder approve %s | autocoder reject %s --reason TEXT | autocoder feedback %s TEXT\n", id, id, id)
 	fmt.Fprintf(w, "  (no answer by %s counts as a rejection)\n", p.Deadline.Local().Format(time.DateTime))
@@ -172,7 +173,7 @@ func (v *view) show(st workflows.Status) {
 		if cp.Passed {
 			mark = "✓"
 		}
-		fmt.Fprintf(v.w, "  %s step %d, iteration %d: %s\n", mark, cp.Step, cp.Iteration, cp.Summary)
+		fmt.Fprintf(v.w, "  %s step %d, iteration %d: %s\n", mark, cp.Step, cp.Iteration, termsafe.Line(cp.Summary))
 	}
 	v.checkpoints = len(st.Checkpoints)
 	line := statusLine(st)
@@ -218,7 +219,7 @@ func statusLine(st workflows.Status) string {
 		parts = append(parts, fmt.Sprintf("$%.4f", st.Usage.CostUSD))
 	}
 	if st.LastTest != nil {
-		parts = append(parts, st.LastTest.Headline())
+		parts = append(parts, termsafe.Line(st.LastTest.Headline()))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/integrity"
+	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -35,7 +36,7 @@ func keepUsersTests(ctx context.Context, f *factory, st workflows.Status, files 
 	}
 	kept, findings := usersTests(st, input).Judge(files)
 	for _, fd := range findings {
-		fmt.Fprintf(w, "kept your tests as they were: the task %s (allow it with --allow-test-edits; `export --patch` shows it)\n", fd)
+		fmt.Fprintf(w, "kept your tests as they were: the task %s (allow it with --allow-test-edits; `export --patch` shows it)\n", termsafe.Line(fd.String()))
 	}
 	return kept, nil
 }
@@ -77,7 +78,7 @@ func testsPatchHeader(diff []byte) string {
 // printFindings lists an attempt's integrity findings under its line.
 func printFindings(w io.Writer, prefix string, findings []integrity.Finding) {
 	for _, f := range findings {
-		fmt.Fprintf(w, "%s! %s\n", prefix, f)
+		fmt.Fprintf(w, "%s! %s\n", prefix, termsafe.Line(f.String()))
 	}
 }
 
@@ -87,7 +88,7 @@ func printTestGuard(w io.Writer, st workflows.Status) {
 	case st.TestEditsAllowed:
 		fmt.Fprintln(w, "tests:     edits allowed: the task may change the user's tests, and its result overwrites them")
 	case st.TestEditsApproved != "":
-		fmt.Fprintf(w, "tests:     a person accepted an attempt that changed the user's tests: %s\n", st.TestEditsApproved)
+		fmt.Fprintf(w, "tests:     a person accepted an attempt that changed the user's tests: %s\n", termsafe.Line(st.TestEditsApproved))
 	case st.InputSnapshot != "":
 		fmt.Fprintln(w, "tests:     the user's tests are the judge: checks run them as they were at the start")
 	}
@@ -132,7 +133,7 @@ func announceUsersTests(ctx context.Context, f *factory, in workflows.TaskInput)
 	case len(paths) == 0 && in.TestCmd != "":
 		fmt.Fprintln(f.stderr, "none of the uploaded files look like tests; name yours with --protect GLOB so the task cannot change them")
 	case len(paths) > 0:
-		fmt.Fprintf(f.stderr, "your tests (checks run them as they were; the task may not change them): %s\n", listLimited(paths, 5))
+		fmt.Fprintf(f.stderr, "your tests (checks run them as they were; the task may not change them): %s\n", termsafe.Line(listLimited(paths, 5)))
 	}
 }
 

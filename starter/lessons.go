@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/termsafe"
 )
 
 func newLessonsCmd(f *factory) *cobra.Command {
@@ -26,12 +27,15 @@ func newLessonsCmd(f *factory) *cobra.Command {
 		Short: "List lessons, most recently updated first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kind != "" && kind != store.LessonFix && kind != store.LessonFailure && kind != store.LessonSuccess {
+				return usageError("--kind %q: want fix, failure or success", kind)
+			}
+			if limit < 1 {
+				return usageError("--limit %d: want 1 or more", limit)
+			}
 			st, err := f.Store(cmd.Context())
 			if err != nil {
 				return err
-			}
-			if kind != "" && kind != store.LessonFix && kind != store.LessonFailure && kind != store.LessonSuccess {
-				return usageError("--kind %q: want fix, failure or success", kind)
 			}
 			ls, err := st.ListLessons(cmd.Context(), kind, limit)
 			if err != nil {
@@ -43,7 +47,7 @@ func newLessonsCmd(f *factory) *cobra.Command {
 			tw := tabwriter.NewWriter(f.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tKIND\tLANG\tSIGNATURE\tRECALLED\tHELPED\tMISLED\tUPDATED\tTASK")
 			for _, l := range ls {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", l.ID[:12], l.Kind, l.Language, orDefault(l.SigKind, "-"),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", l.ID[:12], l.Kind, l.Language, orDefault(termsafe.Line(l.SigKind), "-"),
 					l.Recalled, l.Succeeded, l.Misled, l.UpdatedAt.Local().Format(time.DateTime), clipLine(l.Task, 50))
 			}
 			return tw.Flush()
@@ -65,15 +69,15 @@ func newLessonsCmd(f *factory) *cobra.Command {
 				return writeJSON(f.stdout, l)
 			}
 			fmt.Fprintf(f.stdout, "id:         %s\nkind:       %s\nlanguage:   %s\nsignature:  %s | %s\ntask:       %s\nrecalled:   %d (helped %d, misled %d)\nupdated:    %s\n",
-				l.ID, l.Kind, l.Language, orDefault(l.SigKind, "-"), l.SigShape, l.Task, l.Recalled, l.Succeeded, l.Misled, l.UpdatedAt.Local().Format(time.DateTime))
+				l.ID, l.Kind, l.Language, orDefault(termsafe.Line(l.SigKind), "-"), termsafe.Line(l.SigShape), termsafe.Line(l.Task), l.Recalled, l.Succeeded, l.Misled, l.UpdatedAt.Local().Format(time.DateTime))
 			if l.FailedExcerpt != "" {
-				fmt.Fprintf(f.stdout, "failure:\n%s\n", indent(l.FailedExcerpt))
+				fmt.Fprintf(f.stdout, "failure:\n%s\n", indent(termsafe.Text(l.FailedExcerpt)))
 			}
 			if l.Reflection != "" {
-				fmt.Fprintf(f.stdout, "diagnosis:\n%s\n", indent(l.Reflection))
+				fmt.Fprintf(f.stdout, "diagnosis:\n%s\n", indent(termsafe.Text(l.Reflection)))
 			}
 			if l.Fix != "" {
-				fmt.Fprintf(f.stdout, "fix:\n%s\n", indent(l.Fix))
+				fmt.Fprintf(f.stdout, "fix:\n%s\n", indent(termsafe.Text(l.Fix)))
 			}
 			return nil
 		},

@@ -44,6 +44,9 @@ func newListCmd(f *factory) *cobra.Command {
 		Short: "List tasks, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 {
+				return usageError("--limit %d: want 1 or more", limit)
+			}
 			query := fmt.Sprintf("WorkflowType = '%s'", workflows.WorkflowName)
 			if status != "" {
 				s, ok := listStatuses[status]

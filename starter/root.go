@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/termsafe"
 )
 
 // Exit codes, documented in the README. Errors map to them only in exitCode.
@@ -108,19 +109,43 @@ func (f *factory) Close() {
 func Execute() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go exitAfterInterrupt(ctx, stop, interruptGrace, os.Exit)
 	f := &factory{cfg: configFromEnv(), stdout: os.Stdout, stderr: os.Stderr}
 	defer f.Close()
+	return execute(ctx, f, os.Args[1:])
+}
+
+// execute runs one command line with f's dependencies and streams.
+func execute(ctx context.Context, f *factory, args []string) int {
 	root := newRootCmd(f)
-	root.SetArgs(os.Args[1:])
+	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil && !f.ran && !errors.Is(err, errUsage) {
 		err = fmt.Errorf("%w: %v (see autocoder --help)", errUsage, err)
 	}
 	code := exitCode(err, ctx)
 	if err != nil && code != exitOK && code != exitWaiting {
-		fmt.Fprintln(f.stderr, "autocoder:", err)
+		// Errors may quote what a model or a test printed.
+		fmt.Fprintln(f.stderr, "autocoder:", termsafe.Text(err.Error()))
 	}
 	return code
+}
+
+// interruptGrace is how long a command may take to stop after SIGINT or
+// SIGTERM; more than a worker's graceful stop, which waits for running
+// activities up to 30s.
+const interruptGrace = 45 * time.Second
+
+// exitAfterInterrupt makes a signal end the process even when a command is
+// stuck in a call that ignores its context: once ctx ends, a second signal
+// kills the process at once, and exit is called after grace. When the
+// command returns first, the process exits before grace is up.
+func exitAfterInterrupt(ctx context.Context, stop func(), grace time.Duration, exit func(int)) {
+	<-ctx.Done()
+	stop() // restores the default action of the signals
+	time.Sleep(grace)
+	fmt.Fprintf(os.Stderr, "autocoder: still not stopped %s after the interrupt; exiting\n", grace)
+	exit(exitInterrupted)
 }
 
 func newRootCmd(f *factory) *cobra.Command {
@@ -130,8 +155,14 @@ func newRootCmd(f *factory) *cobra.Command {
 		Long:          "autocoder plans, writes, tests and repairs code in a sandbox, as a durable Temporal workflow per task.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// cobra checks required flags only after this hook: check them
+			// first, so that a missing one counts as a usage error.
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return err
+			}
 			f.ran = true
+			return nil
 		},
 	}
 	root.SetOut(f.stdout)

@@ -1,6 +1,7 @@
 package starter
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,18 +10,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/policy"
+	"github.com/autocoder/autocoder/internal/termsafe"
+	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/worker"
 	"github.com/autocoder/autocoder/workflows"
@@ -178,8 +183,11 @@ func taskInput(task string, o runOptions) (workflows.TaskInput, error) {
 			return workflows.TaskInput{}, usageError("--protect: %v", err)
 		}
 	}
-	if o.budgetTokens < 0 || o.budgetUSD < 0 || o.approvalTimeout <= 0 {
-		return workflows.TaskInput{}, usageError("budgets must not be negative and --approval-timeout must be positive")
+	if math.IsNaN(o.budgetUSD) || math.IsInf(o.budgetUSD, 0) || o.budgetUSD < 0 {
+		return workflows.TaskInput{}, usageError("--budget-usd %v: want an amount of dollars, 0 (no limit) or more", o.budgetUSD)
+	}
+	if o.budgetTokens < 0 || o.approvalTimeout <= 0 {
+		return workflows.TaskInput{}, usageError("--budget-tokens must not be negative and --approval-timeout must be positive")
 	}
 	return workflows.TaskInput{
 		Task:            task,
@@ -217,26 +225,12 @@ func uploadDir(ctx context.Context, f *factory, dir string) (string, error) {
 	return id, nil
 }
 
-func writeSnapshot(ctx context.Context, f *factory, task workflows.Status, snapshotID, dir string) (int, error) {
-	st, err := f.Store(ctx)
-	if err != nil {
-		return 0, err
-	}
-	files, err := st.GetSnapshot(ctx, snapshotID)
-	if err != nil {
-		return 0, fmt.Errorf("read result snapshot %s: %w", snapshotID, err)
-	}
-	if files, err = keepUsersTests(ctx, f, task, files, f.stderr); err != nil {
-		return 0, err
-	}
-	if err := workspace.WriteDir(dir, files); err != nil {
-		return 0, fmt.Errorf("write files to %s: %w", dir, err)
-	}
-	return len(files), nil
-}
-
 // taskFailure keeps the workflow's own message, written for people.
 func taskFailure(err error) error {
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return fmt.Errorf("find task: %w", err)
+	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
 		return fmt.Errorf("%w: %s", errTaskFailed, app.Message())
@@ -260,10 +254,17 @@ func queryStatus(ctx context.Context, c client.Client, id string) (workflows.Sta
 	return st, nil
 }
 
+// writeJSON prints v indented, with the raw text it holds escaped so that
+// it cannot drive a terminal.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	_, err := w.Write(termsafe.JSON(buf.Bytes()))
+	return err
 }
 
 func randomSuffix() string {
@@ -272,12 +273,14 @@ func randomSuffix() string {
 	return hex.EncodeToString(b)
 }
 
+// clipLine makes s one terminal-safe line of at most n bytes plus a mark
+// where it was cut.
 func clipLine(s string, n int) string {
-	r := []rune(strings.Join(strings.Fields(s), " "))
-	if len(r) > n {
-		return string(r[:n]) + "…"
+	s = strings.Join(strings.Fields(termsafe.Line(s)), " ")
+	if head := truncate.Head(s, n); len(head) < len(s) {
+		return head + "…"
 	}
-	return string(r)
+	return s
 }
 
 func orDefault(s, def string) string {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"os"
@@ -10,12 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/store"
-	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -26,10 +23,7 @@ const (
 
 // A Python and a Go project, each with a correct test the code fails.
 var (
-	pyProject = map[string]string{
-		"calc.py":      "def add(a, b):\n    return a - b\n",
-		"test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-	}
+	pyProject = map[string]string{"calc.py": buggyCalc, "test_calc.py": calcTest}
 	goProject = map[string]string{
 		"go.mod":       "module example.com/calc\n\ngo 1.21\n",
 		"calc.go":      "package calc\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int { return a * b }\n",
@@ -256,16 +250,6 @@ func (c *cluster) lessonsOf(task string) []store.Lesson {
 		}
 	}
 	return mine
-}
-
-// requireBackend skips (fails in CI) when a sandbox backend cannot run.
-func requireBackend(t *testing.T, backend string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	sb, err := sandbox.New(ctx, sandbox.Config{Backend: backend, PoolSize: -1})
-	requireService(t, "the "+backend+" sandbox", err)
-	sb.Close()
 }
 
 func writeProject(t *testing.T, dir string, files map[string]string) {

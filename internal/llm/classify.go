@@ -16,6 +16,9 @@ var ErrEmptyResponse = errors.New("model returned an empty response")
 // The messages are written for the person running autocoder: they say what
 // went wrong and which setting to change.
 func (c *client) classify(ctx context.Context, o outcome, err error, now time.Time) *Error {
+	if e := c.limitFailure(o, err); e != nil && ctx.Err() == nil {
+		return e
+	}
 	who := "model provider " + string(c.spec.Provider)
 	e := &Error{Kind: KindTransient, Status: o.status}
 	switch st := o.status; {

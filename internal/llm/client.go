@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -36,8 +37,14 @@ type client struct {
 	spec     Spec
 	endpoint string
 	llm      llms.Model
+	// hc and key serve the tool-calling clients of our own, see Turn.
+	hc  *http.Client
+	key string
+	// legacyMaxTokens sends max_tokens rather than max_completion_tokens.
+	legacyMaxTokens bool
 	// callOpts are provider-specific options added to every call.
 	callOpts []llms.CallOption
+	limits   Limits
 	log      *slog.Logger
 }
 
@@ -49,9 +56,12 @@ func New(spec Spec, env Env) (Model, error) {
 	if spec.Model == "" {
 		spec.Model = DefaultModels[spec.Provider]
 	}
-	hc := newHTTPClient()
-	c := &client{spec: spec, log: slog.Default().With("provider", string(spec.Provider), "model", spec.Model)}
-	var err error
+	limits, err := env.Limits()
+	if err != nil {
+		return nil, fmt.Errorf("new model %s: %w", spec, err)
+	}
+	hc := newHTTPClient(limits)
+	c := &client{spec: spec, hc: hc, limits: limits, log: slog.Default().With("provider", string(spec.Provider), "model", spec.Model)}
 	switch spec.Provider {
 	case ProviderOpenAI:
 		c.endpoint = cmp.Or(env.OpenAIBaseURL, openAIURL)
@@ -62,7 +72,9 @@ func New(spec Spec, env Env) (Model, error) {
 			}
 			token = keylessToken
 		}
+		c.key = token
 		if env.OpenAIBaseURL != "" {
+			c.legacyMaxTokens = true
 			// Compatible servers widely accept max_tokens but not always
 			// the newer max_completion_tokens.
 			c.callOpts = append(c.callOpts, llms.WithMetadata(map[string]any{"openai:use_legacy_max_tokens": true}))
@@ -74,6 +86,7 @@ func New(spec Spec, env Env) (Model, error) {
 			return nil, fmt.Errorf("new model %s: %w: set %s", spec, ErrMissingKey, EnvAnthropicKey)
 		}
 		c.endpoint = cmp.Or(env.AnthropicBaseURL, anthropicURL)
+		c.key = env.AnthropicKey
 		c.llm, err = anthropic.New(anthropic.WithToken(env.AnthropicKey), anthropic.WithModel(spec.Model),
 			anthropic.WithBaseURL(c.endpoint), anthropic.WithHTTPClient(hc))
 	case ProviderOllama:
@@ -120,9 +133,6 @@ func ollamaURL(host string) (*url.URL, error) {
 // req.Stream or req.OnChunk is set; token usage comes from the provider's
 // own report.
 func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
-	ex := &exchange{}
-	callCtx := withExchange(ctx, ex)
-
 	msgs := make([]llms.MessageContent, 0, 2)
 	if req.System != "" {
 		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeSystem, req.System))
@@ -130,44 +140,69 @@ func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
 	msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeHuman, req.Prompt))
 
 	opts := append([]llms.CallOption{}, c.callOpts...)
-	maxTokens := req.MaxTokens
-	if maxTokens <= 0 && c.spec.Provider == ProviderAnthropic {
-		maxTokens = anthropicMaxTokens
-	}
-	if maxTokens > 0 {
+	if maxTokens := c.maxTokens(req.MaxTokens); maxTokens > 0 {
 		opts = append(opts, llms.WithMaxTokens(maxTokens))
 	}
 	stream := req.Stream || req.OnChunk != nil
 	if stream {
 		// For OpenAI the library asks for stream_options.include_usage
 		// whenever it streams, so streamed calls report usage too.
-		opts = append(opts, llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
-			if len(chunk) > 0 && req.OnChunk != nil {
-				req.OnChunk(string(chunk))
-			}
-			return nil
-		}))
+		opts = append(opts, llms.WithStreamingFunc(capStream(c.limits.MaxAnswerBytes, req.OnChunk)))
 	}
 
 	start := time.Now()
-	resp, err := c.llm.GenerateContent(callCtx, msgs, opts...)
+	var resp *llms.ContentResponse
+	status, err := c.observed(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.llm.GenerateContent(ctx, msgs, opts...)
+		return err
+	})
 	if err != nil {
-		e := c.classify(ctx, ex.outcome(), err, time.Now())
-		c.log.Warn("model call failed", "kind", e.Kind, "status", e.Status, "retry_after", e.RetryAfter, "err", e.Err)
-		return Response{}, e
+		return Response{}, err
 	}
 	out := response(resp)
-	if out.Text == "" {
-		return Response{}, &Error{Kind: KindTransient, Status: ex.outcome().status,
-			Err: fmt.Errorf("model provider %s, model %s: %w", c.spec.Provider, c.spec.Model, ErrEmptyResponse)}
+	if int64(len(out.Text)) > c.limits.MaxAnswerBytes {
+		return Response{}, c.limitFailure(outcome{}, answerTooLarge(c.limits.MaxAnswerBytes))
 	}
-	if out.PromptTokens == 0 && out.CompletionTokens == 0 {
+	if out.Text == "" {
+		return Response{}, c.emptyResponse(status)
+	}
+	c.logDone(stream, start, out.PromptTokens, out.CompletionTokens)
+	return out, nil
+}
+
+// maxTokens is the output limit to ask for: Anthropic requires one.
+func (c *client) maxTokens(asked int) int {
+	if asked <= 0 && c.spec.Provider == ProviderAnthropic {
+		return anthropicMaxTokens
+	}
+	return asked
+}
+
+// observed runs one provider call with its HTTP exchange recorded, and
+// turns a failure into a classified *Error. It returns the HTTP status.
+func (c *client) observed(ctx context.Context, call func(context.Context) error) (int, error) {
+	ex := &exchange{}
+	err := call(withExchange(ctx, ex))
+	o := ex.outcome()
+	if err != nil {
+		e := c.classify(ctx, o, err, time.Now())
+		c.log.Warn("model call failed", "kind", e.Kind, "status", e.Status, "retry_after", e.RetryAfter, "err", e.Err)
+		return o.status, e
+	}
+	return o.status, nil
+}
+
+func (c *client) emptyResponse(status int) *Error {
+	return &Error{Kind: KindTransient, Status: status,
+		Err: fmt.Errorf("model provider %s, model %s: %w", c.spec.Provider, c.spec.Model, ErrEmptyResponse)}
+}
+
+func (c *client) logDone(stream bool, start time.Time, in, out int) {
+	if in == 0 && out == 0 {
 		c.log.Warn("model provider reported no token usage; cost is unknown")
 	}
 	c.log.Debug("model call done", "streamed", stream, "duration", time.Since(start),
-		"prompt_tokens", out.PromptTokens, "completion_tokens", out.CompletionTokens,
-		"cost_usd", Cost(c.spec.Model, out.PromptTokens, out.CompletionTokens))
-	return out, nil
+		"prompt_tokens", in, "completion_tokens", out, "cost_usd", Cost(c.spec.Model, in, out))
 }
 
 // response joins the text of every choice (Anthropic returns one per

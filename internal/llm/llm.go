@@ -27,9 +27,13 @@ type Response struct {
 	CompletionTokens int
 }
 
-// Model completes prompts.
+// Model completes prompts and takes turns of a tool-using conversation.
 type Model interface {
 	Complete(ctx context.Context, req Request) (Response, error)
+	Turn(ctx context.Context, conv Conversation, tools []Tool, opts TurnOptions) (TurnResult, error)
+	// ToolCalling reports whether Turn can offer tools; when it cannot,
+	// callers ask for fenced blocks through Complete instead.
+	ToolCalling() bool
 }
 
 // ErrorKind classifies a provider failure so callers can decide to retry.

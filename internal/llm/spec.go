@@ -65,6 +65,10 @@ type Env struct {
 	AnthropicKey     string
 	AnthropicBaseURL string
 	OllamaHost       string
+	// Limits of one call, as written in the environment; see Env.Limits.
+	FirstByteTimeout string
+	IdleTimeout      string
+	MaxAnswer        string
 }
 
 // EnvFromOS reads Env from the process environment.
@@ -76,6 +80,9 @@ func EnvFromOS() Env {
 		AnthropicKey:     os.Getenv(EnvAnthropicKey),
 		AnthropicBaseURL: os.Getenv(EnvAnthropicBaseURL),
 		OllamaHost:       os.Getenv(EnvOllamaHost),
+		FirstByteTimeout: os.Getenv(EnvFirstByteTimeout),
+		IdleTimeout:      os.Getenv(EnvIdleTimeout),
+		MaxAnswer:        os.Getenv(EnvMaxAnswer),
 	}
 }
 

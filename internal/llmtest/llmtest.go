@@ -1,18 +1,24 @@
 // Package llmtest serves scripted answers over the OpenAI chat completions
-// protocol, so tests drive the real provider client end to end: JSON and
-// SSE streaming replies, usage reports, error statuses and Retry-After.
+// protocol and Anthropic's messages protocol, so tests drive the real
+// provider clients end to end: JSON and SSE streaming replies, tool calls,
+// usage reports, error statuses and Retry-After, and models that hang,
+// stall mid-answer or flood. Like the real services, the servers refuse a
+// conversation whose tool calls and results do not pair up.
 //
-// Point a model at it with OPENAI_BASE_URL=Server.URL(). To serve a script
-// from another process (a worker under test), mount Handler(script) on any
-// listener.
+// Point a model at it with OPENAI_BASE_URL=Server.URL() (or
+// ANTHROPIC_BASE_URL=AnthropicServer.URL()). To serve a script from another
+// process (a worker under test), mount Handler(script) on any listener.
 package llmtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,12 +30,31 @@ import (
 type Message struct {
 	Role    string
 	Content string
+	// ToolCalls are an assistant message's calls; ToolCallID names the
+	// call a tool message answers.
+	ToolCalls  []ToolCall
+	ToolCallID string
+}
+
+// ToolCall is one call to a tool, sent by the model or sent back to it.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // JSON
+}
+
+// ToolDef is a tool a request offered.
+type ToolDef struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
 }
 
 // ChatRequest is what a client sent, decoded.
 type ChatRequest struct {
 	Model        string
 	Messages     []Message
+	Tools        []ToolDef
 	Stream       bool
 	IncludeUsage bool   // stream_options.include_usage
 	MaxTokens    int    // max_tokens or max_completion_tokens
@@ -57,15 +82,45 @@ func (r ChatRequest) System() string {
 	return strings.Join(parts, "\n")
 }
 
+// ToolResults returns the tool messages after the last assistant message.
+func (r ChatRequest) ToolResults() []Message {
+	var out []Message
+	for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role == "tool"; i-- {
+		out = append([]Message{r.Messages[i]}, out...)
+	}
+	return out
+}
+
 // Reply is a scripted answer. Status 0 means 200 with Content as the
-// assistant's message; any other status answers with an OpenAI-style error
-// whose message is Content (or a stock message when empty). RetryAfter, when
-// set, is sent as the Retry-After header. Delay holds the answer back.
+// assistant's text and ToolCalls as its calls; any other status answers
+// with the protocol's error whose message is Content (or a stock message
+// when empty). RetryAfter, when set, is sent as the Retry-After header.
+// Delay holds the answer back before the response headers: a hanging model.
+//
+// A streamed answer can misbehave further: it pauses for Stall once
+// StallAfter bytes of content are sent (0: right after the headers, before
+// any content), the shape of a model that stalls mid-answer; and it comes
+// in pieces of ChunkBytes (default 16), so a huge answer streams in a few
+// large events.
 type Reply struct {
 	Content    string
+	ToolCalls  []ToolCall
 	Status     int
 	RetryAfter string
 	Delay      time.Duration
+	Stall      time.Duration
+	StallAfter int
+	ChunkBytes int
+	// InterleaveToolCalls streams the argument deltas of several calls
+	// interleaved, told apart only by their index, as the OpenAI protocol
+	// allows; by default each call is streamed whole before the next.
+	InterleaveToolCalls bool
+}
+
+// Fail is a reply the script gives when a request is not what the test
+// expected: the client sees an HTTP 400 quoting why.
+func Fail(format string, args ...any) Reply {
+	return Reply{Status: http.StatusBadRequest, Content: "llmtest: " + fmt.Sprintf(format, args...)}
 }
 
 // Script chooses the reply to a request. It may be called concurrently.
@@ -80,98 +135,160 @@ func CountTokens(s string) int { return (len(s) + 3) / 4 }
 func promptTokens(msgs []Message) int {
 	n := 3
 	for _, m := range msgs {
-		n += 3 + CountTokens(m.Content)
+		n += 3 + CountTokens(m.Content) + callTokens(m.ToolCalls)
+	}
+	return n
+}
+
+// callTokens counts tool calls by their names and arguments.
+func callTokens(calls []ToolCall) int {
+	n := 0
+	for _, c := range calls {
+		n += CountTokens(c.Name) + CountTokens(c.Arguments)
 	}
 	return n
 }
 
 // Server is a running scripted server, closed when the test ends.
 type Server struct {
-	srv *httptest.Server
-	h   *handler
+	served[ChatRequest]
 }
 
 // New starts a server answering with script.
 func New(t testing.TB, script Script) *Server {
 	t.Helper()
-	h := newHandler(script)
-	s := &Server{srv: httptest.NewServer(h), h: h}
+	return &Server{serve(t, newHandler(script))}
+}
+
+// Calls is the number of chat completion requests received.
+func (s *Server) Calls() int { return len(s.Requests()) }
+
+// served is a handler on a test server.
+type served[R any] struct {
+	srv *httptest.Server
+	h   *protocolHandler[R]
+}
+
+func serve[R any](t testing.TB, h *protocolHandler[R]) served[R] {
+	s := served[R]{srv: httptest.NewServer(h), h: h}
 	t.Cleanup(s.srv.Close)
 	return s
 }
 
-// URL is the base URL to use as OPENAI_BASE_URL; it ends in /v1.
-func (s *Server) URL() string { return s.srv.URL + "/v1" }
+// URL is the base URL to point a client at (OPENAI_BASE_URL,
+// ANTHROPIC_BASE_URL); it ends in /v1.
+func (s served[R]) URL() string { return s.srv.URL + "/v1" }
 
-// Calls is the number of chat completion requests received.
-func (s *Server) Calls() int { return s.h.calls() }
-
-// Requests returns the decoded chat completion requests, oldest first.
-func (s *Server) Requests() []ChatRequest { return s.h.requests() }
+// Requests returns the decoded requests, oldest first.
+func (s served[R]) Requests() []R { return s.h.rec.all() }
 
 // Handler serves script at /v1/chat/completions and /chat/completions.
 func Handler(script Script) http.Handler { return newHandler(script) }
 
-type handler struct {
-	script Script
-	mu     sync.Mutex
-	reqs   []ChatRequest
+func newHandler(script Script) *protocolHandler[ChatRequest] {
+	return &protocolHandler[ChatRequest]{script: script, proto: protocol[ChatRequest]{
+		path: "/chat/completions", decode: decodeRequest, fail: writeError, answer: answerChat,
+		check: func(req ChatRequest) string { return pairedToolCalls(req.Messages) },
+	}}
 }
 
-func newHandler(script Script) *handler { return &handler{script: script} }
-
-func (h *handler) calls() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.reqs)
+// protocol is what the servers of the wire protocols do differently.
+type protocol[R any] struct {
+	path   string // served at the root and under /v1
+	decode func(*http.Request) (R, error)
+	// check returns the API's complaint about a well-formed request.
+	check  func(R) string
+	fail   func(w http.ResponseWriter, status int, msg string)
+	answer func(w http.ResponseWriter, r *http.Request, n int, req R, reply Reply)
 }
 
-func (h *handler) requests() []ChatRequest {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]ChatRequest(nil), h.reqs...)
+// statusError is a decoding failure answered with a status other than 400.
+type statusError struct {
+	status int
+	msg    string
 }
 
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" {
-		writeError(w, http.StatusNotFound, "unknown path "+r.URL.Path)
+func (e *statusError) Error() string { return e.msg }
+
+// protocolHandler records each request, refuses what the real API would,
+// and answers with the script's reply.
+type protocolHandler[R any] struct {
+	proto  protocol[R]
+	script func(R) Reply
+	rec    recorder[R]
+}
+
+func (h *protocolHandler[R]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1"+h.proto.path && r.URL.Path != h.proto.path {
+		h.proto.fail(w, http.StatusNotFound, "unknown path "+r.URL.Path)
 		return
 	}
 	if r.Method != http.MethodPost {
-		writeError(w, http.StatusMethodNotAllowed, "use POST")
+		h.proto.fail(w, http.StatusMethodNotAllowed, "use POST")
 		return
 	}
-	req, err := decodeRequest(r)
+	req, err := h.proto.decode(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	h.mu.Lock()
-	n := len(h.reqs) + 1
-	h.reqs = append(h.reqs, req)
-	h.mu.Unlock()
-
-	reply := h.script(req)
-	if reply.Delay > 0 {
-		select {
-		case <-time.After(reply.Delay):
-		case <-r.Context().Done():
-			return
+		status := http.StatusBadRequest
+		if se := (*statusError)(nil); errors.As(err, &se) {
+			status = se.status
 		}
-	}
-	if reply.RetryAfter != "" {
-		w.Header().Set("Retry-After", reply.RetryAfter)
-	}
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		writeError(w, reply.Status, reply.Content)
+		h.proto.fail(w, status, err.Error())
 		return
 	}
+	n := h.rec.add(req)
+	if msg := h.proto.check(req); msg != "" {
+		h.proto.fail(w, http.StatusBadRequest, msg)
+		return
+	}
+	reply, ok := scripted(w, r, h.script(req))
+	if !ok {
+		h.proto.fail(w, reply.Status, reply.Content)
+		return
+	}
+	h.proto.answer(w, r, n, req, reply)
+}
+
+// recorder keeps the requests a server received.
+type recorder[R any] struct {
+	mu   sync.Mutex
+	reqs []R
+}
+
+// add records a request and returns how many there are.
+func (r *recorder[R]) add(req R) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = append(r.reqs, req)
+	return len(r.reqs)
+}
+
+func (r *recorder[R]) all() []R {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]R(nil), r.reqs...)
+}
+
+// answerChat answers a chat completion, whole or streamed.
+func answerChat(w http.ResponseWriter, r *http.Request, n int, req ChatRequest, reply Reply) {
 	id := fmt.Sprintf("chatcmpl-llmtest-%d", n)
-	usage := usage{Prompt: promptTokens(req.Messages), Completion: CountTokens(reply.Content)}
+	usage := usage{Prompt: promptTokens(req.Messages), Completion: CountTokens(reply.Content) + callTokens(reply.ToolCalls)}
 	usage.Total = usage.Prompt + usage.Completion
 	if req.Stream {
-		writeStream(w, id, req, reply.Content, usage)
+		writeStream(w, r, id, req, reply, usage)
 		return
+	}
+	msg := map[string]any{"role": "assistant", "content": reply.Content}
+	if len(reply.ToolCalls) > 0 {
+		if reply.Content == "" {
+			msg["content"] = nil
+		}
+		var calls []any
+		for _, c := range reply.ToolCalls {
+			calls = append(calls, map[string]any{"id": c.ID, "type": "function",
+				"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+		}
+		msg["tool_calls"] = calls
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id":      id,
@@ -180,12 +297,60 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"model":   req.Model,
 		"choices": []any{map[string]any{
 			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": reply.Content},
-			"finish_reason": "stop",
+			"message":       msg,
+			"finish_reason": finishReason(reply),
 		}},
 		"usage":              usage,
 		"system_fingerprint": "llmtest",
 	})
+}
+
+// scripted applies a reply's delay and Retry-After, and reports whether it
+// is a success; a failure's status and message are then in the reply. It
+// returns ok false with status 0 when the client went away while waiting.
+func scripted(w http.ResponseWriter, r *http.Request, reply Reply) (Reply, bool) {
+	if reply.Delay > 0 {
+		select {
+		case <-time.After(reply.Delay):
+		case <-r.Context().Done():
+			return Reply{Status: http.StatusRequestTimeout, Content: "client went away"}, false
+		}
+	}
+	if reply.RetryAfter != "" {
+		w.Header().Set("Retry-After", reply.RetryAfter)
+	}
+	return reply, reply.Status == 0 || reply.Status == http.StatusOK
+}
+
+func finishReason(r Reply) string {
+	if len(r.ToolCalls) > 0 {
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+// pairedToolCalls checks, as the OpenAI API does, that every tool call of
+// an assistant message is answered by the tool messages right after it and
+// that every tool message answers one. It returns the API's complaint.
+func pairedToolCalls(msgs []Message) string {
+	open := map[string]bool{}
+	for i, m := range msgs {
+		if m.Role == "tool" {
+			if !open[m.ToolCallID] {
+				return fmt.Sprintf("Invalid parameter: messages[%d]: messages with role 'tool' must be a response to a preceding message with 'tool_calls' (tool_call_id %q)", i, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+			continue
+		}
+		if len(open) > 0 {
+			return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. " +
+				"The following tool_call_ids did not have response messages: " + strings.Join(slices.Sorted(maps.Keys(open)), ", ")
+		}
+		for _, c := range m.ToolCalls {
+			open[c.ID] = true
+		}
+	}
+	return ""
 }
 
 type usage struct {
@@ -198,15 +363,34 @@ type usage struct {
 type wireRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []wireToolCall  `json:"tool_calls"`
 	} `json:"messages"`
+	Tools []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
 	Stream        bool `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	MaxTokens           int `json:"max_tokens"`
 	MaxCompletionTokens int `json:"max_completion_tokens"`
+}
+
+type wireToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 func decodeRequest(r *http.Request) (ChatRequest, error) {
@@ -231,7 +415,20 @@ func decodeRequest(r *http.Request) (ChatRequest, error) {
 		if err != nil {
 			return ChatRequest{}, fmt.Errorf("messages[%d].content: %w", i, err)
 		}
-		req.Messages = append(req.Messages, Message{Role: m.Role, Content: text})
+		msg := Message{Role: m.Role, Content: text, ToolCallID: m.ToolCallID}
+		for j, c := range m.ToolCalls {
+			if c.ID == "" || c.Type != "function" || c.Function.Name == "" {
+				return ChatRequest{}, fmt.Errorf("messages[%d].tool_calls[%d]: id, type \"function\" and function.name are required", i, j)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		}
+		req.Messages = append(req.Messages, msg)
+	}
+	for i, t := range w.Tools {
+		if t.Type != "function" || t.Function.Name == "" {
+			return ChatRequest{}, fmt.Errorf("tools[%d]: type \"function\" and function.name are required", i)
+		}
+		req.Tools = append(req.Tools, ToolDef{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
 	}
 	return req, nil
 }
@@ -266,16 +463,16 @@ func messageText(raw json.RawMessage) (string, error) {
 // non-trivial answer as a real model does.
 const chunkBytes = 16
 
-// splitChunks cuts s into pieces of at most chunkBytes, on rune boundaries.
-func splitChunks(s string) []string {
+// splitChunks cuts s into pieces of at most size bytes, on rune boundaries.
+func splitChunks(s string, size int) []string {
 	var out []string
 	for len(s) > 0 {
-		n := min(chunkBytes, len(s))
+		n := min(size, len(s))
 		for n < len(s) && n > 0 && !utf8.RuneStart(s[n]) {
 			n--
 		}
 		if n == 0 { // invalid UTF-8 may hold no rune start: cut anyway
-			n = min(chunkBytes, len(s))
+			n = min(size, len(s))
 		}
 		out = append(out, s[:n])
 		s = s[n:]
@@ -283,11 +480,14 @@ func splitChunks(s string) []string {
 	return out
 }
 
-func writeStream(w http.ResponseWriter, id string, req ChatRequest, content string, u usage) {
+func writeStream(w http.ResponseWriter, r *http.Request, id string, req ChatRequest, reply Reply, u usage) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush() // the headers go out before any stall
+	}
 	created := time.Now().Unix()
 	event := func(data []byte) {
 		fmt.Fprintf(w, "data: %s\n\n", data)
@@ -310,11 +510,34 @@ func writeStream(w http.ResponseWriter, id string, req ChatRequest, content stri
 		}
 		return c
 	}
-	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	for _, piece := range splitChunks(content) {
-		send(chunk(map[string]any{"content": piece}, nil))
+	stalled := reply.Stall <= 0
+	stall := func(sent int) bool {
+		if stalled || sent < reply.StallAfter {
+			return true
+		}
+		stalled = true
+		select {
+		case <-time.After(reply.Stall):
+			return true
+		case <-r.Context().Done():
+			return false
+		}
 	}
-	send(chunk(map[string]any{}, "stop"))
+	if !stall(0) {
+		return
+	}
+	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	sent := 0
+	for _, piece := range splitChunks(reply.Content, cmp.Or(reply.ChunkBytes, chunkBytes)) {
+		send(chunk(map[string]any{"content": piece}, nil))
+		if sent += len(piece); !stall(sent) || r.Context().Err() != nil {
+			return // the client hung up
+		}
+	}
+	for _, d := range toolCallDeltas(reply.ToolCalls, reply.InterleaveToolCalls) {
+		send(chunk(map[string]any{"tool_calls": []any{d}}, nil))
+	}
+	send(chunk(map[string]any{}, finishReason(reply)))
 	if req.IncludeUsage {
 		send(map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model,
@@ -322,6 +545,42 @@ func writeStream(w http.ResponseWriter, id string, req ChatRequest, content stri
 		})
 	}
 	event([]byte("[DONE]"))
+}
+
+// toolCallDeltas streams calls as OpenAI does: a first delta with the
+// call's index, id, type and name, then its arguments in pieces carrying
+// only the index. Interleaved, all calls start first and their pieces
+// then alternate.
+func toolCallDeltas(calls []ToolCall, interleave bool) []map[string]any {
+	starts := make([]map[string]any, len(calls))
+	pieces := make([][]map[string]any, len(calls))
+	for i, c := range calls {
+		starts[i] = map[string]any{"index": i, "id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": ""}}
+		for _, p := range splitChunks(c.Arguments, chunkBytes) {
+			pieces[i] = append(pieces[i], map[string]any{"index": i, "function": map[string]any{"arguments": p}})
+		}
+	}
+	var out []map[string]any
+	if !interleave {
+		for i := range calls {
+			out = append(append(out, starts[i]), pieces[i]...)
+		}
+		return out
+	}
+	out = append(out, starts...)
+	for round := 0; ; round++ {
+		more := false
+		for i := range calls {
+			if round < len(pieces[i]) {
+				out = append(out, pieces[i][round])
+				more = true
+			}
+		}
+		if !more {
+			return out
+		}
+	}
 }
 
 // writeError answers like the OpenAI API does on failure.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -225,7 +226,7 @@ func TestScripts(t *testing.T) {
 		{"recovered", fail, "", llmtest.Reply{Content: "ok"}},
 	}
 	for _, tt := range tests {
-		if got := tt.script(req(tt.user)); got != tt.want {
+		if got := tt.script(req(tt.user)); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
 		}
 	}

@@ -44,7 +44,8 @@ func Gone(id, host string) (gone, local bool) {
 }
 
 // processStart returns a process's start time from /proc, or "" when the
-// process does not exist.
+// process does not exist or has exited: a killed process its parent has not
+// waited for yet still has its entry, as a zombie.
 func processStart(pid int) string {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -53,7 +54,7 @@ func processStart(pid int) string {
 	// Fields after the ")" that closes the command name start at field 3
 	// (state); the start time is field 22.
 	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 20 {
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
 		return ""
 	}
 	return f[19]

@@ -2,9 +2,11 @@ package owner
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestGone(t *testing.T) {
@@ -34,6 +36,24 @@ func TestGone(t *testing.T) {
 		gone, local := Gone(tc.id, "h")
 		if gone != tc.wantGone || local != tc.wantLoc {
 			t.Errorf("%s: Gone(%q) = %v, %v; want %v, %v", tc.name, tc.id, gone, local, tc.wantGone, tc.wantLoc)
+		}
+	}
+	// A killed child not yet waited for is a zombie: gone all the same.
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Wait()
+	childID := "h/" + strconv.Itoa(child.Process.Pid) + "/" + processStart(child.Process.Pid)
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if gone, _ := Gone(childID, "h"); gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a killed child, not yet waited for, is not gone: %s", childID)
 		}
 	}
 	if strings.Count(ID(), "/") != 2 {

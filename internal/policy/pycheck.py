@@ -46,6 +46,11 @@ NAMES = {
         "websocket", "websockets", "paramiko",
         "asyncio.open_connection", "asyncio.start_server",
         "asyncio.open_unix_connection", "asyncio.start_unix_server",
+        "asyncio.streams.open_connection", "asyncio.streams.start_server",
+        "asyncio.streams.open_unix_connection", "asyncio.streams.start_unix_server",
+        "logging.handlers.SocketHandler", "logging.handlers.DatagramHandler",
+        "logging.handlers.SysLogHandler", "logging.handlers.HTTPHandler",
+        "logging.handlers.SMTPHandler", "logging.config.listen",
     ],
     "dynamic": [
         "builtins.eval", "builtins.exec", "builtins.compile",
@@ -55,6 +60,20 @@ NAMES = {
 }
 
 CATEGORIES = list(NAMES) + ["abs-write"]
+
+# asyncio event loop methods, reached through a loop object no import names
+# (asyncio.get_running_loop().create_connection), so they are matched by
+# method name: method -> (category, what it does).
+LOOP_METHODS = {
+    "create_connection": ("network", "opens a network connection"),
+    "create_datagram_endpoint": ("network", "opens a network socket"),
+    "create_server": ("network", "starts a network server"),
+    "create_unix_connection": ("network", "opens a socket connection"),
+    "create_unix_server": ("network", "starts a socket server"),
+    "sock_connect": ("network", "opens a network connection"),
+    "subprocess_exec": ("process", "starts a process"),
+    "subprocess_shell": ("process", "starts a shell command"),
+}
 
 # Attributes that reach interpreter internals, a common way around name rules.
 INTROSPECTION = {
@@ -376,6 +395,8 @@ class FileChecker:
                 self.report_names(node, self.resolve(node), "uses")
                 if isinstance(node, ast.Attribute) and node.attr in INTROSPECTION and "dynamic" in self.deny:
                     self.report(node, "dynamic", "reads interpreter internals through ." + node.attr)
+                if isinstance(node, ast.Attribute):
+                    self.check_loop_method(node)
             elif isinstance(node, ast.Call):
                 self.report_names(node, self.resolve(node), "uses")
                 self.check_call(node)
@@ -386,6 +407,17 @@ class FileChecker:
             {"file": self.rel, "line": line, "rule": rule, "message": msg}
             for (line, rule), msg in sorted(self.findings.items())
         ]
+
+    def check_loop_method(self, node):
+        """Flags an event loop method used on an object, not on a module."""
+        spec = LOOP_METHODS.get(node.attr)
+        if not spec or spec[0] not in self.deny:
+            return
+        receivers = self.resolve(node.value)
+        if receivers and not any(r.startswith("builtins.") for r in receivers):
+            return  # an imported module's function: the name rules decide
+        self.report(node, spec[0], "uses .%s, the asyncio event loop method that %s (rename it if it is your own)"
+                    % (node.attr, spec[1]))
 
     def check_computed(self, node, target, key, verb):
         """Flags a computed name looked up on a module that has denied names."""

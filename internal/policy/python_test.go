@@ -122,6 +122,39 @@ urlparse("http://x")
 import urllib
 urllib.request.urlopen("http://x")
 `, []string{"1:network", "2:network", "4:network", "5:network", "8:network", "11:network"}},
+	{"asyncio_loop.py", `import asyncio
+async def main():
+    loop = asyncio.get_running_loop()
+    await loop.create_connection(lambda: None, "example", 80)
+    await asyncio.get_event_loop().create_datagram_endpoint(lambda: None)
+    await loop.create_server(lambda: None, "0.0.0.0", 80)
+    connect = loop.sock_connect
+    await loop.subprocess_exec(lambda: None, "ls")
+    await loop.subprocess_shell(lambda: None, "ls")
+    await asyncio.create_subprocess_exec("ls")
+    await asyncio.create_subprocess_shell("ls")
+    await asyncio.open_connection("example", 80)
+    await asyncio.start_server(None, "0.0.0.0", 80)
+    from asyncio.streams import open_connection
+`, []string{"4:network", "5:network", "6:network", "7:network", "8:process", "9:process", "10:process", "11:process",
+		"12:network", "13:network", "14:network"}},
+	{"log_handlers.py", `import logging, logging.handlers, logging.config
+from logging.handlers import SysLogHandler as Sys, RotatingFileHandler
+logging.handlers.SocketHandler("example", 9020)
+logging.handlers.DatagramHandler("example", 9021)
+logging.handlers.HTTPHandler("example", "/log")
+logging.handlers.SMTPHandler("example", "a@b", ["c@d"], "s")
+Sys()
+logging.config.listen(9030)
+RotatingFileHandler("app.log")
+logging.getLogger().addHandler(logging.StreamHandler())
+`, []string{"2:network", "3:network", "4:network", "5:network", "6:network", "7:network", "8:network"}},
+	{"own_methods.py", `import mylib
+mylib.create_server()
+def create_connection(host):
+    return host
+create_connection("x")
+`, nil},
 	{"dynamic.py", `import os
 eval("1")
 exec("x = 1")

@@ -3,6 +3,8 @@ package signature
 import (
 	"regexp"
 	"strings"
+
+	"github.com/autocoder/autocoder/internal/truncate"
 )
 
 // Placeholders that stand for the volatile parts of a message.
@@ -38,7 +40,7 @@ var keptQuoted = map[string]bool{"NoneType": true}
 func normLine(s string) string {
 	// Placeholders are at most a few bytes longer than what they replace,
 	// so a generous prefix normalizes to the same first maxLine bytes.
-	s = truncate(s, 4*maxLine)
+	s = truncate.Head(s, 4*maxLine)
 	for range 4 {
 		next := normPass(s)
 		if next == s {
@@ -70,7 +72,7 @@ func normPass(s string) string {
 	}
 	s = numRe.ReplaceAllString(s, "${1}"+phNum)
 	s = strings.TrimSpace(spaceRe.ReplaceAllString(s, " "))
-	return truncate(s, maxLine)
+	return truncate.Head(s, maxLine)
 }
 
 func isLetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }

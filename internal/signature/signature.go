@@ -3,7 +3,8 @@ package signature
 import (
 	"regexp"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/autocoder/autocoder/internal/truncate"
 )
 
 // Signature is the stable identity of a failure: what kind of error it is,
@@ -72,8 +73,8 @@ func Normalize(lang, output string) Signature {
 		f = finding{kind: k, shape: normLine(marker), keys: append([]string{marker}, f.keys...)}
 	}
 	return Signature{
-		Kind:  truncate(f.kind, MaxKind),
-		Shape: truncate(f.shape, MaxShape),
+		Kind:  truncate.Head(f.kind, MaxKind),
+		Shape: truncate.Head(f.shape, MaxShape),
 		Text:  keyText(f.keys),
 	}
 }
@@ -97,7 +98,7 @@ func splitLines(s string) []string {
 	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = truncate(strings.TrimRight(l, "\r"), maxRawLine)
+		lines[i] = truncate.Head(strings.TrimRight(l, "\r"), maxRawLine)
 	}
 	return lines
 }
@@ -224,15 +225,4 @@ func keyText(keys []string) string {
 		n++
 	}
 	return b.String()
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

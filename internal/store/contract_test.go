@@ -141,7 +141,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("unsafe paths", func(t *testing.T) {
 		s := open(t)
-		for _, p := range []string{"", "/etc/passwd", "../up", "a/../../b", "a\\b", "nul\x00byte", "./a", "a//b", "a/", "."} {
+		for _, p := range []string{"", "/etc/passwd", "../up", "a/../../b", "a\\b", "nul\x00byte", "./a", "a//b", "a/", ".", ".git/config", "lib/.GIT/hooks/pre-commit", ".hg/hgrc"} {
 			_, err := s.PutSnapshot(ctx, []workspace.File{{Path: "ok.go"}, {Path: p, Data: []byte("x")}})
 			if !errors.Is(err, workspace.ErrUnsafePath) || !errors.Is(err, ErrInvalidSnapshot) {
 				t.Errorf("path %q: err = %v, want ErrUnsafePath and ErrInvalidSnapshot", p, err)

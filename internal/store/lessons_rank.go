@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/autocoder/autocoder/internal/truncate"
 )
 
 // ErrInvalidLesson reports a lesson the store refuses to save.
@@ -63,7 +64,7 @@ func prepareLesson(l Lesson, now time.Time) (Lesson, error) {
 		&l.Task, &l.FailedExcerpt, &l.Fix, &l.Reflection} {
 		*f = cleanText(*f)
 	}
-	l.Task = truncate(l.Task, maxCompared)
+	l.Task = truncate.Head(l.Task, maxCompared)
 	l.SigShape, l.SigText = capSig(l.SigShape, l.SigText)
 	l.ID = lessonID(l)
 	l.CreatedAt = lessonTime(now)
@@ -90,7 +91,7 @@ type recallQuery struct {
 
 func taskQuery(language, task string, k int) recallQuery {
 	return recallQuery{language: language, kinds: []string{LessonFix, LessonSuccess},
-		text: truncate(task, maxCompared), k: k}
+		text: truncate.Head(task, maxCompared), k: k}
 }
 
 func sigQuery(language, sigKind, sigShape, sigText string, k int) recallQuery {
@@ -104,8 +105,8 @@ func sigJoin(shape, text string) string { return shape + " " + text }
 
 // capSig cuts a signature so that sigJoin of it fits maxCompared.
 func capSig(shape, text string) (string, string) {
-	shape = truncate(shape, maxCompared-1)
-	return shape, truncate(text, maxCompared-1-len(shape))
+	shape = truncate.Head(shape, maxCompared-1)
+	return shape, truncate.Head(text, maxCompared-1-len(shape))
 }
 
 // limit is how many candidates a backend fetches for q.
@@ -251,17 +252,6 @@ func firstDistinct(terms []string) []string {
 		}
 	}
 	return out
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // lessonColumns lists, qualified by alias when one is given, the columns

@@ -120,6 +120,9 @@ func lockFile(ctx context.Context, path string) (unlock func() error, err error)
 func (s *SQLite) Path() string { return s.path }
 
 // Close releases the connections; other processes keep using the file.
+// Dir is the directory the database lives in.
+func (s *SQLite) Dir() string { return filepath.Dir(s.path) }
+
 func (s *SQLite) Close() error { return errors.Join(s.memo.Close(), s.db.Close()) }
 
 // PutSnapshot implements Store.

@@ -4,12 +4,16 @@
 package testenv
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,4 +121,61 @@ func repoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// Tree describes everything under root, root included, without following
+// symlinks: each path maps to its mode and its content's hash (regular
+// files) or its target (symlinks). Two calls compare equal only when
+// nothing under root was added, removed or changed.
+func Tree(t testing.TB, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		desc := info.Mode().String()
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			desc += " -> " + target
+		case info.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(data)
+			desc += " " + hex.EncodeToString(sum[:])
+		}
+		out[p] = desc
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TreeChanges lists the paths added, removed or changed between two Trees.
+func TreeChanges(before, after map[string]string) []string {
+	var paths []string
+	for p, d := range after {
+		if before[p] != d {
+			paths = append(paths, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			paths = append(paths, p+" (removed)")
+		}
+	}
+	slices.Sort(paths)
+	return paths
 }

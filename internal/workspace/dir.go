@@ -15,9 +15,6 @@ import (
 // ErrLimit reports a directory too large to load as a workspace.
 var ErrLimit = errors.New("workspace limit exceeded")
 
-// ErrSymlink reports a symlink where WriteDir would have to write through it.
-var ErrSymlink = errors.New("symlink in path")
-
 // LoadOptions tunes LoadDir.
 type LoadOptions struct {
 	Limits Limits // the zero value means DefaultLimits
@@ -28,7 +25,7 @@ type SkipReason string
 
 // The reasons LoadDir skips a path.
 const (
-	SkipExcludedDir SkipReason = "excluded directory" // .git, node_modules
+	SkipExcludedDir SkipReason = "excluded directory" // version-control metadata, node_modules
 	SkipIgnored     SkipReason = "matched .gitignore"
 	SkipBinary      SkipReason = "binary"
 	SkipTooLarge    SkipReason = "too large"
@@ -62,14 +59,15 @@ func (s Summary) Count(reason SkipReason) int {
 	return n
 }
 
-// excludedDirs are never part of a workspace, wherever they appear.
-var excludedDirs = map[string]bool{".git": true, "node_modules": true}
+// excludedDirs are never part of a workspace, wherever they appear; nor
+// is version-control metadata (IsVCSName), directory or file.
+var excludedDirs = map[string]bool{"node_modules": true}
 
 // binarySniff is how much of a file is searched for a NUL byte, as git does.
 const binarySniff = 8 << 10
 
 // LoadDir reads the project under root as workspace files in path order.
-// It skips .git and node_modules, paths matched by the root .gitignore,
+// It skips version-control metadata (.git, .hg, ...) and node_modules, paths matched by the root .gitignore,
 // binary and oversize files, and anything that is not a regular file;
 // symlinks are never followed. It fails with ErrLimit when what remains
 // exceeds the file count or total size limit.
@@ -102,9 +100,12 @@ func LoadDir(root string, opts LoadOptions) ([]File, Summary, error) {
 		case d.Type()&fs.ModeSymlink != 0:
 			skip(p, SkipSymlink)
 			return nil
-		case d.IsDir() && excludedDirs[d.Name()]:
+		case IsVCSName(d.Name()) || d.IsDir() && excludedDirs[d.Name()]:
 			skip(p, SkipExcludedDir)
-			return fs.SkipDir
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		case ignore.match(p, d.IsDir()):
 			skip(p, SkipIgnored)
 			if d.IsDir() {
@@ -243,65 +244,4 @@ func (g gitignore) match(p string, isDir bool) bool {
 		}
 	}
 	return false
-}
-
-// WriteDir writes files under root, creating it and any directories with
-// mode 0755 and giving each file exactly its FileMode. Every path must be
-// canonical (CleanPath), and WriteDir refuses to write through a symlink:
-// a symlinked parent directory or a symlink at the file's own path is an
-// ErrSymlink. The os.Root confines every write to root even if the tree
-// changes while it runs.
-func WriteDir(root string, files []File) error {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("write dir: %w", err)
-	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return fmt.Errorf("write dir: %w", err)
-	}
-	defer r.Close()
-	for _, f := range files {
-		if err := writeFile(r, f); err != nil {
-			return fmt.Errorf("write dir %s: %w", root, err)
-		}
-	}
-	return nil
-}
-
-func writeFile(r *os.Root, f File) error {
-	c, err := CleanPath(f.Path)
-	if err != nil {
-		return err
-	}
-	if c != f.Path {
-		return fmt.Errorf("%w: %q is not in canonical form %q", ErrUnsafePath, f.Path, c)
-	}
-	parts := strings.Split(c, "/")
-	for i := 1; i < len(parts); i++ {
-		dir := strings.Join(parts[:i], "/")
-		info, err := r.Lstat(dir)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if err := r.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
-		case err != nil:
-			return err
-		case info.Mode()&fs.ModeSymlink != 0:
-			return fmt.Errorf("%w: %s", ErrSymlink, dir)
-		case !info.IsDir():
-			return fmt.Errorf("%s: %s is not a directory", c, dir)
-		}
-	}
-	if info, err := r.Lstat(c); err == nil && info.Mode()&fs.ModeSymlink != 0 {
-		return fmt.Errorf("%w: %s", ErrSymlink, c)
-	}
-	mode := fs.FileMode(f.FileMode())
-	fh, err := r.OpenFile(c, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	_, werr := fh.Write(f.Data)
-	// Chmod on the handle sets the exact mode despite the umask.
-	return errors.Join(werr, fh.Chmod(mode), fh.Close())
 }

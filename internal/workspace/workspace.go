@@ -31,12 +31,21 @@ var DefaultLimits = Limits{MaxFileBytes: 1 << 20, MaxFiles: 5000, MaxTotalBytes:
 // ErrUnsafePath reports a path that could escape the workspace.
 var ErrUnsafePath = errors.New("unsafe path")
 
+// ErrVCSMetadata reports a path inside version-control metadata (.git,
+// .hg, .svn and their aliases). Such files are configuration that host
+// tools execute on their own (git runs core.fsmonitor and hooks at the next
+// `git status` or commit), so no workspace may hold them. Errors carrying
+// it also carry ErrUnsafePath.
+var ErrVCSMetadata = errors.New("version-control metadata is never part of a workspace")
+
 // ErrTooLarge reports a file or workspace over its Limits.
 var ErrTooLarge = errors.New("over the workspace limits")
 
 // CleanPath validates a relative, slash-separated path and returns its
 // canonical form. Absolute paths, "..", empty names, backslashes and NUL
 // bytes are rejected: the path names a file inside the workspace or nothing.
+// So is any path with a version-control directory among its parts (see
+// IsVCSName), wherever it appears.
 func CleanPath(p string) (string, error) {
 	if p == "" {
 		return "", fmt.Errorf("%w: empty path", ErrUnsafePath)
@@ -51,12 +60,48 @@ func CleanPath(p string) (string, error) {
 		if part == ".." {
 			return "", fmt.Errorf("%w: %q leaves the workspace", ErrUnsafePath, p)
 		}
+		if IsVCSName(part) {
+			return "", fmt.Errorf("%w: %q: %w", ErrUnsafePath, p, ErrVCSMetadata)
+		}
 	}
 	c := path.Clean(p)
 	if c == "." || c == "" {
 		return "", fmt.Errorf("%w: %q names no file", ErrUnsafePath, p)
 	}
 	return c, nil
+}
+
+// vcsNames are the metadata directories of version-control systems, in
+// lower case. Each holds configuration its tool executes (git's
+// core.fsmonitor and hooks, Mercurial's and Jujutsu's hooks and aliases).
+var vcsNames = map[string]bool{".git": true, ".hg": true, ".svn": true, ".bzr": true, "_darcs": true, ".jj": true}
+
+// IsVCSName reports whether one path component names version-control
+// metadata on some file system: compared case-insensitively, ignoring the
+// code points HFS+ drops, an NTFS stream suffix (".git::$INDEX_ALLOCATION")
+// and the trailing dots and spaces Windows drops, and matching 8.3 short
+// names such as "GIT~1". These are the aliases git itself guards against.
+func IsVCSName(name string) bool {
+	n := strings.Map(dropIgnorable, strings.ToLower(name))
+	if i := strings.IndexByte(n, ':'); i >= 0 {
+		n = n[:i]
+	}
+	n = strings.TrimRight(n, ". ")
+	if vcsNames[n] {
+		return true
+	}
+	stem, num, ok := strings.Cut(n, "~")
+	return ok && num != "" && strings.Trim(num, "0123456789") == "" && vcsNames["."+stem]
+}
+
+// dropIgnorable removes the zero-width code points HFS+ ignores in names,
+// so ".g\u200cit" is ".git" there.
+func dropIgnorable(r rune) rune {
+	switch {
+	case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+		return -1
+	}
+	return r
 }
 
 // Check validates every path and the limits; it reports the first problem.
@@ -87,7 +132,44 @@ func (l Limits) Check(files []File) error {
 	if l.MaxTotalBytes > 0 && total > l.MaxTotalBytes {
 		return fmt.Errorf("%w: workspace holds %d bytes, more than the limit of %d", ErrTooLarge, total, l.MaxTotalBytes)
 	}
+	if dir, ok := bareRepository(files); ok {
+		return fmt.Errorf("%w: %q holds HEAD, objects/ and refs/, so git would take it for a repository and obey its config: %w",
+			ErrUnsafePath, dir+"/", ErrVCSMetadata)
+	}
 	return nil
+}
+
+// bareRepository finds a directory the files make look like a bare git
+// repository: HEAD beside objects/ and refs/, compared case-insensitively.
+// Git run inside it would read the config file there as its own.
+func bareRepository(files []File) (string, bool) {
+	const head, objects, refs = 1, 2, 4
+	marks := map[string]int{}
+	for _, f := range files {
+		parts := strings.Split(strings.ToLower(f.Path), "/")
+		for i, part := range parts {
+			dir := strings.Join(parts[:i], "/")
+			switch {
+			case i == len(parts)-1 && part == "head":
+				marks[dir] |= head
+			case i < len(parts)-1 && part == "objects":
+				marks[dir] |= objects
+			case i < len(parts)-1 && part == "refs":
+				marks[dir] |= refs
+			}
+		}
+	}
+	var found []string
+	for dir, m := range marks {
+		if m == head|objects|refs {
+			found = append(found, dir)
+		}
+	}
+	if len(found) == 0 {
+		return "", false
+	}
+	sort.Strings(found)
+	return found[0], true
 }
 
 // Sort orders files by path, the canonical order everywhere.

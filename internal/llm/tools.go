@@ -1,0 +1,212 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+)
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Parameters is the JSON schema of the call's arguments, an object schema.
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+// Role says who wrote a message.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool" // the result of one tool call
+)
+
+// Message is one message of a conversation.
+type Message struct {
+	Role Role   `json:"role"`
+	Text string `json:"text,omitempty"`
+	// ToolCalls are the calls an assistant message made, in order.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Result is what a tool message answers.
+	Result *ToolResult `json:"result,omitempty"`
+}
+
+// ToolCall is one call the model made.
+type ToolCall struct {
+	// ID pairs the call with its result; providers that give none get one
+	// of ours so results can always be matched.
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON the model wrote, kept as text: a model can write
+	// invalid JSON, and the loop reports that back instead of losing it.
+	Arguments string `json:"arguments"`
+}
+
+// ToolResult is the answer to one tool call. It carries the tool's name as
+// well as the call's id: some providers match results by name.
+type ToolResult struct {
+	CallID  string `json:"call_id"`
+	Name    string `json:"name"`
+	Content string `json:"content"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// Conversation is what a model is shown on a turn: system messages, then
+// user, assistant and tool messages in order. Providers without system
+// messages in the middle of a conversation (Anthropic) join all system
+// messages into one instruction.
+type Conversation struct {
+	Messages []Message `json:"messages"`
+}
+
+// Append adds messages at the end.
+func (c *Conversation) Append(m ...Message) { c.Messages = append(c.Messages, m...) }
+
+// TurnOptions tune one turn.
+type TurnOptions struct {
+	MaxTokens int
+	// Stream asks for the answer as it is written, keeping the connection
+	// busy during a long answer.
+	Stream bool
+	// OnText, when set, gets the model's text as it streams (never the
+	// JSON of tool calls); setting it implies Stream.
+	OnText func(chunk string)
+}
+
+// StopReason says why a turn ended, the same for every provider.
+type StopReason string
+
+const (
+	StopEnd       StopReason = "end"        // the model finished its answer
+	StopToolUse   StopReason = "tool_use"   // the model waits for tool results
+	StopMaxTokens StopReason = "max_tokens" // the answer was cut at MaxTokens
+	StopOther     StopReason = "other"      // refusal, content filter, unknown
+)
+
+// Usage is what a turn cost in tokens, the same for every provider.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// TurnResult is the model's side of one turn.
+type TurnResult struct {
+	Text       string     `json:"text,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	Usage      Usage      `json:"usage"`
+	StopReason StopReason `json:"stop_reason"`
+	// ProviderStop is the provider's own word for StopReason, for logs.
+	ProviderStop string `json:"provider_stop,omitempty"`
+}
+
+// Message is the assistant message to append to the conversation.
+func (r TurnResult) Message() Message {
+	return Message{Role: RoleAssistant, Text: r.Text, ToolCalls: r.ToolCalls}
+}
+
+var (
+	// ErrNoToolCalling reports tools offered to a model that cannot call
+	// them; see Model.ToolCalling.
+	ErrNoToolCalling = errors.New("model has no native tool calling")
+	// ErrBadConversation reports a conversation no provider would accept.
+	ErrBadConversation = errors.New("invalid conversation")
+)
+
+// toolName is what OpenAI and Anthropic both accept as a tool name.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+func validateTools(tools []Tool) error {
+	seen := map[string]bool{}
+	for _, t := range tools {
+		if !toolName.MatchString(t.Name) {
+			return fmt.Errorf("%w: tool name %q must be 1-64 letters, digits, _ or -", ErrBadConversation, t.Name)
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("%w: tool %q is offered twice", ErrBadConversation, t.Name)
+		}
+		seen[t.Name] = true
+		if len(t.Parameters) > 0 {
+			if _, err := argumentsObject(string(t.Parameters)); err != nil {
+				return fmt.Errorf("%w: tool %q parameters: %w", ErrBadConversation, t.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks what both OpenAI and Anthropic require of a
+// conversation, so a mistake is reported here, by position, instead of as
+// a provider's HTTP 400: every tool call has an id and is answered, each by
+// one tool message following its assistant message, before anything else.
+func (c Conversation) Validate() error {
+	open := map[string]string{} // id to name of the last assistant message's unanswered calls
+	pending := 0
+	bad := func(i int, format string, args ...any) error {
+		return fmt.Errorf("%w: message %d: %s", ErrBadConversation, i, fmt.Sprintf(format, args...))
+	}
+	for i, m := range c.Messages {
+		if m.Role != RoleTool && pending > 0 {
+			return bad(i, "%d tool call(s) of the previous assistant message have no result", pending)
+		}
+		switch m.Role {
+		case RoleSystem, RoleUser:
+			if m.Text == "" {
+				return bad(i, "%s message has no text", m.Role)
+			}
+		case RoleAssistant:
+			clear(open)
+			for _, tc := range m.ToolCalls {
+				if tc.ID == "" || tc.Name == "" {
+					return bad(i, "tool call without id or name")
+				}
+				if _, dup := open[tc.ID]; dup {
+					return bad(i, "tool call id %q used twice", tc.ID)
+				}
+				open[tc.ID] = tc.Name
+			}
+			pending = len(m.ToolCalls)
+			if m.Text == "" && pending == 0 {
+				return bad(i, "assistant message has neither text nor tool calls")
+			}
+		case RoleTool:
+			r := m.Result
+			if r == nil {
+				return bad(i, "tool message has no result")
+			}
+			name, ok := open[r.CallID]
+			if !ok {
+				return bad(i, "tool result for call %q (%s) answers no open call of the previous assistant message", r.CallID, r.Name)
+			}
+			if name != r.Name {
+				return bad(i, "tool result for call %q names tool %q, the call was to %q", r.CallID, r.Name, name)
+			}
+			delete(open, r.CallID)
+			pending--
+		default:
+			return bad(i, "unknown role %q", m.Role)
+		}
+	}
+	if pending > 0 {
+		return fmt.Errorf("%w: %d tool call(s) of the last assistant message have no result", ErrBadConversation, pending)
+	}
+	return nil
+}
+
+// argumentsObject reads tool-call arguments as the JSON object providers
+// require; no arguments at all is an empty object.
+func argumentsObject(args string) (json.RawMessage, error) {
+	b := bytes.TrimSpace([]byte(args))
+	if len(b) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	return json.RawMessage(b), nil
+}

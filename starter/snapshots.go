@@ -1,0 +1,77 @@
+package starter
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// writeSnapshot writes a task's files to dir, all or nothing.
+func writeSnapshot(ctx context.Context, f *factory, taskID string, task workflows.Status, snapshotID, dir string) (int, error) {
+	st, err := f.Store(ctx)
+	if err != nil {
+		return 0, err
+	}
+	files, err := loadSnapshot(ctx, st, snapshotID)
+	if err != nil {
+		return 0, err
+	}
+	if files, err = keepUsersTests(ctx, f, task, files, f.stderr); err != nil {
+		return 0, err
+	}
+	if err := workspace.WriteDir(dir, files); err != nil {
+		return 0, fmt.Errorf("write the files of task %s to %s: %w\n"+
+			"The task's files are kept: fix the paths named above, or write them elsewhere with `autocoder export %s DIR`",
+			taskID, dir, err, taskID)
+	}
+	return len(files), nil
+}
+
+// snapshotReader is the part of the store that writing snapshots to disk
+// needs.
+type snapshotReader interface {
+	GetSnapshot(ctx context.Context, id string) ([]workspace.File, error)
+	GetManifest(ctx context.Context, id string) (store.Manifest, error)
+}
+
+// loadSnapshot reads a snapshot to be written to disk; an empty id is the
+// empty workspace, as the activities read it. A snapshot stored before
+// today's path rules (one holding .git/config, say) is refused as a whole
+// rather than written in part.
+func loadSnapshot(ctx context.Context, st snapshotReader, id string) ([]workspace.File, error) {
+	if id == "" {
+		return nil, nil
+	}
+	files, err := st.GetSnapshot(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %s: %w", id, err)
+	}
+	return files, writable(id, files)
+}
+
+// checkSnapshot is loadSnapshot's check without reading any content.
+func checkSnapshot(ctx context.Context, st snapshotReader, id string) error {
+	if id == "" {
+		return nil
+	}
+	m, err := st.GetManifest(ctx, id)
+	if err != nil {
+		return fmt.Errorf("read snapshot %s: %w", id, err)
+	}
+	files := make([]workspace.File, len(m.Entries))
+	for i, e := range m.Entries {
+		files[i].Path = e.Path
+	}
+	return writable(id, files)
+}
+
+func writable(id string, files []workspace.File) error {
+	if err := (workspace.Limits{}).Check(files); err != nil {
+		return fmt.Errorf("snapshot %s cannot be written to disk: %w; "+
+			"it was stored by an older autocoder: export another checkpoint with --checkpoint N", id, err)
+	}
+	return nil
+}
