@@ -74,7 +74,15 @@ func (a *Activities) judge(ctx context.Context, in CheckInput, j judged, s TestS
 			findings = append(findings, integrity.Finding{Kind: integrity.KindFewerRun, Detail: joinLimited(missing, 3) + " did not run"})
 		}
 	}
-	return withFindings(s, findings), nil
+	s = withFindings(s, findings)
+	if len(j.findings) > 0 {
+		id, err := a.Store.PutSnapshot(ctx, j.files)
+		if err != nil {
+			return TestSummary{}, fmt.Errorf("store the attempt with the user's tests restored: %w", err)
+		}
+		s.Restored = id
+	}
+	return s, nil
 }
 
 // originalRun is what the user's tests report on the starting workspace,

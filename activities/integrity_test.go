@@ -19,7 +19,7 @@ func TestFindingsFailAnAttempt(t *testing.T) {
 	if s.Passed || !s.TestsPassed || s.ExitCode == 0 {
 		t.Errorf("a changed test: %+v, want failed with the originals passing", s)
 	}
-	if !strings.HasPrefix(s.Output, "Test integrity:") || !strings.Contains(s.Output, "You changed the user's test file test_calc.py; revert it") || !strings.HasSuffix(s.Output, "1 passed") {
+	if !strings.HasPrefix(s.Output, "Test integrity:") || !strings.Contains(s.Output, "You changed the user's test file test_calc.py; it is put back as it was") || !strings.HasSuffix(s.Output, "1 passed") {
 		t.Errorf("output:\n%s", s.Output)
 	}
 	if h := s.Headline(); h != "integrity: changed the user's test file test_calc.py" {

@@ -29,6 +29,10 @@ type TestSummary struct {
 	// TestsPassed is set when the tests passed, the user's as they were at
 	// the start: with Findings, only the tampering failed the attempt.
 	TestsPassed bool `json:"testsPassed,omitempty"`
+	// Restored is the attempt's snapshot with the user's tests put back as
+	// they were and tampering configuration taken out, when Findings name
+	// files: the next attempt starts from it.
+	Restored string `json:"restored,omitempty"`
 
 	// ran is what the test runner reported about each test, when its
 	// output was whole (for the judge, inside an activity).

@@ -281,6 +281,7 @@ func (t *task) attempt(ctx workflow.Context) error {
 	if gen.SnapshotID != "" {
 		t.base = gen.SnapshotID
 	}
+	t.restoreUsersTests(result)
 	if result.Passed {
 		if p := t.mem.Pending; p != nil {
 			p.PassedSnapshot = gen.SnapshotID

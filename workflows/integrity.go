@@ -28,6 +28,15 @@ func (t *task) protectTests(in *activities.CheckInput) {
 	in.InputSnapshot, in.Protect, in.AllowTestEdits = t.in.InputSnapshot, t.in.Protect, t.in.AllowTestEdits
 }
 
+// restoreUsersTests has the next attempt start from the last one with the
+// user's tests put back as they were, so the model sees them as the judge
+// runs them.
+func (t *task) restoreUsersTests(result activities.TestSummary) {
+	if t.guard && result.Restored != "" {
+		t.base = result.Restored
+	}
+}
+
 // noLessonFrom forgets a failure that was tampering with the user's tests:
 // a later pass would teach a "fix" that is only putting them back.
 func (t *task) noLessonFrom(result activities.TestSummary) {
@@ -61,6 +70,7 @@ func (t *task) acceptTampered(ctx workflow.Context) (bool, error) {
 		return false, nil
 	}
 	t.status.TestEditsApproved = orText(d.text, "approved")
+	t.base = t.status.Checkpoints[n-1].SnapshotID // the attempt as it was, not as restored for the judge
 	t.status.Step++
 	t.feedback, t.reflectOn, t.mem.FailureLessons = "", nil, ""
 	return true, nil

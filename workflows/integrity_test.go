@@ -11,9 +11,9 @@ import (
 
 var (
 	tampered = activities.TestSummary{Stage: "test", ExitCode: 1, Output: "Test integrity: ...\n1 failed",
-		Findings: []integrity.Finding{{Kind: integrity.KindChanged, Path: "test_calc.py"}}}
+		Findings: []integrity.Finding{{Kind: integrity.KindChanged, Path: "test_calc.py"}}, Restored: "s1-restored"}
 	tamperedButRight = activities.TestSummary{Stage: "test", ExitCode: 1, TestsPassed: true, Output: "Test integrity: ...\n1 passed",
-		Findings: []integrity.Finding{{Kind: integrity.KindSkipped, Path: "calc_test.go"}}}
+		Findings: []integrity.Finding{{Kind: integrity.KindSkipped, Path: "calc_test.go"}}, Restored: "s1-restored"}
 	userTests = TaskInput{Task: "fix add", Language: "python", MaxIterations: 1, InputSnapshot: "in",
 		TestCmd: "pytest", Protect: []string{"checks/**"}}
 )
@@ -57,7 +57,10 @@ func (s *codingTaskSuite) TestTamperingThatStillFailsIsNoFixToLearn() {
 	s.onPlan("fix add")
 	s.onGenerate("s1")
 	s.checksJudgeByTheUsersTests("s1", tampered)
-	s.onRetry(tampered, "revert the test", "s2")
+	// The retry starts from the attempt with the user's tests put back.
+	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
+		return in.Failure != nil && in.BaseSnapshot == "s1-restored"
+	})).Return(activities.GenerateOutput{SnapshotID: "s2", Reflection: "revert the test"}, nil).Once()
 	s.checksJudgeByTheUsersTests("s2", passing)
 
 	in := userTests

@@ -206,7 +206,9 @@ func (ic integrityCase) run(t *testing.T, c *cluster) {
 		t.Errorf("project on disk:\n%v\nwant:\n%v", got, want)
 	}
 	if ic.name == "rewrite the test body" {
-		c.requireToldModel(t, "You changed the user's test file test_calc.py; revert it and fix the code")
+		// The next attempt is told, and starts from the user's test as it was.
+		c.requireToldModel(t, "You changed the user's test file test_calc.py; it is put back as it was: leave it so and fix the code instead.",
+			"```path=test_calc.py\n"+calcTest)
 	}
 }
 
@@ -228,15 +230,15 @@ func (ic integrityCase) accepted(t *testing.T, c *cluster, proj string, args []s
 	return res.ID, note + errOut, code
 }
 
-// requireToldModel fails unless some prompt said text.
-func (c *cluster) requireToldModel(t *testing.T, text string) {
+// requireToldModel fails unless some prompt said all of texts.
+func (c *cluster) requireToldModel(t *testing.T, texts ...string) {
 	t.Helper()
 	for _, r := range c.model.Requests() {
-		if strings.Contains(r.LastUser(), text) {
+		if !slices.ContainsFunc(texts, func(text string) bool { return !strings.Contains(r.LastUser(), text) }) {
 			return
 		}
 	}
-	t.Errorf("no prompt said %q", text)
+	t.Errorf("no prompt said all of %q", texts)
 }
 
 func (c *cluster) lessonsOf(task string) []store.Lesson {

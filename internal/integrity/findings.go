@@ -55,11 +55,11 @@ func (f Finding) String() string {
 func (f Finding) Instruction() string {
 	switch f.Kind {
 	case KindConfig:
-		return "You " + f.String() + "; remove it and fix the code instead."
+		return "You " + f.String() + "; it is taken out again: fix the code instead."
 	case KindFewerRun:
-		return "Fewer tests ran than in the user's original tests (" + f.Detail + "); do not skip or deselect them, fix the code."
+		return "Fewer tests ran than in the user's original tests (" + f.Detail + "); do not skip, deselect or cut short the user's tests: fix the code."
 	default:
-		return "You " + f.String() + "; revert it and fix the code instead. The user's tests are run as they were at the start."
+		return "You " + f.String() + "; it is put back as it was: leave it so and fix the code instead."
 	}
 }
 
