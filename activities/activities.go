@@ -44,6 +44,8 @@ type Activities struct {
 	SpacePaths []string
 	// MinFreeSpace in bytes; zero means EnvMinFreeSpace or its default.
 	MinFreeSpace int64
+
+	snapshots snapshotCache // workspaces tool calls read
 }
 
 func (a *Activities) limits() sandbox.Limits {

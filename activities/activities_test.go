@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 )
@@ -200,10 +200,7 @@ func realSandbox(t *testing.T) sandbox.Runner {
 	t.Helper()
 	sb, err := sandbox.New(context.Background(), sandbox.Config{PoolSize: -1})
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("sandbox required in CI: %v", err)
-		}
-		t.Skipf("no sandbox: %v", err)
+		testenv.RequireService(t, "a sandbox", err)
 	}
 	t.Cleanup(func() { sb.Close() })
 	return sb

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,20 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/moby/moby/client"
 )
-
-// unavailable fails in CI and skips elsewhere: the suite needs the real
-// docker daemon, images and bwrap.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI: %s", msg)
-	}
-	t.Skip(msg)
-}
 
 // shared runners, one per backend and pool setting, built once: warm pools
 // take seconds to fill.
@@ -46,7 +35,7 @@ func testRunner(t testing.TB, backend string, poolSize int) Runner {
 	defer cancel()
 	r, err := New(ctx, Config{Backend: backend, PoolSize: poolSize, Slots: 4})
 	if err != nil {
-		unavailable(t, "%s backend: %v", backend, err)
+		testenv.RequireService(t, backend+" backend", err)
 	}
 	runners[key] = r
 	return r

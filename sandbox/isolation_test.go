@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/autocoder/autocoder/internal/testenv"
 )
 
 // helperEnv makes the test binary a second worker process instead of a
@@ -388,7 +390,7 @@ func TestBwrapSharedUIDFallback(t *testing.T) {
 	r, err := New(ctx, Config{Backend: "bwrap", PoolSize: -1, Profiles: []string{"python"},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
-		unavailable(t, "bwrap backend: %v", err)
+		testenv.RequireService(t, "bwrap backend", err)
 	}
 	defer r.Close()
 	res := run(t, r, Spec{Profile: "python", Cmd: []string{"python3", "-c", "print('ran')"}})

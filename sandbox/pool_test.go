@@ -10,6 +10,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/autocoder/autocoder/internal/owner"
+
+	"github.com/autocoder/autocoder/internal/testenv"
 )
 
 // TestPoolLifecycle checks that warm containers serve runs once each, are
@@ -33,7 +35,7 @@ func TestPoolLifecycle(t *testing.T) {
 	}
 	r, err := New(ctx, Config{Backend: "docker", PoolSize: 2, Slots: 2, Profiles: []string{"python"}})
 	if err != nil {
-		unavailable(t, "docker: %v", err)
+		testenv.RequireService(t, "docker", err)
 	}
 	t.Cleanup(func() { r.Close() })
 	d := inner(r).(*dockerRunner)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
@@ -184,7 +185,7 @@ func TestNewBackendSelection(t *testing.T) {
 	t.Setenv("AUTOCODER_IMAGE_PYTHON", "autocoder/sandbox-python:does-not-exist")
 	_, err := New(ctx, Config{Backend: "docker", Profiles: []string{"python"}, PoolSize: -1})
 	if errors.Is(err, ErrUnavailable) {
-		unavailable(t, "docker: %v", err)
+		testenv.RequireService(t, "docker", err)
 	}
 	if !errors.Is(err, ErrImageMissing) || !strings.Contains(err.Error(), "scripts/build-images.sh") {
 		t.Fatalf("missing image: %v", err)

@@ -121,37 +121,74 @@ func printGate(w io.Writer, id string, p *workflows.Approval) {
 	fmt.Fprintf(w, "  (no answer by %s counts as a rejection)\n", p.Deadline.Local().Format(time.DateTime))
 }
 
-// answerGate asks the pending question on the terminal and signals the
-// answer: y approves, n rejects, any other text is guidance.
-func answerGate(ctx context.Context, c client.Client, id string, p *workflows.Approval, in *bufio.Reader, w io.Writer) error {
-	printGate(w, id, p)
-	fmt.Fprint(w, "  approve? [y]es / [n]o / or type feedback: ")
-	line, err := in.ReadString('\n')
-	if err != nil && line == "" {
-		return fmt.Errorf("read answer: %w", err)
-	}
-	signal, payload := gateAnswer(p.Kind, strings.TrimSpace(line))
-	if err := c.SignalWorkflow(ctx, id, "", signal, payload); err != nil {
-		return fmt.Errorf("send %s: %w", signal, err)
-	}
-	fmt.Fprintf(w, "  sent %s\n", signal)
-	return nil
+// signaler is the part of the Temporal client a gate answer needs.
+type signaler interface {
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
 }
 
-// gateAnswer maps a typed answer to a signal. Free text rejects a plan or
-// flagged code with that reason (the model tries again with it), and is
-// guidance for a stuck task (which goes on with it).
-func gateAnswer(kind, answer string) (string, any) {
-	switch strings.ToLower(answer) {
-	case "y", "yes", "":
-		return workflows.SignalApprove, workflows.ApproveSignal{}
-	case "n", "no":
-		return workflows.SignalReject, workflows.RejectSignal{}
+// answerGate asks the pending question on the terminal until the reply is
+// one the workflow says the question accepts, then sends it. An empty reply
+// decides nothing: the question is asked again.
+func answerGate(ctx context.Context, c signaler, id string, p *workflows.Approval, in *bufio.Reader, w io.Writer) error {
+	printGate(w, id, p)
+	if len(p.Answers) == 0 {
+		return nil // a task that lists no answers is answered with the commands above
 	}
-	if kind == workflows.GateStuck {
-		return workflows.SignalFeedback, workflows.FeedbackSignal{Text: answer}
+	var choices []string
+	for _, a := range p.Answers {
+		if a.Signal == "" {
+			continue // not a choice: it only explains itself when typed
+		}
+		words := "other text"
+		if len(a.Words) > 0 {
+			words = strings.Join(a.Words, "/")
+		}
+		choices = append(choices, fmt.Sprintf("[%s] %s", words, a.Means))
 	}
-	return workflows.SignalReject, workflows.RejectSignal{Reason: answer}
+	fmt.Fprintf(w, "  %s\n", strings.Join(choices, " · "))
+	for {
+		fmt.Fprint(w, "  answer: ")
+		line, err := in.ReadString('\n')
+		a, ok := p.Match(line)
+		if ok && a.Signal != "" {
+			return sendAnswer(ctx, c, id, a, strings.TrimSpace(line), w)
+		}
+		if err != nil {
+			return fmt.Errorf("read answer: %w (the task still waits; answer with autocoder approve or reject)", err)
+		}
+		switch {
+		case ok:
+			fmt.Fprintf(w, "  %s\n", a.Means)
+		case strings.TrimSpace(line) == "":
+			fmt.Fprintln(w, "  an empty answer decides nothing; type one of the answers above")
+		default:
+			fmt.Fprintf(w, "  %q is not an answer here; type one of the answers above\n", strings.TrimSpace(line))
+		}
+	}
+}
+
+// sendAnswer signals the chosen answer; free text goes with it as the
+// reason or guidance.
+func sendAnswer(ctx context.Context, c signaler, id string, a workflows.Answer, text string, w io.Writer) error {
+	if len(a.Words) > 0 {
+		text = ""
+	}
+	var payload any
+	switch a.Signal {
+	case workflows.SignalApprove:
+		payload = workflows.ApproveSignal{Comment: text}
+	case workflows.SignalReject:
+		payload = workflows.RejectSignal{Reason: text}
+	case workflows.SignalFeedback:
+		payload = workflows.FeedbackSignal{Text: text}
+	default:
+		return fmt.Errorf("the task offers an answer this version cannot send (%s); answer with autocoder approve or reject", a.Signal)
+	}
+	if err := c.SignalWorkflow(ctx, id, "", a.Signal, payload); err != nil {
+		return fmt.Errorf("send %s: %w", a.Signal, err)
+	}
+	fmt.Fprintf(w, "  sent %s\n", a.Signal)
+	return nil
 }
 
 // view renders progress: one redrawn line with a bar on a terminal, plain

@@ -482,7 +482,8 @@ func (t *task) spend(ctx workflow.Context, u activities.Usage) error {
 func (t *task) ask(ctx workflow.Context, kind, question, details string) (decision, error) {
 	now := workflow.Now(ctx)
 	t.decision = nil
-	t.status.Pending = &Approval{Kind: kind, Question: question, Details: details, Since: now, Deadline: now.Add(t.in.ApprovalTimeout)}
+	t.status.Pending = &Approval{Kind: kind, Question: question, Details: details, Since: now, Deadline: now.Add(t.in.ApprovalTimeout),
+		Answers: GateAnswers(kind)}
 	prev := t.status.Phase
 	t.setPhase(ctx, PhaseWaiting)
 	workflow.GetLogger(ctx).Info("waiting for approval", "kind", kind)
@@ -602,8 +603,9 @@ func (t *task) receiveSignals(ctx workflow.Context) {
 			c.Receive(ctx, &s)
 			if text := strings.TrimSpace(s.Text); text != "" {
 				t.status.Feedback = append(t.status.Feedback, text)
-				// Guidance while a question waits answers it: go on with it.
-				if t.status.Pending != nil && t.status.Pending.Kind == GateStuck {
+				// Guidance answers a waiting question that takes it (see
+				// GateAnswers): go on with it.
+				if t.status.Pending != nil && t.status.Pending.takesGuidance() {
 					t.decide(ctx, decision{approved: true, text: text})
 				}
 			}

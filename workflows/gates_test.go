@@ -103,7 +103,15 @@ func (s *codingTaskSuite) TestPolicyAskRejectedGoesToReflection() {
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
 	s.onRetry(activities.TestSummary{Stage: "validate", Output: policyFinding.Output + "\nRejected by a person: no subprocesses"}, "drop subprocess", "s2")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Once()
-	s.at(time.Minute, s.signal(SignalReject, RejectSignal{Reason: "no subprocesses"}))
+	// Guidance while the code waits is no approval: only approve runs it.
+	s.at(time.Minute, s.signal(SignalFeedback, FeedbackSignal{Text: "looks fine to me"}))
+	s.at(2*time.Minute, func() {
+		st := s.queryStatus()
+		s.Require().NotNil(st.Pending, "feedback answered the policy gate")
+		s.Equal(GatePolicy, st.Pending.Kind)
+		s.Equal(GateAnswers(GatePolicy), st.Pending.Answers)
+		s.env.SignalWorkflow(SignalReject, RejectSignal{Reason: "no subprocesses"})
+	})
 	in := input
 	in.Policy = PolicyAsk
 	s.env.ExecuteWorkflow(CodingTask, in)

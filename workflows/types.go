@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"strings"
 	"time"
 
 	"github.com/autocoder/autocoder/activities"
@@ -171,6 +172,73 @@ type Approval struct {
 	Details  string    `json:"details,omitempty"`
 	Since    time.Time `json:"since"`
 	Deadline time.Time `json:"deadline"`
+	// Answers are the replies the question accepts, so a prompt need not
+	// know each gate's rules. An empty reply is never one of them.
+	Answers []Answer `json:"answers,omitempty"`
+}
+
+// Answer is one reply a pending question accepts and the signal it sends.
+// Words are its typed forms, matched without regard to case; an answer
+// without words takes any other text, sent as the reason or guidance. An
+// answer without a signal decides nothing: Means says what to type instead.
+type Answer struct {
+	Words  []string `json:"words,omitempty"`
+	Signal string   `json:"signal,omitempty"` // SignalApprove, SignalReject or SignalFeedback
+	Means  string   `json:"means"`            // what it does, in a few words
+}
+
+// Match returns the answer a typed reply gives, if any: a listed word, or
+// else other non-empty text.
+func (a *Approval) Match(reply string) (Answer, bool) {
+	reply = strings.TrimSpace(reply)
+	if reply == "" {
+		return Answer{}, false
+	}
+	for _, ans := range a.Answers {
+		for _, w := range ans.Words {
+			if strings.EqualFold(reply, w) {
+				return ans, true
+			}
+		}
+	}
+	for _, ans := range a.Answers {
+		if len(ans.Words) == 0 {
+			return ans, true
+		}
+	}
+	return Answer{}, false
+}
+
+// takesGuidance reports whether feedback sent while the question waits
+// answers it.
+func (a *Approval) takesGuidance() bool {
+	for _, ans := range a.Answers {
+		if ans.Signal == SignalFeedback {
+			return true
+		}
+	}
+	return false
+}
+
+// GateAnswers is what each kind of question accepts; clients read them
+// from the pending question, which carries what the running task says.
+// Approving code the safety policy denies must be typed out in full; free
+// text rejects with it as the reason, except at a stuck task, where it is
+// guidance to go on with.
+func GateAnswers(kind string) []Answer {
+	reject := Answer{Words: []string{"n", "no"}, Signal: SignalReject, Means: "reject"}
+	other := Answer{Signal: SignalReject, Means: "reject, with the text as the reason"}
+	switch kind {
+	case GatePolicy:
+		return []Answer{
+			{Words: []string{"yes"}, Signal: SignalApprove, Means: "run it anyway"},
+			{Words: []string{"y"}, Means: `type "yes" in full to run code the policy denies`},
+			reject, other,
+		}
+	case GateStuck:
+		other = Answer{Signal: SignalFeedback, Means: "go on, with the text as guidance"}
+	}
+	return []Answer{{Words: []string{"y", "yes"}, Signal: SignalApprove, Means: "approve"}, reject, other}
 }
 
 // Checkpoint records the workspace after one attempt.

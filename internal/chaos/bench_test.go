@@ -102,8 +102,8 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	if backend := os.Getenv("AUTOCODER_BENCH_SANDBOX"); backend != "" {
 		env = append(env, "AUTOCODER_SANDBOX="+backend) // the last value wins
 	}
-	workers := newFleet(t, bin, env, "--sandbox-slots", strconv.Itoa(slots))
-	w := workers.start()
+	workers := testenv.NewFleet(t, bin, env, "--sandbox-slots", strconv.Itoa(slots))
+	w := workers.Start()
 
 	// A warm-up task pays for first-use costs; then tasks alone, in turn.
 	if _, _, err := runBatch(ctx, c, model, "bench-warm", []int{1000}); err != nil {
@@ -125,11 +125,11 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peak, err := vmHWM(w.cmd.Process.Pid)
+	peak, err := vmHWM(w.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.stop(time.Minute); err != nil {
+	if err := w.Stop(time.Minute); err != nil {
 		t.Errorf("graceful stop: %v", err)
 	}
 

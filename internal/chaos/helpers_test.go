@@ -14,13 +14,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,15 +42,7 @@ func TestMain(m *testing.M) {
 // scripted model and the docker sandbox (no silent fallback to bwrap, whose
 // runs would leave no containers to count).
 func workerEnv(temporalAddr, namespace, dataDir, modelURL string, extra ...string) []string {
-	return testenv.CleanEnv(append([]string{
-		"TEMPORAL_ADDRESS=" + temporalAddr,
-		"TEMPORAL_NAMESPACE=" + namespace,
-		"AUTOCODER_DATA_DIR=" + dataDir,
-		"AUTOCODER_SANDBOX=docker",
-		"OPENAI_BASE_URL=" + modelURL,
-		"OPENAI_API_KEY=test-key",
-		"AUTOCODER_MODEL=openai:gpt-4.1-mini",
-	}, extra...)...)
+	return testenv.ClusterEnv(temporalAddr, namespace, dataDir, modelURL, append([]string{"AUTOCODER_SANDBOX=docker"}, extra...)...)
 }
 
 // startTemporal starts the embedded Temporal server of local mode and
@@ -204,129 +194,6 @@ func promptKey(body []byte) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// workerProc is one `autocoder worker` OS process.
-type workerProc struct {
-	cmd     *exec.Cmd
-	started time.Time
-	log     string // path of its combined output
-	done    chan struct{}
-	waitErr error
-}
-
-// fleet starts, kills and restarts the worker process of a test; one runs
-// at a time.
-type fleet struct {
-	t    *testing.T
-	bin  string
-	env  []string
-	args []string
-	dir  string
-	mu   sync.Mutex
-	all  []*workerProc
-}
-
-func newFleet(t *testing.T, bin string, env []string, args ...string) *fleet {
-	f := &fleet{t: t, bin: bin, env: env, args: args, dir: t.TempDir()}
-	t.Cleanup(func() {
-		for _, w := range f.procs() {
-			if !w.exited() {
-				_ = w.cmd.Process.Kill()
-				<-w.done
-			}
-		}
-		if t.Failed() {
-			for i, w := range f.procs() {
-				t.Logf("worker %d (pid %d) log tail:\n%s", i, w.cmd.Process.Pid, tailFile(w.log, 40))
-			}
-		}
-	})
-	return f
-}
-
-// start launches a new worker process and returns once it runs.
-func (f *fleet) start() *workerProc {
-	f.t.Helper()
-	f.mu.Lock()
-	n := len(f.all)
-	f.mu.Unlock()
-	logPath := filepath.Join(f.dir, fmt.Sprintf("worker-%d.log", n))
-	out, err := os.Create(logPath)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cmd := exec.Command(f.bin, append([]string{"worker"}, f.args...)...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = f.env, out, out
-	if err := cmd.Start(); err != nil {
-		out.Close()
-		f.t.Fatalf("start worker: %v", err)
-	}
-	w := &workerProc{cmd: cmd, started: time.Now(), log: logPath, done: make(chan struct{})}
-	go func() {
-		w.waitErr = cmd.Wait()
-		out.Close()
-		close(w.done)
-	}()
-	f.mu.Lock()
-	f.all = append(f.all, w)
-	f.mu.Unlock()
-	return w
-}
-
-func (f *fleet) procs() []*workerProc {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.all)
-}
-
-// current is the newest worker.
-func (f *fleet) current() *workerProc {
-	ps := f.procs()
-	return ps[len(ps)-1]
-}
-
-// owners are the sandbox owner labels of every worker the fleet ran.
-func (f *fleet) owners() []string {
-	host, _ := os.Hostname()
-	var out []string
-	for _, w := range f.procs() {
-		out = append(out, host+"/"+strconv.Itoa(w.cmd.Process.Pid))
-	}
-	return out
-}
-
-func (w *workerProc) exited() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// kill sends SIGKILL: no deferred cleanup, no graceful activity drain.
-func (w *workerProc) kill() error {
-	if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("kill worker: %w", err)
-	}
-	<-w.done
-	return nil
-}
-
-// stop asks for a graceful stop and waits for the process to exit.
-func (w *workerProc) stop(timeout time.Duration) error {
-	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("stop worker: %w", err)
-	}
-	select {
-	case <-w.done:
-		return w.waitErr
-	case <-time.After(timeout):
-		_ = w.cmd.Process.Kill()
-		<-w.done
-		return fmt.Errorf("worker %d did not stop within %s", w.cmd.Process.Pid, timeout)
-	}
-}
-
 // vmHWM is the peak resident set size of a running process, from /proc.
 func vmHWM(pid int) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
@@ -345,15 +212,6 @@ func vmHWM(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmHWM in proc status")
-}
-
-func tailFile(path string, lines int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
 // leakedContainers lists sandbox containers, running or not, that belong

@@ -70,9 +70,9 @@ func TestChaosKillWorker(t *testing.T) {
 	// Model calls take about a second so kills land mid-call.
 	model := newModelServer(t, taskScript(true, delays{plan: 800 * time.Millisecond, generate: time.Second, reflect: time.Second}))
 	dataDir := t.TempDir()
-	workers := newFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), dataDir, model.URL()),
+	workers := testenv.NewFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), dataDir, model.URL()),
 		"--sandbox-slots", "2", "--sandbox-pool", "1")
-	workers.start()
+	workers.Start()
 
 	// Tasks start staggered so that at any moment they are in different phases.
 	gaps := make([]time.Duration, chaosTasks)
@@ -153,11 +153,11 @@ func TestChaosKillWorker(t *testing.T) {
 	}
 	reportRecovery(t, kills, histories)
 
-	last := workers.current()
-	if err := last.stop(time.Minute); err != nil {
+	last := workers.Current()
+	if err := last.Stop(time.Minute); err != nil {
 		t.Errorf("graceful stop: %v", err)
 	}
-	leaked, err := leakedContainers(ctx, workers.owners())
+	leaked, err := leakedContainers(ctx, workers.Owners())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,20 +182,20 @@ func TestChaosKillWorker(t *testing.T) {
 
 	checkRepeats(t, model.Calls(), kills)
 	t.Logf("%d tasks, %d kills, %d model calls; all done %s after the first start",
-		len(results), len(kills), len(model.Calls()), finished.Sub(workers.procs()[0].started).Round(time.Second))
+		len(results), len(kills), len(model.Calls()), finished.Sub(workers.Workers()[0].Started).Round(time.Second))
 }
 
 // killDuring waits until some task runs an activity of type target on the
 // current worker, lets it run a random moment longer, kills the worker and
 // starts the next one.
-func killDuring(ctx context.Context, t *testing.T, c client.Client, workers *fleet, ids func() []string, target string, rng *rand.Rand) (kill, bool) {
+func killDuring(ctx context.Context, t *testing.T, c client.Client, workers *testenv.Fleet, ids func() []string, target string, rng *rand.Rand) (kill, bool) {
 	t.Helper()
 	deadline := time.Now().Add(40 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		w := workers.current()
+		w := workers.Current()
 		inFlight, hit := map[string][]string{}, false
 		for _, id := range ids() {
-			types, err := pendingStarted(ctx, c, id, w.started)
+			types, err := pendingStarted(ctx, c, id, w.Started)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,14 +212,14 @@ func killDuring(ctx context.Context, t *testing.T, c client.Client, workers *fle
 		// lands mid-call or just after it, during parsing and store writes.
 		time.Sleep(jitter(rng, 900*time.Millisecond))
 		k := kill{Target: target, At: time.Now(), InFlight: inFlight}
-		if err := w.kill(); err != nil {
+		if err := w.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(jitter(rng, 700*time.Millisecond))
 		k.Restart = time.Now()
-		workers.start()
+		workers.Start()
 		t.Logf("kill %s: worker %d killed with %d tasks busy (%v); restarted after %s",
-			target, w.cmd.Process.Pid, len(inFlight), inFlight, k.Restart.Sub(k.At).Round(time.Millisecond))
+			target, w.Pid(), len(inFlight), inFlight, k.Restart.Sub(k.At).Round(time.Millisecond))
 		return k, true
 	}
 	return kill{}, false

@@ -37,9 +37,9 @@ func TestKilledWorkersActivitiesRetryAtOnce(t *testing.T) {
 		}
 		return r
 	})
-	workers := newFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL()),
+	workers := testenv.NewFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL()),
 		"--sandbox-slots", "1", "--sandbox-pool", "1")
-	first := workers.start()
+	first := workers.Start()
 	id, err := startTask(ctx, c, "lost", 1, 2, false)
 	if err != nil {
 		t.Fatal(err)
@@ -51,10 +51,10 @@ func TestKilledWorkersActivitiesRetryAtOnce(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := first.kill(); err != nil {
+	if err := first.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	restart := workers.start().started
+	restart := workers.Start().Started
 	if _, err := waitDone(ctx, c, id); err != nil {
 		t.Fatal(err)
 	}

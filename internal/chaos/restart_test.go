@@ -12,6 +12,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/autocoder/autocoder/internal/devserver"
+	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/testenv"
 )
@@ -30,14 +33,14 @@ var outageDelays = delays{plan: 300 * time.Millisecond, generate: 2 * time.Secon
 
 // runThroughOutage starts task n, waits until its first generate call is
 // running on the worker, calls outage, and waits for the task to finish.
-func runThroughOutage(ctx context.Context, t *testing.T, c client.Client, w *workerProc, prefix string, n int, outage func()) string {
+func runThroughOutage(ctx context.Context, t *testing.T, c client.Client, w *testenv.Worker, prefix string, n int, outage func()) string {
 	t.Helper()
 	id, err := startTask(ctx, c, prefix, n, 4, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
-		types, err := pendingStarted(ctx, c, id, w.started)
+		types, err := pendingStarted(ctx, c, id, w.Started)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,9 +80,9 @@ func TestTemporalServerRestart(t *testing.T) {
 
 	model := newModelServer(t, taskScript(true, outageDelays))
 	dataDir := t.TempDir()
-	workers := newFleet(t, bin, workerEnv(srv.FrontendAddress(), srv.Namespace(), dataDir, model.URL()),
+	workers := testenv.NewFleet(t, bin, workerEnv(srv.FrontendAddress(), srv.Namespace(), dataDir, model.URL()),
 		"--sandbox-slots", "2", "--sandbox-pool", "1")
-	w := workers.start()
+	w := workers.Start()
 
 	snap := runThroughOutage(ctx, t, c, w, "chaos-temporal", 1, func() {
 		if err := srv.Stop(); err != nil {
@@ -92,10 +95,10 @@ func TestTemporalServerRestart(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = restarted.Stop() })
 	})
-	if w.exited() {
-		t.Errorf("the worker exited while Temporal was down: %v", w.waitErr)
+	if w.Exited() {
+		t.Errorf("the worker exited while Temporal was down: %v", w.Err())
 	}
-	if err := w.stop(time.Minute); err != nil {
+	if err := w.Stop(time.Minute); err != nil {
 		t.Errorf("graceful stop: %v", err)
 	}
 	st, err := store.OpenSQLite(ctx, filepath.Join(dataDir, "autocoder.db"))
@@ -109,8 +112,8 @@ func TestTemporalServerRestart(t *testing.T) {
 }
 
 // TestPostgresRestart points the worker's store at a fresh database and
-// restarts PostgreSQL (pg_ctl restart -m fast) while a task is generating;
-// the task finishes with its files in that database.
+// stops PostgreSQL (pg_ctl stop -m fast) while a task is generating, until
+// the model has answered; the task finishes with its files in that database.
 //
 // The cluster is private to the test, so restarting it cannot disturb
 // other tests that share the cluster of scripts/postgres.sh.
@@ -127,22 +130,43 @@ func TestPostgresRestart(t *testing.T) {
 
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
-	model := newModelServer(t, taskScript(true, outageDelays))
-	workers := newFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL(),
+	// The first generate answer is held until PostgreSQL is down, so the
+	// memo and snapshot writes that follow it meet the outage.
+	release := make(chan struct{})
+	var held atomic.Bool
+	script := taskScript(true, outageDelays)
+	model := newModelServer(t, func(req llmtest.ChatRequest) llmtest.Reply {
+		last := req.LastUser()
+		if !strings.Contains(last, planMarker) && !strings.Contains(last, reflectMarker) && held.CompareAndSwap(false, true) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return script(req)
+	})
+	workers := testenv.NewFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL(),
 		"AUTOCODER_DATABASE_URL="+url), "--sandbox-slots", "2", "--sandbox-pool", "1")
-	w := workers.start()
+	w := workers.Start()
 
 	snap := runThroughOutage(ctx, t, c, w, "chaos-postgres", 1, func() {
-		// Land the restart on the memo and snapshot writes that follow the
-		// model's answer.
-		time.Sleep(1500 * time.Millisecond)
 		start := time.Now()
-		if err := pg.ctl("restart", "-m", "fast", "-w", "-t", "60", "-l", pg.logFile()); err != nil {
-			t.Fatalf("restart postgres: %v", err)
+		if err := pg.ctl("stop", "-m", "fast", "-w", "-t", "60"); err != nil {
+			t.Fatalf("stop postgres: %v", err)
 		}
-		t.Logf("postgres restarted in %s", time.Since(start).Round(time.Millisecond))
+		close(release)
+		for !answeredAfter(model, start) {
+			if ctx.Err() != nil {
+				t.Fatal("the held generate call was never answered")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := pg.ctl("start", "-w", "-t", "60", "-l", pg.logFile()); err != nil {
+			t.Fatalf("start postgres: %v", err)
+		}
+		t.Logf("postgres was down for %s, across the model's answer", time.Since(start).Round(time.Millisecond))
 	})
-	if err := w.stop(time.Minute); err != nil {
+	if err := w.Stop(time.Minute); err != nil {
 		t.Errorf("graceful stop: %v", err)
 	}
 	st, err := store.OpenPostgres(ctx, url)
@@ -153,6 +177,16 @@ func TestPostgresRestart(t *testing.T) {
 	if err := checkSnapshot(ctx, st, 1, snap); err != nil {
 		t.Error(err)
 	}
+}
+
+// answeredAfter reports whether the model finished writing an answer after t.
+func answeredAfter(m *modelServer, t time.Time) bool {
+	for _, c := range m.Calls() {
+		if !c.Cut && c.End.After(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // pgCluster is a throwaway PostgreSQL cluster in a temp dir.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -12,17 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// unavailable fails under CI, where every service must be present, and
-// skips elsewhere.
-func unavailable(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(reason)
-	}
-	t.Skip(reason)
-}
+	"github.com/autocoder/autocoder/internal/testenv"
+)
 
 // repoRoot is the checkout the deployment files live in.
 func repoRoot(t *testing.T) string {
@@ -39,7 +31,7 @@ func needTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		unavailable(t, name+" is not installed: "+err.Error())
+		testenv.RequireService(t, name, err)
 	}
 	return p
 }
@@ -51,7 +43,7 @@ func needDocker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-		unavailable(t, "the docker engine does not answer: "+strings.TrimSpace(string(out)))
+		testenv.RequireService(t, "the docker engine", fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out))))
 	}
 }
 

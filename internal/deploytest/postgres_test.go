@@ -34,7 +34,7 @@ func startCluster(t *testing.T) *cluster {
 		bin = "/usr/lib/postgresql/15/bin"
 	}
 	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
-		unavailable(t, "PostgreSQL binaries not found (set AUTOCODER_PG_BIN): "+err.Error())
+		testenv.RequireService(t, "PostgreSQL binaries (AUTOCODER_PG_BIN)", err)
 	}
 	// Under /tmp itself, not t.TempDir: the cluster owner must be able to
 	// reach it when the test runs as root.
@@ -48,7 +48,7 @@ func startCluster(t *testing.T) *cluster {
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			unavailable(t, "running as root and there is no postgres user: "+err.Error())
+			testenv.RequireService(t, "a postgres user to run the cluster as root", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)

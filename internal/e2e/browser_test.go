@@ -21,6 +21,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -30,7 +31,7 @@ import (
 // Screenshots go to $AUTOCODER_ARTIFACTS or <repo>/.artifacts.
 func TestWebUIShowsTask(t *testing.T) {
 	chrome, err := exec.LookPath("chromium")
-	requireService(t, "chromium (scripts/install-browser.sh installs it)", err)
+	testenv.RequireService(t, "chromium (scripts/install-browser.sh installs it)", err)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin := binary(t)

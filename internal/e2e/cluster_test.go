@@ -7,8 +7,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,15 +24,14 @@ type cluster struct {
 	bin     string
 	env     []string
 	model   *llmtest.Server
-	workers []func()
+	workers *testenv.Fleet
 }
 
 // stopWorkers stops every worker started so far.
 func (c *cluster) stopWorkers() {
-	for _, stop := range c.workers {
-		stop()
+	if err := c.workers.StopAll(time.Minute); err != nil {
+		c.t.Errorf("stop workers: %v", err)
 	}
-	c.workers = nil
 }
 
 func TestMain(m *testing.M) {
@@ -53,42 +50,15 @@ func newCluster(t *testing.T, script llmtest.Script, extraEnv ...string) *cluste
 	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	model := llmtest.New(t, script)
-	c := &cluster{t: t, bin: binary(t), model: model, env: cleanEnv(
-		"TEMPORAL_ADDRESS="+ts.GetFrontendHostPort(),
-		"TEMPORAL_NAMESPACE="+ts.GetDefaultNamespace(),
-		"AUTOCODER_DATA_DIR="+t.TempDir(),
-		"OPENAI_BASE_URL="+model.URL(),
-		"OPENAI_API_KEY=test-key",
-		"AUTOCODER_MODEL=openai:gpt-4.1-mini",
-	)}
-	c.env = append(c.env, extraEnv...)
+	c := &cluster{t: t, bin: binary(t), model: model, env: testenv.ClusterEnv(
+		ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL(), extraEnv...)}
+	c.workers = testenv.NewFleet(t, c.bin, c.env)
 	c.startWorker()
 	return c
 }
 
-// startWorker starts a worker process; the returned stop ends it
-// gracefully (it also ends at cleanup).
-func (c *cluster) startWorker() (stop func()) {
-	var log bytes.Buffer
-	w := exec.Command(c.bin, "worker")
-	w.Env, w.Stdout, w.Stderr = c.env, &log, &log
-	if err := w.Start(); err != nil {
-		c.t.Fatalf("start worker: %v", err)
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = w.Process.Signal(syscall.SIGTERM)
-			_ = w.Wait()
-			if c.t.Failed() {
-				c.t.Logf("worker log:\n%s", log.String())
-			}
-		})
-	}
-	c.t.Cleanup(stop)
-	c.workers = append(c.workers, stop)
-	return stop
-}
+// startWorker starts a worker process; it stops gracefully at cleanup.
+func (c *cluster) startWorker() { c.workers.Start() }
 
 // cli runs the binary to completion and returns stdout, stderr and the exit code.
 func (c *cluster) cli(args ...string) (string, string, int) {

@@ -113,46 +113,105 @@ func TestWatchPiped(t *testing.T) {
 // draws a progress bar, asks the plan question inline, sends the typed
 // answer and follows the task to the end.
 func TestWatchOnATerminal(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Fatalf("script (util-linux) is needed for a pseudo-terminal: %v", err)
-	}
 	c := newCluster(t, pythonScenario.script())
 	id := c.start("--lang", "python", "--approve-plan", pythonScenario.task)
 	c.waitFor(id, "the plan gate", waiting(workflows.GatePlan))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "script", "-qfec", c.bin+" watch "+id, "/dev/null")
-	cmd.Env = append(c.env, "TERM=xterm")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var screen syncBuffer
-	cmd.Stdout, cmd.Stderr = &screen, &screen
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(screen.String(), "approve? [y]es / [n]o") {
-		if time.Now().After(deadline) {
-			t.Fatalf("watch never asked:\n%q", screen.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if _, err := io.WriteString(stdin, "y\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("watch: %v\n%q", err, screen.String())
-	}
-	out := screen.String()
+	term := watchOnTerminal(t, c, id)
+	term.waitFor(t, "[y/yes] approve", 1)
+	term.typeLine(t, "y")
+	out := term.wait(t)
 	for _, want := range []string{"sent approve", "░", "\r\033[K", "✔ task " + id + " succeeded in 2 iteration(s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("terminal output lacks %q:\n%q", want, out)
 		}
 	}
 	t.Logf("terminal sample:\n%s", out)
+}
+
+// TestWatchPolicyGateNeedsYes: on a pseudo-terminal, Enter and "y" at the
+// policy gate ask again and leave the task waiting; "yes" typed out runs the
+// flagged code.
+func TestWatchPolicyGateNeedsYes(t *testing.T) {
+	c := newCluster(t, policyScenario.script())
+	id := c.start("--lang", "python", "--policy", "ask", policyScenario.task)
+	c.waitFor(id, "the policy gate", waiting(workflows.GatePolicy))
+
+	term := watchOnTerminal(t, c, id)
+	term.waitFor(t, "  answer: ", 1)
+	term.typeLine(t, "")
+	term.waitFor(t, "  answer: ", 2)
+	term.typeLine(t, "y")
+	term.waitFor(t, "  answer: ", 3)
+	// The prompt sends a signal before it asks again, so none was sent.
+	if st := c.status(id); st.Pending == nil || st.Pending.Kind != workflows.GatePolicy {
+		t.Fatalf("after Enter and y the task no longer waits at the policy gate: %+v\n%q", st, term.screen.String())
+	}
+	term.typeLine(t, "yes")
+	out := term.wait(t)
+	for _, want := range []string{"an empty answer decides nothing", `type "yes" in full`, "sent approve",
+		"✔ task " + id + " succeeded in 1 iteration(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal output lacks %q:\n%q", want, out)
+		}
+	}
+}
+
+// terminal is `autocoder watch` on a pseudo-terminal made by util-linux
+// script; what is typed goes through the terminal's line discipline.
+type terminal struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	screen syncBuffer
+}
+
+func watchOnTerminal(t *testing.T, c *cluster, id string) *terminal {
+	t.Helper()
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatalf("script (util-linux) is needed for a pseudo-terminal: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	term := &terminal{}
+	term.cmd = exec.CommandContext(ctx, "script", "-qfec", c.bin+" watch "+id, "/dev/null")
+	term.cmd.Env = append(c.env, "TERM=xterm")
+	var err error
+	if term.in, err = term.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	term.cmd.Stdout, term.cmd.Stderr = &term.screen, &term.screen
+	if err := term.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return term
+}
+
+// waitFor waits until text has appeared n times on the screen.
+func (term *terminal) waitFor(t *testing.T, text string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for strings.Count(term.screen.String(), text) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal never showed %q %d time(s):\n%q", text, n, term.screen.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (term *terminal) typeLine(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(term.in, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wait waits for watch to end and returns the screen.
+func (term *terminal) wait(t *testing.T) string {
+	t.Helper()
+	if err := term.cmd.Wait(); err != nil {
+		t.Fatalf("watch: %v\n%q", err, term.screen.String())
+	}
+	return term.screen.String()
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader.

@@ -20,6 +20,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
@@ -213,7 +214,7 @@ func TestLongTaskContinuesAsNew(t *testing.T) {
 func services(ctx context.Context, t *testing.T, sc sandbox.Config) (sandbox.Runner, store.Store, client.Client) {
 	t.Helper()
 	sb, err := sandbox.New(ctx, sc)
-	requireService(t, "a sandbox backend", err)
+	testenv.RequireService(t, "a sandbox backend", err)
 	t.Cleanup(func() { sb.Close() })
 	st, err := store.OpenSQLite(ctx, t.TempDir()+"/autocoder.db")
 	if err != nil {

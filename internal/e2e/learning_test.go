@@ -13,6 +13,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -36,11 +37,11 @@ func freshDatabase(t *testing.T) string {
 	t.Helper()
 	base := os.Getenv("AUTOCODER_TEST_DATABASE_URL")
 	if base == "" {
-		requireService(t, "Postgres (AUTOCODER_TEST_DATABASE_URL, see scripts/postgres.sh)", fmt.Errorf("not set"))
+		testenv.RequireService(t, "Postgres (AUTOCODER_TEST_DATABASE_URL, see scripts/postgres.sh)", fmt.Errorf("not set"))
 	}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)
-	requireService(t, "Postgres", err)
+	testenv.RequireService(t, "Postgres", err)
 	defer conn.Close(ctx)
 	name := fmt.Sprintf("autocoder_e2e_%d", time.Now().UnixNano())
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {

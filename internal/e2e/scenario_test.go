@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
-	"github.com/autocoder/autocoder/internal/testenv"
 )
 
 // scenario is a small task whose scripted model gets it wrong once: the
@@ -72,11 +71,6 @@ var goScenario = scenario{
 }
 
 var scenarios = []scenario{pythonScenario, goScenario}
-
-func requireService(t *testing.T, what string, err error) {
-	t.Helper()
-	testenv.RequireService(t, what, err)
-}
 
 func checkFiles(t *testing.T, s scenario, files map[string]string) {
 	t.Helper()

@@ -37,7 +37,7 @@ func requireBackend(t *testing.T, backend string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sb, err := sandbox.New(ctx, sandbox.Config{Backend: backend, Profiles: []string{"python"}, PoolSize: -1})
-	requireService(t, "the "+backend+" sandbox", err)
+	testenv.RequireService(t, "the "+backend+" sandbox", err)
 	sb.Close()
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
@@ -23,10 +24,7 @@ func hostPython(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("python3")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 is required in CI: %v", err)
-		}
-		t.Skipf("python3 not found: %v", err)
+		testenv.RequireService(t, "python3", err)
 	}
 	return p
 }

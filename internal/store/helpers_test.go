@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,20 +14,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
 const testURLEnv = "AUTOCODER_TEST_DATABASE_URL"
-
-// unavailable fails under CI, where every service must be present, and
-// skips elsewhere.
-func unavailable(tb testing.TB, reason string) {
-	tb.Helper()
-	if os.Getenv("CI") == "true" {
-		tb.Fatal(reason)
-	}
-	tb.Skip(reason)
-}
 
 // sqliteTarget returns a path for a fresh database file.
 func sqliteTarget(tb testing.TB) string {
@@ -39,7 +31,7 @@ func postgresTarget(tb testing.TB) string {
 	tb.Helper()
 	base := os.Getenv(testURLEnv)
 	if base == "" {
-		unavailable(tb, testURLEnv+" is unset; run scripts/postgres.sh")
+		testenv.RequireService(tb, "PostgreSQL", errors.New(testURLEnv+" is unset; run scripts/postgres.sh"))
 	}
 	u, err := url.Parse(base)
 	if err != nil {
@@ -97,6 +89,19 @@ var backends = []struct {
 }{
 	{"sqlite", sqliteTarget},
 	{"postgres", postgresTarget},
+}
+
+// forEachBackend runs a contract on every backend, its open giving two
+// stores on one fresh, empty database, as two workers would hold.
+func forEachBackend(t *testing.T, contract func(*testing.T, func(*testing.T) (Store, Store))) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			contract(t, func(t *testing.T) (Store, Store) {
+				target := b.target(t)
+				return openTarget(t, target), openTarget(t, target)
+			})
+		})
+	}
 }
 
 // genFiles builds n source-like files of about size bytes each, spread

@@ -17,16 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func TestLessonContract(t *testing.T) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			RunLessonContract(t, func(t *testing.T) (Store, Store) {
-				target := b.target(t)
-				return openTarget(t, target), openTarget(t, target)
-			})
-		})
-	}
-}
+func TestLessonContract(t *testing.T) { forEachBackend(t, RunLessonContract) }
 
 // RunLessonContract checks the lesson behaviour every Store must share.
 // open returns two stores on one fresh, empty database, as two workers

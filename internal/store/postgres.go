@@ -68,6 +68,7 @@ func (s *Postgres) PutSnapshot(ctx context.Context, files []workspace.File) (str
 	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return writePostgres(ctx, tx, p) }); err != nil {
 		return "", fmt.Errorf("put snapshot %s: %w", p.id, err)
 	}
+	writeStep("committed")
 	return p.id, nil
 }
 
@@ -81,6 +82,7 @@ func writePostgres(ctx context.Context, tx pgx.Tx, p plan) error {
 	if tag.RowsAffected() == 0 {
 		return nil
 	}
+	writeStep("snapshot row")
 
 	// Blobs are never deleted, so content already stored need not be sent.
 	hashes := make([]string, len(p.blobs))
@@ -129,6 +131,7 @@ func writePostgres(ctx context.Context, tx pgx.Tx, p plan) error {
 	if err != nil {
 		return fmt.Errorf("copy entries: %w", err)
 	}
+	writeStep("entries")
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,15 +15,18 @@ import (
 )
 
 // The test binary re-runs itself as a child process when childEnv is set:
-// "write" stores large snapshots until killed, "open" opens and closes.
+// "write" stores large snapshots until killed, "open" opens and closes. A
+// writer given childStopEnv stops inside its fourth snapshot at that step of
+// the write (see writeStepHook), says so, and waits to be killed.
 const (
 	childEnv       = "AUTOCODER_STORE_TEST_CHILD"
 	childTargetEnv = "AUTOCODER_STORE_TEST_TARGET"
+	childStopEnv   = "AUTOCODER_STORE_TEST_STOP_AT"
 )
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
-		if err := runChild(mode, os.Getenv(childTargetEnv)); err != nil {
+		if err := runChild(mode, os.Getenv(childTargetEnv), os.Getenv(childStopEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(1)
 		}
@@ -33,7 +35,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func runChild(mode, target string) error {
+func runChild(mode, target, stopAt string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // outlive no parent
 	defer cancel()
 	s, err := Open(ctx, targetConfig(target))
@@ -44,7 +46,14 @@ func runChild(mode, target string) error {
 	if mode != "write" {
 		return nil
 	}
+	const stopIn = 3
 	for i := 0; ctx.Err() == nil; i++ {
+		writeStepHook = func(step string) {
+			if i == stopIn && step == stopAt {
+				fmt.Printf("stopped %d at %s\n", i, step)
+				<-ctx.Done()
+			}
+		}
 		files := genFiles(300, 8<<10, fmt.Sprintf("%d/%d", os.Getpid(), i))
 		fmt.Printf("begin %d\n", i)
 		id, err := s.PutSnapshot(ctx, files)
@@ -56,25 +65,38 @@ func runChild(mode, target string) error {
 	return ctx.Err()
 }
 
-func child(mode, target string) *exec.Cmd {
+func child(mode, target string, env ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+mode, childTargetEnv+"="+target)
+	cmd.Env = append(cmd.Env, env...)
 	return cmd
 }
 
-// TestRestartSafety kills a writer process mid-snapshot, several times, and
-// checks that every visible snapshot is whole and every acknowledged one
-// survived.
+// TestRestartSafety kills a writer process inside a snapshot write, once at
+// each step of it, and checks that every visible snapshot is whole, every
+// acknowledged one survived, and only a committed one was added unseen.
 func TestRestartSafety(t *testing.T) {
+	steps := []struct {
+		name      string
+		committed bool // the snapshot in flight is stored, unacknowledged
+	}{
+		{"snapshot row", false},
+		{"entries", false},
+		{"committed", true},
+	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			target := b.target(t)
 			var acked []string
-			for round := range 3 {
-				acked = append(acked, killWriter(t, target)...)
+			unseen := 0
+			for round, step := range steps {
+				acked = append(acked, killWriter(t, target, step.name)...)
+				if step.committed {
+					unseen++
+				}
 				s := openTarget(t, target)
 				if err := Verify(context.Background(), s); err != nil {
-					t.Fatalf("round %d: %v", round, err)
+					t.Fatalf("round %d (%s): %v", round, step.name, err)
 				}
 				ids, err := s.Snapshots(context.Background())
 				if err != nil {
@@ -86,14 +108,14 @@ func TestRestartSafety(t *testing.T) {
 				}
 				for _, id := range acked {
 					if !have[id] {
-						t.Fatalf("round %d: acknowledged snapshot %s is gone", round, id)
+						t.Fatalf("round %d (%s): acknowledged snapshot %s is gone", round, step.name, id)
 					}
 				}
-				// At most the snapshot in flight may have committed unseen.
-				if len(ids) > len(acked)+round+1 {
-					t.Fatalf("round %d: %d snapshots, only %d acknowledged", round, len(ids), len(acked))
+				if len(ids) != len(acked)+unseen {
+					t.Fatalf("round %d (%s): %d snapshots, %d acknowledged, want %d more",
+						round, step.name, len(ids), len(acked), unseen)
 				}
-				t.Logf("round %d: %d snapshots stored, %d acknowledged", round, len(ids), len(acked))
+				t.Logf("round %d (%s): %d snapshots stored, %d acknowledged", round, step.name, len(ids), len(acked))
 				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}
@@ -102,12 +124,11 @@ func TestRestartSafety(t *testing.T) {
 	}
 }
 
-// killWriter runs a writer child and SIGKILLs it soon after it begins its
-// fourth snapshot; it returns the ids the child reported committed. The
-// child must die inside PutSnapshot: its last line is "begin".
-func killWriter(t *testing.T, target string) []string {
+// killWriter runs a writer child, SIGKILLs it once it has stopped at step
+// inside its fourth snapshot, and returns the ids it reported committed.
+func killWriter(t *testing.T, target, step string) []string {
 	t.Helper()
-	cmd := child("write", target)
+	cmd := child("write", target, childStopEnv+"="+step)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -127,8 +148,7 @@ func killWriter(t *testing.T, target string) []string {
 		if id, ok := strings.CutPrefix(line, "commit "); ok {
 			acked = append(acked, id)
 		}
-		if !killed && line == "begin 3" {
-			time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
+		if !killed && strings.HasPrefix(line, "stopped ") {
 			if err := cmd.Process.Kill(); err != nil { // SIGKILL on Unix
 				t.Fatal(err)
 			}
@@ -140,8 +160,11 @@ func killWriter(t *testing.T, target string) []string {
 	if !killed || !errors.As(err, &exit) || exit.Exited() {
 		t.Fatalf("writer ended on its own (killed %v): %v\n%s", killed, err, stderr.Bytes())
 	}
-	if !strings.HasPrefix(last, "begin ") {
-		t.Fatalf("writer was killed between snapshots, after %q", last)
+	if want := "stopped 3 at " + step; last != want {
+		t.Fatalf("writer said %q last, want %q", last, want)
+	}
+	if len(acked) != 3 {
+		t.Fatalf("writer acknowledged %d snapshots before the fourth, want 3", len(acked))
 	}
 	return acked
 }

@@ -136,6 +136,7 @@ func (s *SQLite) PutSnapshot(ctx context.Context, files []workspace.File) (strin
 	if err := s.write(ctx, p); err != nil {
 		return "", fmt.Errorf("put snapshot %s: %w", p.id, err)
 	}
+	writeStep("committed")
 	return p.id, nil
 }
 
@@ -154,6 +155,7 @@ func (s *SQLite) write(ctx context.Context, p plan) error {
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return err // n == 0: stored whole before, nothing to add
 	}
+	writeStep("snapshot row")
 
 	blobStmt, err := tx.PrepareContext(ctx, `INSERT INTO blobs (hash, data, size) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING`)
 	if err != nil {
@@ -176,6 +178,7 @@ func (s *SQLite) write(ctx context.Context, p plan) error {
 			return fmt.Errorf("insert entry: %w", err)
 		}
 	}
+	writeStep("entries")
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}

@@ -1,6 +1,7 @@
 // Package store keeps what must outlive a process and stay out of workflow
-// history: file contents as content-addressed blobs, snapshot manifests, and
-// memoized results. SQLite is the embedded default; Postgres serves teams.
+// history: file contents as content-addressed blobs, snapshot manifests,
+// memoized results, lessons, and the transcripts of model conversations.
+// SQLite is the embedded default; Postgres serves teams.
 package store
 
 import (
@@ -55,4 +56,16 @@ type Store interface {
 	Close() error
 
 	LessonStore
+	TranscriptStore
+}
+
+// writeStepHook, when the package's tests set it, runs at each named step of
+// a snapshot write ("snapshot row", "entries", "committed"), so a test can
+// kill the process at a point it chooses instead of one it hopes to hit.
+var writeStepHook func(step string)
+
+func writeStep(step string) {
+	if writeStepHook != nil {
+		writeStepHook(step)
+	}
 }

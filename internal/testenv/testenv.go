@@ -1,6 +1,7 @@
 // Package testenv holds what the integration tests share: the rule that a
 // missing service fails in CI, free ports, a clean environment for child
-// processes and the built autocoder binary.
+// processes, the built autocoder binary and the fleet of worker processes
+// of a test cluster.
 package testenv
 
 import (

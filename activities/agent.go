@@ -1,0 +1,202 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/tools"
+)
+
+// ErrTypeNoToolCalling is a model that cannot call tools: the workflow
+// falls back to fenced blocks.
+const ErrTypeNoToolCalling = "NoToolCalling"
+
+// Tool sets a turn may offer.
+const (
+	ToolSetWorkspace = "workspace" // list, read, search, write, edit, delete
+	ToolSetReadOnly  = "read-only" // list, read, search
+)
+
+// toolSet returns the named set's definitions in the model's terms.
+func toolSet(name string) ([]llm.Tool, error) {
+	var out []llm.Tool
+	for _, d := range tools.Defs() {
+		switch name {
+		case ToolSetWorkspace:
+		case ToolSetReadOnly:
+			if !tools.ReadOnly(d.Name) {
+				continue
+			}
+		default:
+			return nil, badInput("unknown tool set %q; the sets are %s and %s", name, ToolSetWorkspace, ToolSetReadOnly)
+		}
+		params, err := json.Marshal(d.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("encode tool %s: %w", d.Name, err)
+		}
+		out = append(out, llm.Tool{Name: d.Name, Description: d.Description, Parameters: params})
+	}
+	return out, nil
+}
+
+// ModelTurnInput asks for the model's next turn of a conversation.
+type ModelTurnInput struct {
+	Transcript string `json:"transcript"`
+	// Position is the transcript's length as the workflow knows it: the
+	// answer goes there.
+	Position int    `json:"position"`
+	Tools    string `json:"tools"` // a tool set: ToolSetWorkspace or ToolSetReadOnly
+	Model    string `json:"model"`
+	// MaxOutputTokens bounds the answer; zero is the client's default.
+	MaxOutputTokens int `json:"maxOutputTokens,omitempty"`
+	// ContextTokens bounds the request; zero is DefaultContextTokens.
+	ContextTokens int `json:"contextTokens,omitempty"`
+	// Labels for logs.
+	TaskID  string `json:"taskId,omitempty"`
+	Step    int    `json:"step,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+}
+
+// CallSummary names one tool call for the workflow and status lines; the
+// arguments themselves stay in the transcript, out of workflow history.
+type CallSummary struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Args string `json:"args,omitempty"` // the start of the arguments
+}
+
+// ModelTurnOutput is what the workflow needs of a turn: small, so the
+// conversation stays in the store.
+type ModelTurnOutput struct {
+	Calls      []CallSummary  `json:"calls,omitempty"`
+	Text       string         `json:"text,omitempty"` // the start of the model's words
+	StopReason llm.StopReason `json:"stopReason"`
+	Usage      Usage          `json:"usage"`
+	Length     int            `json:"length"` // the transcript's length after the turn
+	// Elided counts older tool outputs left out of the request.
+	Elided int `json:"elided,omitempty"`
+	// Reused is set when the answer came from an earlier try of this turn.
+	Reused bool `json:"reused,omitempty"`
+}
+
+// summaryBytes bounds the text and arguments a turn's output repeats.
+const summaryBytes = 200
+
+// ModelTurn sends the conversation up to Position to the model, with the
+// tool set on offer, and appends its answer at Position. The answer is
+// memoized before it is used, keyed by transcript and position, so a retry
+// after a crash never pays for the turn twice; an answer already in the
+// transcript is reused too.
+func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTurnOutput, error) {
+	offered, err := toolSet(in.Tools)
+	if err != nil {
+		return ModelTurnOutput{}, err
+	}
+	msgs, err := a.conversation(ctx, in.Transcript)
+	if err != nil {
+		return ModelTurnOutput{}, err
+	}
+	if err := upTo(in.Transcript, msgs, in.Position); err != nil {
+		return ModelTurnOutput{}, err
+	}
+	model, spec, err := a.Models(in.Model)
+	if err != nil {
+		return ModelTurnOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModelConfig, err)
+	}
+	if !model.ToolCalling() {
+		return ModelTurnOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("model %s has no native tool calling", spec), ErrTypeNoToolCalling, nil)
+	}
+	log := activity.GetLogger(ctx)
+	request, elided := fitContext(sendableArguments(msgs[:in.Position]), messageBudget(in.ContextTokens, offered))
+	if elided > 0 {
+		log.Info("older tool outputs elided from the request", "elided", elided, "task", in.TaskID, "step", in.Step, "attempt", in.Attempt)
+	}
+	out := ModelTurnOutput{Elided: elided, Length: in.Position + 1}
+	key := memoKey("turn", in.Transcript, strconv.Itoa(in.Position))
+	res, reused, err := a.earlierTurn(ctx, key, msgs, in.Position)
+	if err != nil {
+		return ModelTurnOutput{}, err
+	}
+	if !reused {
+		if res, err = a.turn(ctx, model, key, request, offered, in.MaxOutputTokens); err != nil {
+			return ModelTurnOutput{}, err
+		}
+	} else {
+		log.Info("model turn reused from an earlier try", "transcript", in.Transcript, "position", in.Position)
+	}
+	if err := a.appendMessages(ctx, in.Transcript, in.Position, res.Message()); err != nil {
+		return ModelTurnOutput{}, err
+	}
+	out.Reused, out.StopReason, out.Text = reused, res.StopReason, clip(res.Text, summaryBytes)
+	out.Usage = Usage{
+		PromptTokens: res.Usage.InputTokens, CompletionTokens: res.Usage.OutputTokens, Calls: 1,
+		CostUSD: llm.Cost(spec.Model, res.Usage.InputTokens, res.Usage.OutputTokens),
+	}
+	for _, c := range res.ToolCalls {
+		out.Calls = append(out.Calls, CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes)})
+	}
+	return out, nil
+}
+
+// earlierTurn finds the answer an earlier try of this turn got: in the
+// memo, or, when the memo was lost, in the transcript itself.
+func (a *Activities) earlierTurn(ctx context.Context, key string, msgs []llm.Message, pos int) (llm.TurnResult, bool, error) {
+	var res llm.TurnResult
+	raw, err := a.Store.GetMemo(ctx, key)
+	switch {
+	case err == nil:
+		if json.Unmarshal(raw, &res) == nil {
+			return res, true, nil
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return res, false, fmt.Errorf("read memo: %w", err)
+	}
+	if pos < len(msgs) {
+		m := msgs[pos]
+		if m.Role != llm.RoleAssistant {
+			// Asking the model would pay for an answer with nowhere to go.
+			return res, false, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("transcript position %d already holds a %s message, not the model's turn", pos, m.Role), ErrTypeTranscriptConflict, nil)
+		}
+		stop := llm.StopEnd
+		if len(m.ToolCalls) > 0 {
+			stop = llm.StopToolUse
+		}
+		return llm.TurnResult{Text: m.Text, ToolCalls: m.ToolCalls, StopReason: stop}, true, nil
+	}
+	return res, false, nil
+}
+
+// turn calls the model, heartbeating while it waits as complete does, and
+// memoizes the answer before anything uses it.
+func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv []llm.Message, offered []llm.Tool, maxTokens int) (llm.TurnResult, error) {
+	if err := a.checkSpace(ctx); err != nil {
+		return llm.TurnResult{}, err
+	}
+	stop := heartbeatWhile(ctx, ModelCall{Since: time.Now()})
+	res, err := model.Turn(ctx, llm.Conversation{Messages: conv}, offered, llm.TurnOptions{MaxTokens: maxTokens, Stream: true})
+	stop()
+	if err != nil {
+		return llm.TurnResult{}, modelError(err)
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return llm.TurnResult{}, fmt.Errorf("encode memo: %w", err)
+	}
+	// As in complete: the answer is paid for, so a memo the store cannot
+	// take is logged, not fatal; the transcript keeps the answer too.
+	if err := a.putMemo(ctx, key, raw); err != nil {
+		activity.GetLogger(ctx).Warn("model turn not memoized", "error", err)
+	}
+	return res, nil
+}

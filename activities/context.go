@@ -1,0 +1,145 @@
+package activities
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/llm"
+)
+
+// DefaultContextTokens is a turn's context budget when the workflow sets
+// none: well inside every supported model's window, with room for the
+// answer.
+const DefaultContextTokens = 64_000
+
+// approxTokens estimates the tokens of a text as a quarter of its bytes,
+// close to real tokenizers on English and code and never a call away.
+func approxTokens(n int) int { return (n + 3) / 4 }
+
+// messageBudget is what a turn's context budget leaves for the messages
+// once the tool definitions, sent with every request, are counted; zero
+// means DefaultContextTokens. It is at least one token.
+func messageBudget(budget int, offered []llm.Tool) int {
+	if budget <= 0 {
+		budget = DefaultContextTokens
+	}
+	for _, t := range offered {
+		budget -= approxTokens(len(t.Name) + len(t.Description) + len(t.Parameters))
+	}
+	return max(budget, 1)
+}
+
+// messageTokens estimates what one message costs in a request, with a few
+// tokens for its framing.
+func messageTokens(m llm.Message) int {
+	n := len(m.Text)
+	for _, c := range m.ToolCalls {
+		n += len(c.Name) + len(c.Arguments)
+	}
+	if m.Result != nil {
+		n += len(m.Result.Content)
+	}
+	return approxTokens(n) + 4
+}
+
+// fitContext returns the conversation to send when the stored one costs
+// more than budget tokens (see messageBudget): the outputs of older tool calls, oldest first,
+// are replaced by a marker naming the call, so the model knows what it no
+// longer sees and how to see it again. The results answering the last
+// assistant message, which the model is about to read, are kept. The
+// stored transcript is not touched: msgs is copied before any change. It
+// also returns how many outputs were elided.
+//
+// TODO: when eliding every older output is not enough, summarize the
+// oldest turns (a memoized model call) instead of sending too much.
+func fitContext(msgs []llm.Message, budget int) ([]llm.Message, int) {
+	total := 0
+	for _, m := range msgs {
+		total += messageTokens(m)
+	}
+	if total <= budget {
+		return msgs, 0
+	}
+	// Results after the last assistant message answer the latest calls.
+	keepFrom := len(msgs)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleAssistant {
+			keepFrom = i
+			break
+		}
+	}
+	calls := map[string]llm.ToolCall{}
+	out := make([]llm.Message, len(msgs))
+	copy(out, msgs)
+	elided := 0
+	for i := 0; i < keepFrom && total > budget; i++ {
+		m := out[i]
+		for _, c := range m.ToolCalls {
+			calls[c.ID] = c
+		}
+		if m.Role != llm.RoleTool || m.Result == nil {
+			continue
+		}
+		r := *m.Result
+		marker := elisionMarker(calls[r.CallID], len(r.Content))
+		if len(marker) >= len(r.Content) {
+			continue
+		}
+		before := messageTokens(m)
+		r.Content = marker
+		m.Result = &r
+		out[i] = m
+		total -= before - messageTokens(m)
+		elided++
+	}
+	return out, elided
+}
+
+// elisionMarker stands for an elided tool output.
+func elisionMarker(c llm.ToolCall, size int) string {
+	return fmt.Sprintf("[output elided to fit the context: %s %s returned %d bytes here; call it again if you need them]",
+		c.Name, clip(c.Arguments, 200), size)
+}
+
+// sendableArguments returns msgs with every tool call's arguments a JSON
+// object, as providers require of the calls sent back to them. A model can
+// write arguments that are not one (cut off at its token limit, or just
+// wrong); the tool's result already told it so, and resending the text
+// wrapped in an object keeps the conversation going instead of failing
+// every later request. The stored transcript keeps what the model wrote.
+func sendableArguments(msgs []llm.Message) []llm.Message {
+	unparsed := func(c llm.ToolCall) bool { return !isJSONObject(c.Arguments) }
+	var out []llm.Message
+	for i, m := range msgs {
+		if !slices.ContainsFunc(m.ToolCalls, unparsed) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		calls := slices.Clone(m.ToolCalls)
+		for j, c := range calls {
+			if unparsed(c) {
+				wrapped, _ := json.Marshal(map[string]string{"unparsed_arguments": c.Arguments}) // a string map always encodes
+				calls[j].Arguments = string(wrapped)
+			}
+		}
+		out[i].ToolCalls = calls
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
+// isJSONObject reports whether args is a JSON object, or empty (no
+// arguments), which clients send as {}.
+func isJSONObject(args string) bool {
+	if strings.TrimSpace(args) == "" {
+		return true
+	}
+	var obj map[string]json.RawMessage
+	return json.Unmarshal([]byte(args), &obj) == nil && obj != nil
+}

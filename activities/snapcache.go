@@ -1,0 +1,82 @@
+package activities
+
+import (
+	"context"
+	"sync"
+
+	"github.com/autocoder/autocoder/internal/workspace"
+)
+
+// snapshotCacheBytes bounds the file contents snapshotCache keeps.
+const snapshotCacheBytes = 64 << 20
+
+// snapshotCache keeps the snapshots tool calls read most recently. A tool
+// loop reads the same workspace call after call, and loading a large one
+// from the store costs far more than the call itself; snapshots are
+// immutable by their content address, so a cached one is never stale.
+// Its files are shared between callers, who must not change them (tools
+// never do). The zero value is ready to use.
+type snapshotCache struct {
+	limit   int // bytes of file contents; zero means snapshotCacheBytes
+	mu      sync.Mutex
+	entries []cachedSnapshot // most recently used last
+	bytes   int
+}
+
+type cachedSnapshot struct {
+	id    string
+	files []workspace.File
+	bytes int
+}
+
+func (c *snapshotCache) get(id string) ([]workspace.File, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, e := range c.entries {
+		if e.id == id {
+			c.entries = append(append(c.entries[:i:i], c.entries[i+1:]...), e)
+			return e.files, true
+		}
+	}
+	return nil, false
+}
+
+func (c *snapshotCache) put(id string, files []workspace.File) {
+	size := 0
+	for _, f := range files {
+		size += len(f.Data)
+	}
+	limit := c.limit
+	if limit == 0 {
+		limit = snapshotCacheBytes
+	}
+	if size > limit {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.id == id {
+			return
+		}
+	}
+	c.entries = append(c.entries, cachedSnapshot{id: id, files: files, bytes: size})
+	c.bytes += size
+	for c.bytes > limit {
+		c.bytes -= c.entries[0].bytes
+		c.entries = c.entries[1:]
+	}
+}
+
+// toolFiles loads a snapshot for tool calls, through the cache.
+func (a *Activities) toolFiles(ctx context.Context, id string) ([]workspace.File, error) {
+	if files, ok := a.snapshots.get(id); ok {
+		return files, nil
+	}
+	files, err := a.loadFiles(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	a.snapshots.put(id, files)
+	return files, nil
+}
