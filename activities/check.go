@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/policy"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
@@ -22,11 +23,12 @@ const outputTail = 4000 // bytes of test output kept for the workflow
 // checked natively; Python is parsed by a checker that runs in the sandbox,
 // so untrusted source never meets a host interpreter.
 func (a *Activities) Validate(ctx context.Context, in CheckInput) (TestSummary, error) {
-	files, err := a.loadFiles(ctx, in.SnapshotID)
+	j, err := a.loadJudged(ctx, in)
 	if err != nil {
 		return TestSummary{}, err
 	}
-	return a.validate(ctx, in, files)
+	s, err := a.validate(ctx, in, j.files)
+	return withFindings(s, j.findings), err
 }
 
 // Check validates a snapshot and, if it passes, runs its tests: the two
@@ -35,19 +37,24 @@ func (a *Activities) Validate(ctx context.Context, in CheckInput) (TestSummary, 
 // sandbox: checkAndTestPython). A snapshot that fails validation comes
 // back untested, with Stage "validate"; in ask mode the workflow then asks
 // a person and calls Execute on approval.
+//
+// What runs is what the test-integrity guard judges (loadJudged), and the
+// outcome carries its findings.
 func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, error) {
-	files, err := a.loadFiles(ctx, in.SnapshotID)
+	j, err := a.loadJudged(ctx, in)
 	if err != nil {
 		return TestSummary{}, err
 	}
+	var s TestSummary
 	if in.Language == "python" {
-		return a.checkAndTestPython(ctx, in, files)
+		s, err = a.checkAndTestPython(ctx, in, j.files)
+	} else if s, err = a.validate(ctx, in, j.files); err == nil && s.Passed {
+		s, err = a.execute(ctx, in, j.files)
 	}
-	s, err := a.validate(ctx, in, files)
-	if err != nil || !s.Passed {
+	if err != nil {
 		return s, err
 	}
-	return a.execute(ctx, in, files)
+	return a.judge(ctx, in, j, s)
 }
 
 func (a *Activities) validate(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
@@ -107,7 +114,7 @@ func (a *Activities) checkAndTestPython(ctx context.Context, in CheckInput, file
 	if err != nil {
 		return TestSummary{}, err
 	}
-	test, err := testCommand(in.Language, in.TestCmd)
+	test, err := judgeCommand(in)
 	if err != nil {
 		return TestSummary{}, err
 	}
@@ -168,15 +175,19 @@ func pythonCheckError(res sandbox.Result, err error) error {
 // Execute runs the test command over the snapshot in the sandbox. A failing
 // test is a result, not an error.
 func (a *Activities) Execute(ctx context.Context, in CheckInput) (TestSummary, error) {
-	files, err := a.loadFiles(ctx, in.SnapshotID)
+	j, err := a.loadJudged(ctx, in)
 	if err != nil {
 		return TestSummary{}, err
 	}
-	return a.execute(ctx, in, files)
+	s, err := a.execute(ctx, in, j.files)
+	if err != nil {
+		return s, err
+	}
+	return a.judge(ctx, in, j, s)
 }
 
 func (a *Activities) execute(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
-	cmd, err := testCommand(in.Language, in.TestCmd)
+	cmd, err := judgeCommand(in)
 	if err != nil {
 		return TestSummary{}, err
 	}
@@ -217,7 +228,7 @@ func summarize(res sandbox.Result) TestSummary {
 	if res.OOMKilled {
 		out += "\n[killed: out of memory]"
 	}
-	return TestSummary{
+	s := TestSummary{
 		Stage:        "test",
 		Passed:       res.ExitCode == 0 && !res.TimedOut && !res.OOMKilled,
 		ExitCode:     res.ExitCode,
@@ -227,6 +238,11 @@ func summarize(res sandbox.Result) TestSummary {
 		Output:       tail(strings.TrimSpace(out), outputTail),
 		Duration:     res.Duration,
 	}
+	if !res.StdoutTruncated && !res.StderrTruncated {
+		ran := integrity.ParseRan(out)
+		s.ran = &ran
+	}
+	return s
 }
 
 var failingTestPatterns = []*regexp.Regexp{

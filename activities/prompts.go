@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
@@ -82,6 +83,9 @@ func generatePrompt(in GenerateInput, files []workspace.File) string {
 	if in.Feedback != "" {
 		fmt.Fprintf(&b, "Your previous attempt failed. Diagnosis and fix plan:\n%s\n\n", in.Feedback)
 	}
+	if in.Failure != nil && len(in.Failure.Findings) > 0 {
+		b.WriteString(integrity.Report(in.Failure.Findings) + "\n")
+	}
 	writeGuidance(&b, in.Guidance)
 	writeLessons(&b, in.Lessons)
 	b.WriteString(outputFormat)
@@ -121,7 +125,7 @@ func writeFiles(b *strings.Builder, files []workspace.File, hint string) {
 		switch {
 		case hint != "" && strings.Contains(hint, f.Path):
 			return 0
-		case isTestFile(f.Path):
+		case integrity.IsTestFile(f.Path):
 			return 1
 		default:
 			return 2
@@ -153,11 +157,6 @@ func writeFiles(b *strings.Builder, files []workspace.File, hint string) {
 		fmt.Fprintf(b, "Not shown for space: %s\n", strings.Join(omitted, ", "))
 	}
 	b.WriteString("\n")
-}
-
-func isTestFile(p string) bool {
-	base := p[strings.LastIndex(p, "/")+1:]
-	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")
 }
 
 func writeGuidance(b *strings.Builder, guidance []string) {

@@ -1,7 +1,10 @@
 package activities
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/autocoder/autocoder/internal/integrity"
 )
 
 // TestSummary is the outcome of one validation or test run, trimmed to fit
@@ -20,11 +23,27 @@ type TestSummary struct {
 	// PolicyOnly is set on a failed validation whose findings are all
 	// safety-policy findings (no syntax errors): a person may approve them.
 	PolicyOnly bool `json:"policyOnly,omitempty"`
+	// Findings are the ways the attempt touched the user's tests. An
+	// attempt with any has not passed, whatever its tests did.
+	Findings []integrity.Finding `json:"findings,omitempty"`
+	// TestsPassed is set when the tests passed, the user's as they were at
+	// the start: with Findings, only the tampering failed the attempt.
+	TestsPassed bool `json:"testsPassed,omitempty"`
+	// Restored is the attempt's snapshot with the user's tests put back as
+	// they were and tampering configuration taken out, when Findings name
+	// files: the next attempt starts from it.
+	Restored string `json:"restored,omitempty"`
+
+	// ran is what the test runner reported about each test, when its
+	// output was whole (for the judge, inside an activity).
+	ran *integrity.Ran
 }
 
 // Headline is a one-line description of the outcome.
 func (s TestSummary) Headline() string {
 	switch {
+	case len(s.Findings) > 0:
+		return "integrity: " + s.Findings[0].String() + more(len(s.Findings)-1)
 	case s.Passed:
 		return "tests passed"
 	case s.Stage == "generate":
@@ -56,6 +75,13 @@ func (u *Usage) Add(o Usage) {
 	u.CompletionTokens += o.CompletionTokens
 	u.CostUSD += o.CostUSD
 	u.Calls += o.Calls
+}
+
+func more(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d more)", n)
 }
 
 func joinLimited(items []string, n int) string {
@@ -144,6 +170,12 @@ type CheckInput struct {
 	// skips the policy and checks syntax only.
 	Allow        []string `json:"allow,omitempty"`
 	IgnorePolicy bool     `json:"ignorePolicy,omitempty"`
+	// InputSnapshot is the task's starting workspace: its tests are the
+	// user's, and checks run them as they were (see loadJudged). Protect
+	// adds globs to them; AllowTestEdits lets the attempt's version run.
+	InputSnapshot  string   `json:"inputSnapshot,omitempty"`
+	Protect        []string `json:"protect,omitempty"`
+	AllowTestEdits bool     `json:"allowTestEdits,omitempty"`
 }
 
 // ReflectInput describes a failed attempt.

@@ -86,12 +86,7 @@ func exportTask(ctx context.Context, f *factory, id, dir string, o exportOptions
 		if err != nil {
 			return err
 		}
-		diff, err := unifiedDiff(ctx, before, after)
-		if err != nil {
-			return err
-		}
-		_, err = f.stdout.Write(diff)
-		return err
+		return writePatch(ctx, f.stdout, st, before, after)
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/policy"
 	"github.com/autocoder/autocoder/internal/termsafe"
@@ -47,6 +48,9 @@ type runOptions struct {
 	budgetUSD       float64
 	askWhenStuck    bool
 	approvalTimeout time.Duration
+
+	protect        []string
+	allowTestEdits bool
 }
 
 func newRunCmd(f *factory) *cobra.Command {
@@ -76,6 +80,8 @@ func newRunCmd(f *factory) *cobra.Command {
 	fl.IntVar(&o.budgetTokens, "budget-tokens", 0, "ask for approval once the task has used this many tokens (0: no limit)")
 	fl.Float64Var(&o.budgetUSD, "budget-usd", 0, "ask for approval once the task has cost this much (0: no limit)")
 	fl.BoolVar(&o.askWhenStuck, "ask-when-stuck", false, "when iterations run out, ask for guidance instead of failing")
+	fl.StringSliceVar(&o.protect, "protect", nil, "more files that belong to the user's tests (globs, e.g. 'checks/**'); checks run them as they were")
+	fl.BoolVar(&o.allowTestEdits, "allow-test-edits", false, "let the task change the user's tests (a task about the tests themselves)")
 	fl.DurationVar(&o.approvalTimeout, "approval-timeout", workflows.DefaultApprovalTimeout, "how long a question waits; no answer counts as a rejection")
 	return cmd
 }
@@ -112,6 +118,7 @@ func runTask(ctx context.Context, f *factory, task string, o runOptions) error {
 		if in.InputSnapshot, err = uploadDir(ctx, f, o.dir); err != nil {
 			return err
 		}
+		announceUsersTests(ctx, f, in)
 	}
 	if ok, err := worker.EnsureSearchAttributes(ctx, c, f.cfg.Namespace); err != nil {
 		slog.Debug("search attributes unavailable; the Web UI list will not filter by phase", "error", err)
@@ -171,6 +178,11 @@ func taskInput(task string, o runOptions) (workflows.TaskInput, error) {
 	if _, err := policy.ParseAllow(strings.Join(o.allow, ",")); err != nil {
 		return workflows.TaskInput{}, usageError("--allow: %v", err)
 	}
+	for _, g := range o.protect {
+		if err := integrity.ValidGlob(g); err != nil {
+			return workflows.TaskInput{}, usageError("--protect: %v", err)
+		}
+	}
 	if math.IsNaN(o.budgetUSD) || math.IsInf(o.budgetUSD, 0) || o.budgetUSD < 0 {
 		return workflows.TaskInput{}, usageError("--budget-usd %v: want an amount of dollars, 0 (no limit) or more", o.budgetUSD)
 	}
@@ -190,6 +202,8 @@ func taskInput(task string, o runOptions) (workflows.TaskInput, error) {
 		BudgetUSD:       o.budgetUSD,
 		AskWhenStuck:    o.askWhenStuck,
 		ApprovalTimeout: o.approvalTimeout,
+		Protect:         o.protect,
+		AllowTestEdits:  o.allowTestEdits,
 	}, nil
 }
 

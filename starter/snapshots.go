@@ -6,16 +6,20 @@ import (
 
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/workflows"
 )
 
 // writeSnapshot writes a task's files to dir, all or nothing.
-func writeSnapshot(ctx context.Context, f *factory, taskID, snapshotID, dir string) (int, error) {
+func writeSnapshot(ctx context.Context, f *factory, taskID string, task workflows.Status, snapshotID, dir string) (int, error) {
 	st, err := f.Store(ctx)
 	if err != nil {
 		return 0, err
 	}
 	files, err := loadSnapshot(ctx, st, snapshotID)
 	if err != nil {
+		return 0, err
+	}
+	if files, err = keepUsersTests(ctx, f, task, files, f.stderr); err != nil {
 		return 0, err
 	}
 	if err := workspace.WriteDir(dir, files); err != nil {

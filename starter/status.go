@@ -133,6 +133,7 @@ func printStatus(w io.Writer, id string, st workflows.Status) {
 		fmt.Fprintf(w, "step:      %d/%d\n", st.Step, len(st.Plan))
 	}
 	fmt.Fprintf(w, "iteration: %d/%d\n", st.Iteration, st.MaxIterations)
+	printTestGuard(w, st)
 	fmt.Fprintf(w, "tokens:    %d in, %d out (%d calls, $%.4f)\n", st.Usage.PromptTokens, st.Usage.CompletionTokens, st.Usage.Calls, st.Usage.CostUSD)
 	if len(st.Plan) > 0 {
 		fmt.Fprintln(w, "plan:")
@@ -151,6 +152,7 @@ func printStatus(w io.Writer, id string, st workflows.Status) {
 		fmt.Fprintln(w, "checkpoints:")
 		for _, cp := range st.Checkpoints {
 			fmt.Fprintf(w, "  #%d step %d iteration %d  %s  %s\n", cp.N, cp.Step, cp.Iteration, cp.Time.Format("15:04:05"), termsafe.Line(cp.Summary))
+			printFindings(w, "      ", cp.Findings)
 		}
 	}
 	if lt := st.LastTest; lt != nil && !lt.Passed && lt.Output != "" {

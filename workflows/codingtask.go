@@ -53,6 +53,8 @@ type task struct {
 	// reflectInGenerate: a retry's Generate reflects on the failure first,
 	// one activity fewer per retry.
 	reflectInGenerate bool
+	// guard: checks judge by the user's tests as they were (integrity.go).
+	guard bool
 	// reflectOn is the failed check the next attempt reflects on first.
 	reflectOn *activities.TestSummary
 	mem       Memory
@@ -90,6 +92,7 @@ func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 	// folds the reflection on a failure into the next attempt's Generate.
 	roundTrips := workflow.GetVersion(ctx, "fewer-round-trips", workflow.DefaultVersion, 2)
 	t.fewerRoundTrips, t.reflectInGenerate = roundTrips >= 1, roundTrips >= 2
+	t.guard = guardsTests(ctx)
 	if err := t.registerHandlers(ctx); err != nil {
 		return TaskResult{}, err
 	}
@@ -140,13 +143,16 @@ func newTask(in TaskInput) (*task, error) {
 		budgetTokens: in.BudgetTokens,
 		budgetUSD:    in.BudgetUSD,
 		status: Status{
-			Task:          in.Task,
-			Language:      in.Language,
-			Phase:         PhaseStarting,
-			InputSnapshot: in.InputSnapshot,
-			MaxIterations: in.MaxIterations,
-			TestsByModel:  in.TestCmd == "",
-			Runs:          1,
+			Task:             in.Task,
+			Language:         in.Language,
+			Phase:            PhaseStarting,
+			InputSnapshot:    in.InputSnapshot,
+			MaxIterations:    in.MaxIterations,
+			TestsByModel:     in.TestCmd == "",
+			Runs:             1,
+			TestEditsAllowed: in.AllowTestEdits,
+			TestCmd:          in.TestCmd,
+			Protect:          in.Protect,
 		},
 	}, nil
 }
@@ -275,6 +281,7 @@ func (t *task) attempt(ctx workflow.Context) error {
 	if gen.SnapshotID != "" {
 		t.base = gen.SnapshotID
 	}
+	t.restoreUsersTests(result)
 	if result.Passed {
 		if p := t.mem.Pending; p != nil {
 			p.PassedSnapshot = gen.SnapshotID
@@ -293,9 +300,12 @@ func (t *task) attempt(ctx workflow.Context) error {
 	if t.reflectInGenerate {
 		t.reflectOn = &result
 		t.mem.Pending = &activities.Fix{FailedSnapshot: t.base, FailureOutput: result.Output}
+		t.noLessonFrom(result)
 		return nil
 	}
-	return t.reflect(ctx, result)
+	err = t.reflect(ctx, result)
+	t.noLessonFrom(result)
+	return err
 }
 
 // generate asks for the attempt's code. After a failed attempt it first
@@ -370,6 +380,7 @@ func (t *task) check(ctx workflow.Context, gen activities.GenerateOutput) (activ
 		SnapshotID: gen.SnapshotID, Language: t.in.Language, TestCmd: t.in.TestCmd,
 		Allow: t.in.Allow, IgnorePolicy: t.in.Policy == PolicyAllow,
 	}
+	t.protectTests(&in)
 
 	var result activities.TestSummary
 	if t.fewerRoundTrips {
@@ -415,6 +426,9 @@ func (t *task) check(ctx workflow.Context, gen activities.GenerateOutput) (activ
 // may grant more (with guidance); otherwise the task fails with the last
 // test output.
 func (t *task) stuck(ctx workflow.Context) error {
+	if accepted, err := t.acceptTampered(ctx); accepted || err != nil {
+		return err
+	}
 	if !t.in.AskWhenStuck {
 		t.saveLessons(ctx, false)
 		return t.exhausted()
@@ -644,6 +658,7 @@ func (t *task) checkpoint(ctx workflow.Context, snapshot string, result activiti
 		Iteration:  t.status.Iteration,
 		Passed:     result.Passed,
 		Summary:    result.Headline(),
+		Findings:   result.Findings,
 		Time:       workflow.Now(ctx),
 	})
 }

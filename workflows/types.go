@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/integrity"
 )
 
 // Names shared by the workflow, the worker and the CLI. A person can use the
@@ -53,6 +54,7 @@ const (
 	GatePolicy = "policy"
 	GateBudget = "budget"
 	GateStuck  = "stuck"
+	// GateIntegrity is in integrity.go.
 )
 
 // Default bounds for a task.
@@ -107,6 +109,11 @@ type TaskInput struct {
 	// SearchAttributes is set by the starter when the namespace has the
 	// custom search attributes registered.
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
+	// Protect adds globs to the user's tests, which checks run as they
+	// were at the start; AllowTestEdits lets attempts change them (a task
+	// about the tests themselves).
+	Protect        []string `json:"protect,omitempty"`
+	AllowTestEdits bool     `json:"allowTestEdits,omitempty"`
 	// HistoryLimit continues the task as a new run once its history has
 	// this many events (besides when the server suggests it); 0 = only then.
 	HistoryLimit int `json:"historyLimit,omitempty"`
@@ -243,6 +250,8 @@ type Checkpoint struct {
 	Passed     bool      `json:"passed"`
 	Summary    string    `json:"summary"`
 	Time       time.Time `json:"time"`
+	// Findings are the ways the attempt touched the user's tests.
+	Findings []integrity.Finding `json:"findings,omitempty"`
 }
 
 // Status is what the status query returns.
@@ -258,6 +267,8 @@ type Status struct {
 	LastTest      *activities.TestSummary `json:"lastTest,omitempty"`
 	Usage         activities.Usage        `json:"usage"`
 	TestsByModel  bool                    `json:"testsByModel"`
+	TestCmd       string                  `json:"testCmd,omitempty"`
+	Protect       []string                `json:"protect,omitempty"` // globs added to the user's tests
 	InputSnapshot string                  `json:"inputSnapshot,omitempty"`
 	Pending       *Approval               `json:"pending,omitempty"`
 	Feedback      []string                `json:"feedback,omitempty"` // guidance from people, in order
@@ -265,6 +276,11 @@ type Status struct {
 	Runs          int                     `json:"runs"`              // workflow runs so far (continue-as-new)
 	Lessons       []string                `json:"lessons,omitempty"` // ids of lessons recalled into prompts
 	Error         string                  `json:"error,omitempty"`
+	// TestEditsAllowed: the task may change the user's tests.
+	TestEditsAllowed bool `json:"testEditsAllowed,omitempty"`
+	// TestEditsApproved is a person's word accepting an attempt that
+	// changed the user's tests (GateIntegrity).
+	TestEditsApproved string `json:"testEditsApproved,omitempty"`
 }
 
 // TaskResult is the workflow's return value on success.

@@ -1,0 +1,47 @@
+package activities
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/integrity"
+)
+
+func TestFindingsFailAnAttempt(t *testing.T) {
+	changed := integrity.Finding{Kind: integrity.KindChanged, Path: "test_calc.py"}
+	fewer := integrity.Finding{Kind: integrity.KindFewerRun, Detail: "test_calc.py::test_add did not run"}
+	passed := TestSummary{Stage: "test", Passed: true, Output: "1 passed"}
+
+	if s := withFindings(passed, nil); !s.Passed || !s.TestsPassed || s.Output != "1 passed" {
+		t.Errorf("no findings: %+v", s)
+	}
+	s := withFindings(passed, []integrity.Finding{changed})
+	if s.Passed || !s.TestsPassed || s.ExitCode == 0 {
+		t.Errorf("a changed test: %+v, want failed with the originals passing", s)
+	}
+	if !strings.HasPrefix(s.Output, "Test integrity:") || !strings.Contains(s.Output, "You changed the user's test file test_calc.py; it is put back as it was") || !strings.HasSuffix(s.Output, "1 passed") {
+		t.Errorf("output:\n%s", s.Output)
+	}
+	if h := s.Headline(); h != "integrity: changed the user's test file test_calc.py" {
+		t.Errorf("headline %q", h)
+	}
+	s = withFindings(passed, []integrity.Finding{changed, fewer})
+	if s.Passed || s.TestsPassed {
+		t.Errorf("a run that left the user's tests out passed them: %+v", s)
+	}
+	if h := s.Headline(); !strings.HasSuffix(h, "(and 1 more)") {
+		t.Errorf("headline %q", h)
+	}
+}
+
+func TestGuardedChecksListEachTest(t *testing.T) {
+	cmd, err := judgeCommand(CheckInput{Language: "python", TestCmd: "pytest -q", InputSnapshot: "in"})
+	if err != nil || !strings.Contains(strings.Join(cmd, " "), "PYTEST_ADDOPTS") || cmd[len(cmd)-1] != "pytest -q" {
+		t.Errorf("guarded command %q, %v", cmd, err)
+	}
+	for _, in := range []CheckInput{{Language: "python", TestCmd: "pytest -q"}, {Language: "python", TestCmd: "pytest -q", InputSnapshot: "in", AllowTestEdits: true}} {
+		if cmd, _ := judgeCommand(in); strings.Join(cmd, " ") != "sh -c pytest -q" {
+			t.Errorf("unguarded command %q", cmd)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+// Package integrity guards the user's tests, the only judge a task has: it
+// fixes the set of protected files at a task's start, compares each
+// attempt with them, and gives the judge the originals to run.
+package integrity
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/workspace"
+)
+
+// Options say what, beyond the conventions, belongs to the user's tests.
+type Options struct {
+	// TestCmd is the user's test command; the files and directories it
+	// names are protected.
+	TestCmd string
+	// Protect are extra globs (path.Match syntax against the slash path,
+	// or the base name when the glob has no slash; "dir/**" is a prefix).
+	Protect []string
+}
+
+// Set is the protected set fixed at a task's start: the user's test files
+// and test configuration, as they were.
+type Set struct {
+	input     map[string]workspace.File // the whole starting workspace
+	protected []string                  // sorted
+}
+
+// Protect fixes the protected set of a starting workspace.
+func Protect(input []workspace.File, o Options) Set {
+	s := Set{input: make(map[string]workspace.File, len(input))}
+	named := namedByCommand(o.TestCmd)
+	for _, f := range input {
+		s.input[f.Path] = f
+		if IsTestFile(f.Path) || isTestConfig(f.Path, f.Data) || named(f.Path) || matchesAny(o.Protect, f.Path) {
+			s.protected = append(s.protected, f.Path)
+		}
+	}
+	slices.Sort(s.protected)
+	return s
+}
+
+// Paths are the protected files, sorted.
+func (s Set) Paths() []string { return s.protected }
+
+// Contains reports whether p is one of the user's protected files.
+func (s Set) Contains(p string) bool {
+	_, ok := slices.BinarySearch(s.protected, p)
+	return ok
+}
+
+// Judge compares an attempt's files with the originals. It returns what
+// the judge runs, the attempt with the user's tests restored as they were
+// and tampering configuration taken out, and a finding for each way the
+// attempt touched the user's tests. The model may add tests of its own;
+// with no tests of the user's, there is nothing to judge.
+func (s Set) Judge(attempt []workspace.File) (judged []workspace.File, findings []Finding) {
+	if len(s.protected) == 0 {
+		return attempt, nil
+	}
+	have := make(map[string]workspace.File, len(attempt))
+	for _, f := range attempt {
+		have[f.Path] = f
+	}
+	for _, p := range s.protected {
+		orig := s.input[p]
+		now, ok := have[p]
+		switch {
+		case !ok:
+			findings = append(findings, Finding{Kind: KindDeleted, Path: p})
+		case string(now.Data) != string(orig.Data):
+			findings = append(findings, compareTest(p, orig.Data, now.Data))
+		}
+	}
+	drop := map[string]bool{}
+	for _, f := range attempt {
+		if s.Contains(f.Path) {
+			continue
+		}
+		if orig, ok := s.input[f.Path]; ok && string(orig.Data) == string(f.Data) {
+			continue
+		}
+		if why := s.tampering(f); why != "" {
+			findings = append(findings, Finding{Kind: KindConfig, Path: f.Path, Detail: why})
+			drop[f.Path] = true
+		}
+	}
+	for _, f := range attempt {
+		switch {
+		case s.Contains(f.Path):
+			judged = append(judged, s.input[f.Path])
+		case drop[f.Path]:
+			if orig, ok := s.input[f.Path]; ok {
+				judged = append(judged, orig)
+			}
+		default:
+			judged = append(judged, f)
+		}
+	}
+	for _, p := range s.protected {
+		if _, ok := have[p]; !ok {
+			judged = append(judged, s.input[p])
+		}
+	}
+	return judged, findings
+}
+
+// tampering says how a new or changed file outside the protected set
+// changes which of the user's tests run, or "" when it does not.
+func (s Set) tampering(f workspace.File) string {
+	if why := configSelects(f.Path, f.Data); why != "" {
+		return why
+	}
+	if isPytestConfig(f.Path, f.Data) && s.hasPytestConfig() {
+		return "adds pytest configuration that overrides the user's"
+	}
+	return ""
+}
+
+func (s Set) hasPytestConfig() bool {
+	for _, p := range s.protected {
+		if isPytestConfig(p, s.input[p].Data) && path.Base(p) != "conftest.py" {
+			return true
+		}
+	}
+	return false
+}
+
+// namedByCommand returns a matcher for the files and directories the test
+// command names, e.g. "pytest tests/test_api.py::test_get" or "go test ./pkg/...".
+func namedByCommand(cmd string) func(string) bool {
+	var files, dirs []string
+	for _, w := range strings.Fields(cmd) {
+		w = strings.Trim(w, `"'`)
+		if strings.HasPrefix(w, "-") || w == "" {
+			continue
+		}
+		w, _, _ = strings.Cut(w, "::")
+		w = strings.TrimSuffix(w, "/...")
+		w = strings.TrimPrefix(path.Clean(w), "./")
+		if w == "." || w == "" || strings.HasPrefix(w, "..") || strings.HasPrefix(w, "/") {
+			continue
+		}
+		files, dirs = append(files, w), append(dirs, w+"/")
+	}
+	return func(p string) bool {
+		if slices.Contains(files, p) {
+			return true
+		}
+		for _, d := range dirs {
+			// A named directory protects the tests in it, not its code.
+			if strings.HasPrefix(p, d) && IsTestFile(p) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// ValidGlob reports a --protect glob that can never match.
+func ValidGlob(glob string) error {
+	if _, err := path.Match(strings.TrimSuffix(glob, "/**"), ""); err != nil {
+		return fmt.Errorf("bad glob %q: %w", glob, err)
+	}
+	return nil
+}
+
+func matchesAny(globs []string, p string) bool {
+	for _, g := range globs {
+		if dir, ok := strings.CutSuffix(g, "/**"); ok {
+			if strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/") {
+				return true
+			}
+			continue
+		}
+		if ok, _ := path.Match(g, p); ok {
+			return true
+		}
+		if !strings.Contains(g, "/") {
+			if ok, _ := path.Match(g, path.Base(p)); ok {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,152 @@
+package integrity
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/workspace"
+)
+
+func files(kv ...string) []workspace.File {
+	var out []workspace.File
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, workspace.File{Path: kv[i], Data: []byte(kv[i+1])})
+	}
+	return out
+}
+
+func TestProtectedSet(t *testing.T) {
+	input := files(
+		"calc.py", "def add(a, b): ...\n",
+		"test_calc.py", "def test_add(): ...\n",
+		"pkg/util_test.py", "",
+		"tests/data.json", "{}",
+		"checks/check_api.py", "def check(): ...\n",
+		"conftest.py", "",
+		"pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-q'\n",
+		"setup.cfg", "[metadata]\nname = x\n",
+		"go/calc.go", "package calc\n",
+		"go/calc_test.go", "package calc\n",
+		"go/testdata/golden.txt", "x",
+		"web/app.test.ts", "",
+		"web/app.ts", "",
+		"legacy/verify.py", "",
+		"docs/guide.md", "",
+		"app/tests.py", "",
+		"spec/openapi.yaml", "",
+	)
+	s := Protect(input, Options{TestCmd: "python3 -m pytest -q checks/check_api.py::test_x ./go/...", Protect: []string{"legacy/**", "*.md"}})
+	want := []string{
+		"app/tests.py", "checks/check_api.py", "conftest.py", "docs/guide.md", "go/calc_test.go", "go/testdata/golden.txt",
+		"legacy/verify.py", "pkg/util_test.py", "pyproject.toml", "test_calc.py", "tests/data.json", "web/app.test.ts",
+	}
+	if got := s.Paths(); !slices.Equal(got, want) {
+		t.Errorf("protected = %v\nwant        %v", got, want)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	const test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+	const goTest = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"bad\")\n\t}\n}\n"
+	input := files("calc.py", "def add(a, b):\n    return a - b\n", "test_calc.py", test, "calc_test.go", goTest, "setup.cfg", "[metadata]\n")
+	cases := []struct {
+		name    string
+		attempt []workspace.File
+		kind    string // "" = no finding
+		detail  string
+		dropped string // a file the judge must not run
+	}{
+		{name: "code fixed, own test added",
+			attempt: files("calc.py", "def add(a, b):\n    return a + b\n", "test_calc.py", test, "calc_test.go", goTest, "test_more.py", "def test_more(): pass\n", "setup.cfg", "[metadata]\n")},
+		{name: "body rewritten",
+			attempt: files("calc.py", "x", "test_calc.py", "def test_add():\n    assert True\n", "calc_test.go", goTest),
+			kind:    KindChanged},
+		{name: "file deleted, dummy added",
+			attempt: files("calc.py", "x", "test_dummy.py", "def test_ok(): pass\n", "calc_test.go", goTest),
+			kind:    KindDeleted},
+		{name: "conftest skips everything",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "conftest.py", "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for i in items:\n        i.add_marker(pytest.mark.skip)\n"),
+			kind:    KindConfig, detail: "pytest_collection_modifyitems", dropped: "conftest.py"},
+		{name: "pytest.ini deselects",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pytest.ini", "[pytest]\naddopts = -k 'not add'\n"),
+			kind:    KindConfig, detail: "-k", dropped: "pytest.ini"},
+		{name: "setup.cfg gains a deselecting pytest section",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "setup.cfg", "[metadata]\n[tool:pytest]\naddopts = --deselect test_calc.py::test_add\n"),
+			kind:    KindConfig, detail: "--deselect"},
+		{name: "harmless conftest fixture",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "conftest.py", "import pytest\n\n@pytest.fixture\ndef two():\n    return 2\n")},
+		{name: "go test skipped",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", strings.Replace(goTest, "{\n\tif", "{\n\tt.Skip()\n\tif", 1)),
+			kind:    KindSkipped},
+		{name: "python test renamed",
+			attempt: files("calc.py", "x", "test_calc.py", strings.Replace(test, "def test_add", "def _test_add", 1), "calc_test.go", goTest),
+			kind:    KindRenamed, detail: "test_add is now _test_add"},
+		{name: "python test removed",
+			attempt: files("calc.py", "x", "test_calc.py", "from calc import add\n", "calc_test.go", goTest),
+			kind:    KindRemoved, detail: "test_add gone"},
+		{name: "go test renamed",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", strings.Replace(goTest, "TestAdd", "TestAddLater", 1)),
+			kind:    KindRenamed, detail: "TestAdd is now TestAddLater"},
+		{name: "TestMain added in a new file",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "main_test.go", "package calc\n\nfunc TestMain(m *testing.M) {}\n"),
+			kind:    KindConfig, detail: "TestMain", dropped: "main_test.go"},
+	}
+	s := Protect(input, Options{})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			judged, findings := s.Judge(c.attempt)
+			if c.kind == "" {
+				if len(findings) != 0 {
+					t.Fatalf("findings = %+v, want none", findings)
+				}
+			} else if len(findings) != 1 || findings[0].Kind != c.kind || !strings.Contains(findings[0].String(), c.detail) {
+				t.Fatalf("findings = %+v, want one %s mentioning %q", findings, c.kind, c.detail)
+			}
+			got := map[string]string{}
+			for _, f := range judged {
+				got[f.Path] = string(f.Data)
+			}
+			if got["test_calc.py"] != test || got["calc_test.go"] != goTest {
+				t.Errorf("the judge does not run the originals: %q, %q", got["test_calc.py"], got["calc_test.go"])
+			}
+			if _, ok := got[c.dropped]; c.dropped != "" && ok {
+				t.Errorf("the judge runs %s", c.dropped)
+			}
+			if c.detail == "--deselect" && got["setup.cfg"] != "[metadata]\n" {
+				t.Errorf("setup.cfg not restored: %q", got["setup.cfg"])
+			}
+			if _, ok := got["calc.py"]; !ok {
+				t.Error("the attempt's code is not judged")
+			}
+		})
+	}
+}
+
+func TestNewPytestConfigOverridingTheUsers(t *testing.T) {
+	s := Protect(files("pyproject.toml", "[tool.pytest.ini_options]\ntestpaths = ['tests']\n", "tests/test_a.py", "def test_a(): pass\n"), Options{})
+	_, findings := s.Judge(files("pyproject.toml", "[tool.pytest.ini_options]\ntestpaths = ['tests']\n", "tests/test_a.py", "def test_a(): pass\n", "pytest.ini", "[pytest]\n"))
+	if len(findings) != 1 || findings[0].Kind != KindConfig {
+		t.Errorf("findings = %+v, want the new pytest.ini", findings)
+	}
+}
+
+func TestValidGlob(t *testing.T) {
+	for _, g := range []string{"tests/**", "*.py", "a/b/c.txt"} {
+		if err := ValidGlob(g); err != nil {
+			t.Errorf("ValidGlob(%q) = %v", g, err)
+		}
+	}
+	if err := ValidGlob("[a-"); err == nil {
+		t.Error("a bad glob is accepted")
+	}
+}
+
+func TestNoTestsOfTheUsersNothingToJudge(t *testing.T) {
+	s := Protect(files("calc.py", "x"), Options{})
+	attempt := files("calc.py", "y", "conftest.py", "import pytest\n\ndef pytest_collection_modifyitems(items): pass\n")
+	judged, findings := s.Judge(attempt)
+	if len(findings) != 0 || len(judged) != 2 {
+		t.Errorf("judged %d files with findings %+v; want the attempt as it is", len(judged), findings)
+	}
+}

@@ -1,0 +1,145 @@
+package starter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/integrity"
+	"github.com/autocoder/autocoder/internal/termsafe"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// usersTests is the protected set of a task, as its checks saw it.
+func usersTests(st workflows.Status, input []workspace.File) integrity.Set {
+	return integrity.Protect(input, integrity.Options{TestCmd: st.TestCmd, Protect: st.Protect})
+}
+
+// keepUsersTests is what the final write puts on disk: the result with the
+// user's tests as they were at the start and without configuration that
+// would skip or deselect them, unless the task allowed test edits. What
+// it keeps back it says on w.
+func keepUsersTests(ctx context.Context, f *factory, st workflows.Status, files []workspace.File, w io.Writer) ([]workspace.File, error) {
+	if st.TestEditsAllowed || st.InputSnapshot == "" {
+		return files, nil
+	}
+	s, err := f.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	input, err := s.GetSnapshot(ctx, st.InputSnapshot)
+	if err != nil {
+		return nil, fmt.Errorf("read input snapshot %s: %w", st.InputSnapshot, err)
+	}
+	kept, findings := usersTests(st, input).Judge(files)
+	for _, fd := range findings {
+		fmt.Fprintf(w, "kept your tests as they were: the task %s (allow it with --allow-test-edits; `export --patch` shows it)\n", termsafe.Line(fd.String()))
+	}
+	return kept, nil
+}
+
+// splitTestChanges parts a result into the user's tests (protected files
+// and configuration that would change what runs) and the rest, so a patch
+// can show the changes to the tests apart.
+func splitTestChanges(st workflows.Status, before, after []workspace.File) (tests, rest [2][]workspace.File) {
+	set := usersTests(st, before)
+	_, findings := set.Judge(after)
+	touched := func(p string) bool {
+		return set.Contains(p) || slices.ContainsFunc(findings, func(f integrity.Finding) bool { return f.Path == p })
+	}
+	for i, files := range [2][]workspace.File{before, after} {
+		for _, f := range files {
+			if touched(f.Path) {
+				tests[i] = append(tests[i], f)
+			} else {
+				rest[i] = append(rest[i], f)
+			}
+		}
+	}
+	return tests, rest
+}
+
+// testsPatchHeader introduces the changes to the user's tests at the top
+// of a patch; git apply skips it.
+func testsPatchHeader(diff []byte) string {
+	var paths []string
+	for _, line := range strings.Split(string(diff), "\n") {
+		if p, ok := strings.CutPrefix(line, "diff --git a/"); ok {
+			paths = append(paths, strings.SplitN(p, " b/", 2)[0])
+		}
+	}
+	return "# This patch changes the user's tests: " + strings.Join(paths, ", ") + "\n" +
+		"# They come first; the final write of `run` keeps them as they were unless test edits were allowed.\n"
+}
+
+// printFindings lists an attempt's integrity findings under its line.
+func printFindings(w io.Writer, prefix string, findings []integrity.Finding) {
+	for _, f := range findings {
+		fmt.Fprintf(w, "%s! %s\n", prefix, termsafe.Line(f.String()))
+	}
+}
+
+// printTestGuard says in status how the task treats the user's tests.
+func printTestGuard(w io.Writer, st workflows.Status) {
+	switch {
+	case st.TestEditsAllowed:
+		fmt.Fprintln(w, "tests:     edits allowed: the task may change the user's tests, and its result overwrites them")
+	case st.TestEditsApproved != "":
+		fmt.Fprintf(w, "tests:     a person accepted an attempt that changed the user's tests: %s\n", termsafe.Line(st.TestEditsApproved))
+	case st.InputSnapshot != "":
+		fmt.Fprintln(w, "tests:     the user's tests are the judge: checks run them as they were at the start")
+	}
+}
+
+// writePatch writes a unified diff of after against before, the changes
+// to the user's tests first, under a header of their own.
+func writePatch(ctx context.Context, w io.Writer, st workflows.Status, before, after []workspace.File) error {
+	tests, rest := splitTestChanges(st, before, after)
+	testDiff, err := unifiedDiff(ctx, tests[0], tests[1])
+	if err != nil {
+		return err
+	}
+	diff, err := unifiedDiff(ctx, rest[0], rest[1])
+	if err != nil {
+		return err
+	}
+	if len(testDiff) > 0 {
+		diff = append([]byte(testsPatchHeader(testDiff)+string(testDiff)), diff...)
+	}
+	_, err = w.Write(diff)
+	return err
+}
+
+// announceUsersTests says, when a task starts from a project, which of its
+// files are the user's tests, or that the task may change them.
+func announceUsersTests(ctx context.Context, f *factory, in workflows.TaskInput) {
+	if in.AllowTestEdits {
+		fmt.Fprintln(f.stderr, "test edits allowed: the task may change your tests, and its result overwrites them")
+		return
+	}
+	s, err := f.Store(ctx)
+	if err != nil {
+		return
+	}
+	input, err := s.GetSnapshot(ctx, in.InputSnapshot)
+	if err != nil {
+		return
+	}
+	paths := usersTests(workflows.Status{TestCmd: in.TestCmd, Protect: in.Protect}, input).Paths()
+	switch {
+	case len(paths) == 0 && in.TestCmd != "":
+		fmt.Fprintln(f.stderr, "none of the uploaded files look like tests; name yours with --protect GLOB so the task cannot change them")
+	case len(paths) > 0:
+		fmt.Fprintf(f.stderr, "your tests (checks run them as they were; the task may not change them): %s\n", termsafe.Line(listLimited(paths, 5)))
+	}
+}
+
+func listLimited(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}

@@ -1,0 +1,141 @@
+package starter
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/integrity"
+	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+const (
+	userTest   = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+	weakTest   = "def test_add():\n    assert True\n"
+	skipAll    = "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n    for i in items:\n        i.add_marker(pytest.mark.skip)\n"
+	fixedCalc  = "def add(a, b):\n    return a + b\n"
+	brokenCalc = "def add(a, b):\n    return a - b\n"
+)
+
+func fileSet(kv ...string) []workspace.File {
+	var out []workspace.File
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, workspace.File{Path: kv[i], Data: []byte(kv[i+1])})
+	}
+	return out
+}
+
+var (
+	inputFiles  = fileSet("calc.py", brokenCalc, "test_calc.py", userTest)
+	resultFiles = fileSet("calc.py", fixedCalc, "test_calc.py", weakTest, "conftest.py", skipAll, "test_new.py", "def test_new():\n    pass\n")
+)
+
+// storeWith opens a SQLite store holding the input and result snapshots.
+func storeWith(t *testing.T) (store.Store, string, string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "autocoder.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	in, err := st.PutSnapshot(ctx, inputFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := st.PutSnapshot(ctx, resultFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, in, out
+}
+
+func TestFinalWriteKeepsTheUsersTests(t *testing.T) {
+	for _, allowed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "guarded", true: "edits allowed"}[allowed], func(t *testing.T) {
+			st, in, out := storeWith(t)
+			var stderr bytes.Buffer
+			f := &factory{store: st, stderr: &stderr}
+			dir := t.TempDir()
+			if err := workspace.WriteDir(dir, inputFiles); err != nil {
+				t.Fatal(err)
+			}
+			status := workflows.Status{InputSnapshot: in, TestCmd: "python3 -m pytest -q", TestEditsAllowed: allowed}
+			if _, err := writeSnapshot(context.Background(), f, "autocoder-1", status, out, dir); err != nil {
+				t.Fatal(err)
+			}
+			read := func(name string) string {
+				b, _ := os.ReadFile(filepath.Join(dir, name))
+				return string(b)
+			}
+			if read("calc.py") != fixedCalc || read("test_new.py") == "" {
+				t.Errorf("the result's code and new test were not written: %q, %q", read("calc.py"), read("test_new.py"))
+			}
+			if allowed {
+				if read("test_calc.py") != weakTest || read("conftest.py") != skipAll || stderr.Len() > 0 {
+					t.Errorf("edits allowed, yet the result was not written as it is (stderr %q)", stderr.String())
+				}
+				return
+			}
+			if read("test_calc.py") != userTest {
+				t.Errorf("the user's test was overwritten: %q", read("test_calc.py"))
+			}
+			if _, err := os.Stat(filepath.Join(dir, "conftest.py")); err == nil {
+				t.Error("a conftest.py that skips the user's tests was written")
+			}
+			for _, want := range []string{"kept your tests as they were: the task changed the user's test file test_calc.py", "conftest.py"} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+func TestPatchShowsChangesToTheUsersTestsFirst(t *testing.T) {
+	var out bytes.Buffer
+	st := workflows.Status{TestCmd: "python3 -m pytest -q"}
+	if err := writePatch(context.Background(), &out, st, inputFiles, resultFiles); err != nil {
+		t.Fatal(err)
+	}
+	patch := out.String()
+	if !strings.HasPrefix(patch, "# This patch changes the user's tests: conftest.py, test_calc.py\n") {
+		t.Errorf("the patch does not start with the changes to the user's tests:\n%s", patch)
+	}
+	tests, code, added := strings.Index(patch, "+++ b/test_calc.py"), strings.Index(patch, "+++ b/calc.py"), strings.Index(patch, "+++ b/test_new.py")
+	if tests < 0 || code < 0 || added < 0 || tests > code || strings.Index(patch, "+++ b/conftest.py") > code {
+		t.Errorf("want the user's tests' diffs before the code's:\n%s", patch)
+	}
+
+	out.Reset()
+	if err := writePatch(context.Background(), &out, st, inputFiles, fileSet("calc.py", fixedCalc, "test_calc.py", userTest)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "#") || !strings.HasPrefix(out.String(), "diff --git a/calc.py") {
+		t.Errorf("a patch leaving the tests alone has a header:\n%s", out.String())
+	}
+}
+
+func TestStatusShowsFindings(t *testing.T) {
+	var out bytes.Buffer
+	printStatus(&out, "autocoder-1", workflows.Status{
+		Task: "fix add", Phase: workflows.PhaseFailed, InputSnapshot: "in", MaxIterations: 1, Iteration: 1,
+		Checkpoints: []workflows.Checkpoint{{N: 1, Step: 1, Iteration: 1, Time: time.Now(), Summary: "integrity: deleted the user's test file test_calc.py",
+			Findings: []integrity.Finding{{Kind: integrity.KindDeleted, Path: "test_calc.py"}, {Kind: integrity.KindConfig, Path: "pytest.ini", Detail: "passes -k to pytest"}}}},
+	})
+	for _, want := range []string{
+		"the user's tests are the judge",
+		"! deleted the user's test file test_calc.py",
+		"! added test configuration that changes what runs: pytest.ini (passes -k to pytest)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package workflows
+
+import (
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/autocoder/autocoder/activities"
+)
+
+// GateIntegrity asks a person whether an attempt that passed the user's
+// tests as they were, but changed them, may be the task's result.
+const GateIntegrity = "integrity"
+
+// guardsTests reports whether the run guards the user's tests: checks run
+// them as they were at the start and a finding needs a person to accept
+// it. Version 1 added the guard; runs recorded before it never do.
+func guardsTests(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "test-integrity", workflow.DefaultVersion, 1) >= 1
+}
+
+// protectTests has a check judge the attempt by the user's tests as they
+// were at the start.
+func (t *task) protectTests(in *activities.CheckInput) {
+	if !t.guard {
+		return
+	}
+	in.InputSnapshot, in.Protect, in.AllowTestEdits = t.in.InputSnapshot, t.in.Protect, t.in.AllowTestEdits
+}
+
+// restoreUsersTests has the next attempt start from the last one with the
+// user's tests put back as they were, so the model sees them as the judge
+// runs them.
+func (t *task) restoreUsersTests(result activities.TestSummary) {
+	if t.guard && result.Restored != "" {
+		t.base = result.Restored
+	}
+}
+
+// noLessonFrom forgets a failure that was tampering with the user's tests:
+// a later pass would teach a "fix" that is only putting them back.
+func (t *task) noLessonFrom(result activities.TestSummary) {
+	if len(result.Findings) > 0 {
+		t.mem.Pending = nil
+	}
+}
+
+// acceptTampered runs when the iterations are spent. If the last attempt
+// passed the user's tests as they were but changed them, only a person
+// can let it be the step's result. It reports whether the task goes on
+// without failing: accepted, or moved back by a rollback meanwhile.
+func (t *task) acceptTampered(ctx workflow.Context) (bool, error) {
+	lt, n := t.status.LastTest, len(t.status.Checkpoints)
+	if !t.guard || lt == nil || len(lt.Findings) == 0 || !lt.TestsPassed || n == 0 || t.status.Checkpoints[n-1].Step != t.status.Step {
+		return false, nil
+	}
+	var details strings.Builder
+	for _, f := range lt.Findings {
+		details.WriteString("- " + f.String() + "\n")
+	}
+	details.WriteString("The user's test files are not overwritten unless the task allows test edits.")
+	d, err := t.ask(ctx, GateIntegrity,
+		"The code passes the user's tests as they were, but the last attempt changed them. Accept it anyway?", details.String())
+	switch {
+	case err != nil:
+		return false, err
+	case t.rollback != nil:
+		return true, nil
+	case !d.approved:
+		return false, nil
+	}
+	t.status.TestEditsApproved = orText(d.text, "approved")
+	t.base = t.status.Checkpoints[n-1].SnapshotID // the attempt as it was, not as restored for the judge
+	t.status.Step++
+	t.feedback, t.reflectOn, t.mem.FailureLessons = "", nil, ""
+	return true, nil
+}
