@@ -67,10 +67,7 @@ func exportTask(ctx context.Context, f *factory, id, dir string, o exportOptions
 		if o.git {
 			err = exportGit(ctx, dir, st, cp.N, store)
 		} else {
-			var files []workspace.File
-			if files, err = load(cp.SnapshotID); err == nil {
-				err = workspace.WriteDir(dir, files)
-			}
+			_, err = writeSnapshot(ctx, f, id, st, cp.SnapshotID, dir)
 		}
 		if err != nil {
 			return err

@@ -72,7 +72,7 @@ func testsPatchHeader(diff []byte) string {
 		}
 	}
 	return "# This patch changes the user's tests: " + strings.Join(paths, ", ") + "\n" +
-		"# They come first; the final write of `run` keeps them as they were unless test edits were allowed.\n"
+		"# They come first; writing the result to a directory (run, resume, export DIR) keeps them as they were unless test edits were allowed.\n"
 }
 
 // printFindings lists an attempt's integrity findings under its line.

@@ -174,6 +174,10 @@ func (ic integrityCase) run(t *testing.T, c *cluster) {
 		if patch := c.mustCLI("export", id, "--patch"); !strings.HasPrefix(patch, "# This patch changes the user's tests: test_calc.py\n") {
 			t.Errorf("export --patch does not show the change to the user's test first:\n%s", patch)
 		}
+		// Exported over the project, the result keeps the user's test too.
+		if _, exported, code := c.cli("export", id, proj); code != 0 || !strings.Contains(exported, "kept your tests as they were") {
+			t.Errorf("export over the project: exit %d, and it does not say it kept the user's test:\n%s", code, exported)
+		}
 	} else if ic.kind == "" {
 		if code != 0 || st.Phase != workflows.PhaseSucceeded {
 			t.Fatalf("exit %d, phase %s; want success\n%s\n%s", code, st.Phase, errOut, text)
