@@ -161,7 +161,8 @@ func newRootCmd(f *factory) *cobra.Command {
 				return err
 			}
 			f.ran = true
-			f.closeLog = f.setupLogging(f.verbose)
+			// A worker is a service: its logs are its output.
+			f.closeLog = f.setupLogging(f.verbose || cmd.Name() == "worker")
 			return nil
 		},
 	}

@@ -19,12 +19,13 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/testenv"
 )
 
 // local is one data dir in local mode: no TEMPORAL_ADDRESS, so every
 // command uses the data dir's background server.
 type local struct {
-	t   *testing.T
+	t   testing.TB
 	bin string
 	dir string
 	env []string
@@ -33,13 +34,13 @@ type local struct {
 // newLocal prepares a data dir whose commands use model. The background
 // server it gets is stopped when the test ends; the idle timeout is a
 // safety net should that fail.
-func newLocal(t *testing.T, model *llmtest.Server, extraEnv ...string) *local {
+func newLocal(t testing.TB, model *llmtest.Server, extraEnv ...string) *local {
 	t.Helper()
 	dir := t.TempDir()
-	l := &local{t: t, bin: binary(t), dir: dir, env: cleanEnv(
+	l := &local{t: t, bin: testenv.Binary(t), dir: dir, env: cleanEnv(
 		"AUTOCODER_DATA_DIR="+dir,
-		"AUTOCODER_DEV_PORT="+strconv.Itoa(freePort(t)),
-		"AUTOCODER_UI_PORT="+strconv.Itoa(freePort(t)),
+		"AUTOCODER_DEV_PORT="+strconv.Itoa(testenv.FreePort(t)),
+		"AUTOCODER_UI_PORT="+strconv.Itoa(testenv.FreePort(t)),
 		"AUTOCODER_IDLE_TIMEOUT=2m",
 		"OPENAI_BASE_URL="+model.URL(),
 		"OPENAI_API_KEY=test-key",
@@ -359,4 +360,35 @@ func portsOf(env []string) []string {
 		}
 	}
 	return out
+}
+
+// TestInterruptStopsOnlyFollowing: Ctrl-C on run stops following and says
+// how to re-attach or cancel; the task goes on in the server and resume
+// writes its files.
+func TestInterruptStopsOnlyFollowing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sc := pythonScenario
+	l := newLocal(t, llmtest.New(t, slowScenario(2*time.Second)))
+	out := filepath.Join(t.TempDir(), "out")
+
+	run := l.startRun(ctx, sc.task, "--out", out)
+	id := run.taskID(t)
+	run.waitLine(t, "[reflecting]")
+	if err := run.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	code := run.wait(t)
+	for _, want := range []string{"autocoder resume " + id, "autocoder cancel " + id} {
+		if code != 130 || !strings.Contains(run.errText(), want) {
+			t.Fatalf("interrupted run: exit %d, want 130 and %q\nstderr:\n%s", code, want, run.errText())
+		}
+	}
+	var rout, rerr bytes.Buffer
+	resume := l.command(ctx, "resume", id, "--out", out)
+	resume.Stdout, resume.Stderr = &rout, &rerr
+	if err := resume.Run(); err != nil || !strings.Contains(rout.String(), "succeeded in 2 iteration(s)") {
+		t.Fatalf("resume %s: %v\nstdout:\n%s\nstderr:\n%s", id, err, rout.String(), rerr.String())
+	}
+	checkFiles(t, sc, readDir(t, out, sc))
 }
