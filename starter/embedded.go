@@ -126,6 +126,9 @@ func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 		}
 	}()
 	lock.Close()
+	reapCtx, stopReaping := context.WithCancel(ctx)
+	defer stopReaping()
+	go reapEvery(reapCtx, reapInterval)
 	slog.Info("local server ready", "temporal", addr.Frontend, "ui", addr.UI, "data", f.cfg.DataDir, "idle_timeout", idle)
 	ready()
 	if idle <= 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/owner"
+	"github.com/autocoder/autocoder/sandbox"
 )
 
 const (
@@ -24,6 +26,10 @@ const (
 	serverStartTimeout = 2 * time.Minute
 	// stopTimeout bounds waiting for `dev stop`.
 	stopTimeout = time.Minute
+	// reapInterval is how often the local server removes the sandbox
+	// containers of dead owners (it also does at start), so that a crash
+	// leaves nothing behind for long.
+	reapInterval = 10 * time.Minute
 )
 
 // connectLocal points the factory at the data dir's local server, starting
@@ -176,5 +182,23 @@ func newDevStopCmd(f *factory) *cobra.Command {
 				}
 			}
 		},
+	}
+}
+
+// reapEvery removes leaked sandbox containers every interval until ctx ends.
+func reapEvery(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n, err := sandbox.Reap(ctx); err != nil {
+			slog.Warn("reap leaked sandbox containers", "error", err)
+		} else if n > 0 {
+			slog.Info("reaped leaked sandbox containers", "count", n)
+		}
 	}
 }
