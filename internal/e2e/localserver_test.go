@@ -247,49 +247,76 @@ func TestTwoClientsShareOneServer(t *testing.T) {
 }
 
 // TestLostContactIsNotFailure: the server stops answering (SIGSTOP) while
-// run follows a task, for longer than the client's bounded wait. The
-// client exits 3 with the lost-contact message, never "task failed"; once
-// the server continues, resume finishes the task.
+// run follows a task. Stopped for longer than the client's bounded wait,
+// the client exits 3 with the lost-contact message, and resume finishes
+// the task once the server continues; stopped for less, the client says
+// contact is back and completes. Never "task failed".
 func TestLostContactIsNotFailure(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	sc := pythonScenario
-	const contactTimeout = 6 * time.Second
-	l := newLocal(t, llmtest.New(t, slowScenario(2*time.Second)), "AUTOCODER_CONTACT_TIMEOUT="+contactTimeout.String())
-	out := filepath.Join(t.TempDir(), "out")
+	for _, tc := range []struct {
+		name           string
+		contactTimeout time.Duration
+		silence        time.Duration // 0: until the client exits
+	}{
+		{"longer than the wait", 6 * time.Second, 0},
+		{"shorter than the wait", 2 * time.Minute, 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+			defer cancel()
+			sc := pythonScenario
+			l := newLocal(t, llmtest.New(t, slowScenario(2*time.Second)), "AUTOCODER_CONTACT_TIMEOUT="+tc.contactTimeout.String())
+			out := filepath.Join(t.TempDir(), "out")
 
-	run := l.startRun(ctx, sc.task, "--out", out)
-	id := run.taskID(t)
-	run.waitLine(t, "[reflecting]")
-	a, err := l.address()
-	if err != nil {
-		t.Fatal(err)
+			run := l.startRun(ctx, sc.task, "--out", out)
+			id := run.taskID(t)
+			run.waitLine(t, "[reflecting]")
+			a, err := l.address()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(a.PID, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			stopped := time.Now()
+			if tc.silence > 0 {
+				time.Sleep(tc.silence)
+			} else {
+				<-run.done
+			}
+			if err := syscall.Kill(a.PID, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			code := run.wait(t)
+			waited := time.Since(stopped)
+			stderr := run.errText()
+			if strings.Contains(stderr, "task failed") {
+				t.Fatalf("run reported a failure of a task that did not fail:\n%s", stderr)
+			}
+			lost := fmt.Sprintf("lost contact with Temporal at %s; retrying", a.Frontend)
+			if tc.silence > 0 {
+				restored := fmt.Sprintf("contact with Temporal at %s restored", a.Frontend)
+				if code != 0 || !strings.Contains(stderr, lost) || !strings.Contains(stderr, restored) {
+					t.Fatalf("run: exit %d, want 0 with %q and %q\nstderr:\n%s", code, lost, restored, stderr)
+				}
+				checkFiles(t, sc, readDir(t, out, sc))
+				return
+			}
+			want := fmt.Sprintf("lost contact with Temporal at %s; the task may still be running: autocoder resume %s", a.Frontend, id)
+			if code != 3 || !strings.Contains(stderr, want) {
+				t.Fatalf("run: exit %d after %s of silence, want 3 and %q\nstderr:\n%s", code, waited.Round(time.Second), want, stderr)
+			}
+			if waited < tc.contactTimeout {
+				t.Errorf("run gave up after %s, before its bounded wait of %s", waited, tc.contactTimeout)
+			}
+			var rout, rerr bytes.Buffer
+			resume := l.command(ctx, "resume", id, "--out", out)
+			resume.Stdout, resume.Stderr = &rout, &rerr
+			if err := resume.Run(); err != nil {
+				t.Fatalf("resume %s: %v\nstdout:\n%s\nstderr:\n%s", id, err, rout.String(), rerr.String())
+			}
+			checkFiles(t, sc, readDir(t, out, sc))
+		})
 	}
-	if err := syscall.Kill(a.PID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
-	code := run.wait(t)
-	waited := time.Since(stopped)
-	if err := syscall.Kill(a.PID, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	stderr := run.errText()
-	want := fmt.Sprintf("lost contact with Temporal at %s; the task may still be running: autocoder resume %s", a.Frontend, id)
-	if code != 3 || !strings.Contains(stderr, want) || strings.Contains(stderr, "task failed") {
-		t.Fatalf("run: exit %d after %s of silence, want 3 and %q\nstderr:\n%s", code, waited.Round(time.Second), want, stderr)
-	}
-	if waited < contactTimeout {
-		t.Errorf("run gave up after %s, before its bounded wait of %s", waited, contactTimeout)
-	}
-
-	var rout, rerr bytes.Buffer
-	resume := l.command(ctx, "resume", id, "--out", out)
-	resume.Stdout, resume.Stderr = &rout, &rerr
-	if err := resume.Run(); err != nil {
-		t.Fatalf("resume %s: %v\nstdout:\n%s\nstderr:\n%s", id, err, rout.String(), rerr.String())
-	}
-	checkFiles(t, sc, readDir(t, out, sc))
 }
 
 // productLine matches every line a piped run prints itself.
