@@ -419,3 +419,41 @@ func TestInterruptStopsOnlyFollowing(t *testing.T) {
 	}
 	checkFiles(t, sc, readDir(t, out, sc))
 }
+
+// TestIdleServerStops: the background server stays up while a task waits
+// for a person, stops by itself once no task is open and no client came
+// for the idle period, and the next command starts a new one.
+func TestIdleServerStops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	sc := pythonScenario
+	const idle = 3 * time.Second
+	l := newLocal(t, llmtest.New(t, sc.script()), "AUTOCODER_IDLE_TIMEOUT="+idle.String())
+	running := func() bool { return l.command(ctx, "dev", "status").Run() == nil }
+
+	out, err := l.command(ctx, "run", "--detach", "--approve-plan", sc.task).Output()
+	if err != nil {
+		t.Fatalf("run --detach: %v", err)
+	}
+	id := strings.TrimSpace(string(out))
+	time.Sleep(3 * idle)
+	if !running() {
+		t.Fatal("the server stopped while a task waited for approval")
+	}
+	if out, err := l.command(ctx, "cancel", "--force", id).CombinedOutput(); err != nil {
+		t.Fatalf("cancel: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for running() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server still runs a minute after its last task ended (idle timeout %s)", idle)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if out, err := l.command(ctx, "list").CombinedOutput(); err != nil || !strings.Contains(string(out), id) {
+		t.Fatalf("list after the idle stop: %v\n%s", err, out)
+	}
+	if n := l.serversStarted(); n != 2 {
+		t.Errorf("%d servers served the data dir, want 2 (one stopped idle, one started by list)", n)
+	}
+}
