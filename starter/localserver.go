@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -71,7 +72,8 @@ func (f *factory) connectLocal(ctx context.Context) error {
 		}
 		if started {
 			lock.Close()
-			return fmt.Errorf("%w: the local server did not start; its log is %s", errUnavailable, f.cfg.logFile())
+			return fmt.Errorf("%w: the local server did not start; the end of its log (%s):\n%s",
+				errUnavailable, f.cfg.logFile(), logTail(f.cfg.logFile(), 5))
 		}
 		fmt.Fprintf(f.stderr, "starting the local server for %s (log: %s)…\n", dir, f.cfg.logFile())
 		err = f.startBackground(lock)
@@ -201,4 +203,14 @@ func reapEvery(ctx context.Context, interval time.Duration) {
 			slog.Info("reaped leaked sandbox containers", "count", n)
 		}
 	}
+}
+
+// logTail returns the last n lines of the log file, for an error message.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
