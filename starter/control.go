@@ -167,8 +167,8 @@ func newResumeCmd(f *factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resume ID",
 		Short: "Re-attach to a running or waiting task, follow it and write its files when done",
-		Long: "Re-attach to a running or waiting task. In local mode (no TEMPORAL_ADDRESS and nothing\n" +
-			"listening), resume starts the local services again and the task continues where it was.",
+		Long: "Re-attach to a running or waiting task. In local mode (no TEMPORAL_ADDRESS), resume starts\n" +
+			"the data dir's local server if it is not running, and the task continues where it was.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stop, err := f.hostIfNeeded(cmd.Context())

@@ -2,52 +2,60 @@ package starter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/autocoder/autocoder/internal/devserver"
+	"github.com/autocoder/autocoder/internal/owner"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
 )
 
-// embedded is the local mode: a Temporal server persisted to a SQLite file
-// in the data dir, its Web UI, and a worker, all inside this process.
+// embedded is the local server: a Temporal server persisted to a SQLite
+// file in the data dir, its Web UI, and a worker with the sandbox pools,
+// all inside this process.
 type embedded struct {
 	server *devserver.Server
 	stop   func()
 }
 
-// useEmbedded decides whether a command that can host the services should:
-// only when the user named no Temporal server and none answers locally.
-func (f *factory) useEmbedded() bool {
-	if f.cfg.addressSet {
-		return false
+// useEmbedded reports local mode: the user named no Temporal server, so
+// commands use the data dir's local server.
+func (f *factory) useEmbedded() bool { return !f.cfg.addressSet }
+
+// hostIfNeeded, in local mode, connects to the data dir's local server,
+// starting it in the background when none runs. The server outlives this
+// process, so the returned stop has nothing to stop.
+func (f *factory) hostIfNeeded(ctx context.Context) (stop func(), err error) {
+	if f.useEmbedded() {
+		if err := f.connectLocal(ctx); err != nil {
+			return nil, err
+		}
 	}
-	conn, err := net.DialTimeout("tcp", f.cfg.TemporalAddress, 500*time.Millisecond)
-	if err != nil {
-		return true
-	}
-	conn.Close()
-	return false
+	return func() {}, nil
 }
 
 // startEmbedded starts the local services and a worker, and points the
 // factory at them. The returned stop shuts everything down in order.
 func (f *factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedded, error) {
-	fmt.Fprintf(f.stderr, "starting local Temporal (data in %s)…\n", f.cfg.DataDir)
 	srv, err := devserver.Start(ctx, devserver.Options{
-		DataDir:          f.cfg.DataDir,
-		FrontendPort:     f.cfg.devPort,
-		UIPort:           f.cfg.uiPort,
-		Namespace:        f.cfg.Namespace,
-		SearchAttributes: worker.SearchAttributes,
-		Logger:           slog.New(slog.NewTextHandler(f.stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		DataDir:            f.cfg.DataDir,
+		FrontendPort:       f.cfg.devPort,
+		UIPort:             f.cfg.uiPort,
+		Namespace:          f.cfg.Namespace,
+		SearchAttributes:   worker.SearchAttributes,
+		Logger:             slog.Default(),
+		FallBackToFreePort: true,
 	})
+	if errors.Is(err, devserver.ErrDataDirLocked) {
+		return nil, fmt.Errorf("%w: another local server uses %s: see `autocoder dev status`", errUnavailable, f.cfg.DataDir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: start local Temporal: %v", errUnavailable, err)
 	}
@@ -88,45 +96,121 @@ func (f *factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedd
 	return e, nil
 }
 
-// hostIfNeeded starts the embedded services when useEmbedded says so; the
-// returned stop is never nil.
-func (f *factory) hostIfNeeded(ctx context.Context) (stop func(), err error) {
-	if !f.useEmbedded() {
-		return func() {}, nil
-	}
+// serve runs the local server until ctx ends or, when idle is positive, it
+// has been idle that long. Its address file is written once it serves and
+// removed when it stops. lock is the held start lock: it is released once
+// the address file is written, and held again while an idle server stops,
+// so that a client never finds a server that is going away.
+func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, ready func()) error {
+	defer func() { lock.Close() }()
 	e, err := f.startEmbedded(ctx, sandbox.Config{Backend: f.cfg.Sandbox})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	fmt.Fprintf(f.stderr, "local Temporal at %s, Web UI at %s\n", f.cfg.TemporalAddress, f.cfg.UIURL)
-	return e.stop, nil
+	defer e.stop()
+	addr := devserver.Address{
+		Frontend:  f.cfg.TemporalAddress,
+		UI:        e.server.UIURL(),
+		Namespace: f.cfg.Namespace,
+		PID:       os.Getpid(),
+		Owner:     owner.ID(),
+		Started:   time.Now(),
+		LogFile:   f.cfg.logFile(),
+	}
+	if err := devserver.WriteAddress(f.cfg.DataDir, addr); err != nil {
+		return fmt.Errorf("%w: %v", errUnavailable, err)
+	}
+	defer func() {
+		if err := devserver.RemoveAddress(f.cfg.DataDir); err != nil {
+			slog.Warn("remove address file", "error", err)
+		}
+	}()
+	lock.Close()
+	reapCtx, stopReaping := context.WithCancel(ctx)
+	defer stopReaping()
+	go reapEvery(reapCtx, reapInterval)
+	slog.Info("local server ready", "temporal", addr.Frontend, "ui", addr.UI, "data", f.cfg.DataDir, "idle_timeout", idle)
+	ready()
+	if idle <= 0 {
+		<-ctx.Done()
+		return nil
+	}
+	c, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	svc := c
+	for {
+		if err := devserver.WaitIdle(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, idle); err != nil {
+			return nil // stopped by a signal
+		}
+		decided := time.Now().Add(-time.Second)
+		if lock, err = devserver.LockStart(ctx, f.cfg.DataDir); err != nil {
+			return nil
+		}
+		if err := devserver.RemoveAddress(f.cfg.DataDir); err != nil {
+			slog.Warn("remove address file", "error", err)
+		}
+		if !devserver.Busy(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, decided) {
+			slog.Info("local server stops: idle", "idle_timeout", idle)
+			return nil
+		}
+		if err := devserver.WriteAddress(f.cfg.DataDir, addr); err != nil {
+			return fmt.Errorf("%w: %v", errUnavailable, err)
+		}
+		lock.Close()
+	}
 }
 
 func newDevCmd(f *factory) *cobra.Command {
-	return &cobra.Command{
+	var background bool
+	var idle time.Duration
+	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run the local services (Temporal, Web UI, worker) for tasks started from other terminals",
-		Args:  cobra.NoArgs,
+		Short: "Run the local server (Temporal, Web UI, worker) in the foreground; `dev status|stop` for the background one",
+		Long: "In local mode (no TEMPORAL_ADDRESS) every command uses the data dir's local server and starts it\n" +
+			"in the background when none runs; it stops by itself when idle. `dev` runs it in the foreground\n" +
+			"instead, until Ctrl-C.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if f.cfg.addressSet {
 				return usageError("dev starts its own Temporal: unset %s", envTemporalAddress)
 			}
-			if !f.useEmbedded() {
-				return fmt.Errorf("%w: something already listens on %s (another `autocoder dev`?); set %s to use it",
-					errUnavailable, f.cfg.TemporalAddress, envTemporalAddress)
+			if idle < 0 {
+				return usageError("--idle-timeout must not be negative")
 			}
-			e, err := f.startEmbedded(ctx, sandbox.Config{Backend: f.cfg.Sandbox})
+			if background {
+				lock, err := devserver.AdoptStartLock(f.cfg.DataDir, startLockFD)
+				if err != nil {
+					return fmt.Errorf("%w: %v", errUnavailable, err)
+				}
+				if !cmd.Flags().Changed("idle-timeout") {
+					idle = durationFromEnv(envIdleTimeout, defaultIdleTimeout)
+				}
+				return f.serve(ctx, lock, idle, func() {})
+			}
+			lock, err := devserver.LockStart(ctx, f.cfg.DataDir)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: %v", errUnavailable, err)
 			}
-			defer e.stop()
-			fmt.Fprintf(f.stdout, "Temporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nPress Ctrl-C to stop.\n",
-				f.cfg.TemporalAddress, f.cfg.Namespace, f.cfg.UIURL, f.cfg.DataDir)
-			<-ctx.Done()
-			return nil
+			if a, err := devserver.ReadAddress(f.cfg.DataDir); err == nil {
+				lock.Close()
+				return fmt.Errorf("%w: a local server already runs for %s (pid %d, Temporal at %s); stop it with `autocoder dev stop`",
+					errUnavailable, f.cfg.DataDir, a.PID, a.Frontend)
+			}
+			return f.serve(ctx, lock, idle, func() {
+				fmt.Fprintf(f.stdout, "Temporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\nPress Ctrl-C to stop.\n",
+					f.cfg.TemporalAddress, f.cfg.Namespace, f.cfg.UIURL, f.cfg.DataDir, f.cfg.logFile())
+			})
 		},
 	}
+	cmd.Flags().BoolVar(&background, "background", false, "run as the background server a client started")
+	_ = cmd.Flags().MarkHidden("background")
+	cmd.Flags().DurationVar(&idle, "idle-timeout", 0,
+		"stop after this long with no task running or waiting and no client (0: never; the background server uses "+envIdleTimeout+", default "+defaultIdleTimeout.String()+")")
+	cmd.AddCommand(newDevStatusCmd(f), newDevStopCmd(f))
+	return cmd
 }
 
 func portFromEnv(key string, def int) int {

@@ -31,11 +31,14 @@ var errWaiting = errors.New("waiting for approval")
 // writes its files. On a terminal it redraws one status line and asks gate
 // questions inline; piped, it prints a plain line per change.
 func follow(ctx context.Context, f *factory, c client.Client, id string, o followOptions) error {
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
 	done := make(chan error, 1)
 	var result workflows.TaskResult
-	go func() { done <- c.GetWorkflow(ctx, id, "").Get(ctx, &result) }()
+	go func() { done <- awaitResult(waitCtx, c, id, &result) }()
 
 	v := newView(f.stderr, isTerminal(f.stderr))
+	k := newContact(f, id, v.clear)
 	ask := o.interactive && isTerminal(os.Stdin) && isTerminal(f.stderr)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -47,12 +50,17 @@ loop:
 		case runErr = <-done:
 			break loop
 		case <-ctx.Done():
-			return ctx.Err()
+			v.clear()
+			return stoppedFollowing(id, ctx.Err())
 		case <-tick.C:
-			st, err := queryStatus(ctx, c, id)
+			st, err := queryStatusBounded(ctx, c, id)
 			if err != nil {
+				if lost := k.check(ctx, c); lost != nil {
+					return lost
+				}
 				continue
 			}
+			k.ok()
 			v.show(st)
 			if st.Pending == nil {
 				asked = ""
@@ -79,7 +87,7 @@ loop:
 		}
 	}
 	v.clear()
-	if st, err := queryStatus(ctx, c, id); err == nil {
+	if st, err := queryStatusBounded(ctx, c, id); err == nil {
 		v.final(st)
 		result.Status = st
 	}

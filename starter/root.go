@@ -55,22 +55,36 @@ type factory struct {
 	ran bool
 	// local is set when this process hosts the embedded services.
 	local bool
+	// connected is set once local mode found the data dir's server.
+	connected bool
+	// verbose also shows the logs on stderr.
+	verbose  bool
+	closeLog func()
 }
 
 func (f *factory) Client(ctx context.Context) (client.Client, error) {
 	if f.client != nil {
 		return f.client, nil
 	}
+	if f.useEmbedded() && !f.local {
+		if err := f.connectLocal(ctx); err != nil {
+			return nil, err
+		}
+	}
 	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c, err := client.DialContext(dialCtx, client.Options{
 		HostPort:  f.cfg.TemporalAddress,
 		Namespace: f.cfg.Namespace,
-		Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(f.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		Logger:    sdklog.NewStructuredLogger(slog.Default()),
 	})
+	if err != nil && f.useEmbedded() {
+		return nil, fmt.Errorf("%w: cannot reach the local server at %s (%v); see `autocoder dev status` and %s",
+			errUnavailable, f.cfg.TemporalAddress, err, f.cfg.logFile())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot reach Temporal at %s (%v).\n"+
-			"Set %s to your Temporal frontend (host:port), or run `autocoder dev` in another terminal for local mode",
+			"Set %s to your Temporal frontend (host:port), or unset it for local mode",
 			errUnavailable, f.cfg.TemporalAddress, err, envTemporalAddress)
 	}
 	f.client = c
@@ -98,6 +112,9 @@ func (f *factory) closeClient() {
 
 func (f *factory) Close() {
 	f.closeClient()
+	if f.closeLog != nil {
+		f.closeLog()
+	}
 	if f.store != nil {
 		if err := f.store.Close(); err != nil {
 			slog.Warn("close store", "error", err)
@@ -162,9 +179,12 @@ func newRootCmd(f *factory) *cobra.Command {
 				return err
 			}
 			f.ran = true
+			// A worker is a service: its logs are its output.
+			f.closeLog = f.setupLogging(f.verbose || cmd.Name() == "worker")
 			return nil
 		},
 	}
+	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "also show the logs (SDK, server, sandbox) on stderr; they are always in <data dir>/"+logFileName)
 	root.SetOut(f.stdout)
 	root.SetErr(f.stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {

@@ -97,8 +97,9 @@ func runTask(ctx context.Context, f *factory, task string, o runOptions) error {
 		}
 	}
 	if !o.detach && f.useEmbedded() {
-		// The worker will be this process: a missing model would only fail
-		// the task later, so say it before starting anything.
+		// The worker runs in the local server, which a first command starts
+		// with its environment: a missing model would only fail the task
+		// later, so say it before starting anything.
 		if in.Model == "" {
 			if _, err := llm.EnvFromOS().DefaultSpec(); err != nil {
 				return usageError("%v", err)

@@ -2,6 +2,7 @@ package starter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -37,7 +38,10 @@ func showStatus(ctx context.Context, f *factory, id string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	st, err := queryStatus(ctx, c, id)
+	st, err := queryStatusPatiently(ctx, f, c, id)
+	if errors.Is(err, errUnavailable) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("query task %s: %w", id, err)
 	}

@@ -79,6 +79,10 @@ type Options struct {
 	SearchAttributes map[string]enums.IndexedValueType
 	// Logger receives the server's warnings and errors; nil means slog.Default().
 	Logger *slog.Logger
+	// FallBackToFreePort picks a free port instead of failing when a fixed
+	// port is taken, by another data dir's server for one: clients find
+	// the port in the address file, not by convention.
+	FallBackToFreePort bool
 
 	// clusterQueueReads keeps the rate at which history reads its task
 	// queues at the default sized for clusters (benchmarks' baseline).
@@ -153,11 +157,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 func (s *Server) start(ctx context.Context, opts Options) error {
 	var err error
-	if s.frontendPort, err = checkPort(opts.FrontendPort); err != nil {
+	if s.frontendPort, err = pickPort(opts.FrontendPort, opts.FallBackToFreePort); err != nil {
 		return fmt.Errorf("frontend port: %w", err)
 	}
 	if opts.UIPort != NoUI {
-		if s.uiPort, err = checkPort(opts.UIPort); err != nil {
+		if s.uiPort, err = pickPort(opts.UIPort, opts.FallBackToFreePort); err != nil {
 			return fmt.Errorf("ui port: %w", err)
 		}
 	}

@@ -22,6 +22,16 @@ func checkPort(port int) (int, error) {
 	return ports[0], nil
 }
 
+// pickPort is checkPort, falling back to a free port when port is taken
+// and fallBack is set.
+func pickPort(port int, fallBack bool) (int, error) {
+	got, err := checkPort(port)
+	if fallBack && errors.Is(err, ErrPortInUse) {
+		return checkPort(0)
+	}
+	return got, err
+}
+
 // freePorts binds every requested port at once (0 = any) so that the picked
 // ports are distinct, then releases them.
 func freePorts(ports ...int) ([]int, error) {

@@ -81,6 +81,13 @@ func dynamicConfig(clusterQueueReads bool) dynamicconfig.StaticClient {
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8192,
 		// The UI issues many list/count calls; the default of 10/s throttles it.
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		// New tasks go to one partition per task queue: partitions spread
+		// a queue's load over the hosts of a cluster, and each keeps its
+		// own backlog, so waiting tasks (sandbox runs waiting for a slot)
+		// would start in no particular order. In one, they start in
+		// arrival order. All partitions are still read, so a backlog
+		// written by an earlier version drains.
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 	}
 	if clusterQueueReads {
 		return dc

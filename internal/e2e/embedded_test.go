@@ -6,7 +6,6 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,13 +29,7 @@ func TestEmbeddedModeSurvivesAKill(t *testing.T) {
 		llmtest.Rule{Contains: firstLine(sc.reflection), Reply: llmtest.Reply{Content: sc.fixed}},
 		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: sc.buggy}},
 	))
-	env := cleanEnv(
-		"AUTOCODER_DATA_DIR="+t.TempDir(),
-		"AUTOCODER_DEV_PORT="+strconv.Itoa(freePort(t)),
-		"AUTOCODER_UI_PORT="+strconv.Itoa(freePort(t)),
-		"OPENAI_BASE_URL="+model.URL(),
-		"OPENAI_API_KEY=test-key",
-	)
+	env := newLocal(t, model).env
 	out := filepath.Join(t.TempDir(), "out")
 
 	run := exec.CommandContext(ctx, bin, "run", sc.task, "--out", out)

@@ -1,0 +1,216 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/autocoder/autocoder/internal/devserver"
+	"github.com/autocoder/autocoder/internal/owner"
+	"github.com/autocoder/autocoder/sandbox"
+)
+
+const (
+	// startLockFD is where a started background server finds the start lock
+	// (the first of exec.Cmd.ExtraFiles).
+	startLockFD = 3
+	// serverStartTimeout bounds waiting for a local server to start.
+	serverStartTimeout = 2 * time.Minute
+	// stopTimeout bounds waiting for `dev stop`.
+	stopTimeout = time.Minute
+	// reapInterval is how often the local server removes the sandbox
+	// containers of dead owners (it also does at start), so that a crash
+	// leaves nothing behind for long.
+	reapInterval = 10 * time.Minute
+)
+
+// connectLocal points the factory at the data dir's local server, starting
+// one in the background when none runs. Of clients starting at once, the
+// one holding the start lock starts the server and hands the lock to it;
+// the others wait for the lock, then find the address file.
+func (f *factory) connectLocal(ctx context.Context) error {
+	if f.connected {
+		return nil
+	}
+	dir := f.cfg.DataDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("%w: create data dir: %v", errUnavailable, err)
+	}
+	// Before reading the address: a server deciding it is idle sees this.
+	if err := devserver.Touch(dir); err != nil {
+		return fmt.Errorf("%w: %v", errUnavailable, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, serverStartTimeout)
+	defer cancel()
+	started := false
+	for {
+		a, err := devserver.ReadAddress(dir)
+		if err == nil {
+			f.useServer(a, started)
+			return nil
+		}
+		if !errors.Is(err, devserver.ErrNotRunning) {
+			return fmt.Errorf("%w: %v", errUnavailable, err)
+		}
+		lock, err := devserver.LockStart(ctx, dir)
+		if err != nil {
+			return fmt.Errorf("%w: %v (see %s)", errUnavailable, err, f.cfg.logFile())
+		}
+		if a, err := devserver.ReadAddress(dir); err == nil {
+			lock.Close()
+			f.useServer(a, started)
+			return nil
+		}
+		if started {
+			lock.Close()
+			return fmt.Errorf("%w: the local server did not start; the end of its log (%s):\n%s",
+				errUnavailable, f.cfg.logFile(), logTail(f.cfg.logFile(), 5))
+		}
+		fmt.Fprintf(f.stderr, "starting the local server for %s (log: %s)…\n", dir, f.cfg.logFile())
+		err = f.startBackground(lock)
+		lock.Close()
+		if err != nil {
+			return fmt.Errorf("%w: start the local server: %v", errUnavailable, err)
+		}
+		started = true
+	}
+}
+
+func (f *factory) useServer(a devserver.Address, started bool) {
+	f.connected = true
+	f.cfg.TemporalAddress = a.Frontend
+	f.cfg.Namespace = a.Namespace
+	if a.UI != "" {
+		f.cfg.UIURL = a.UI
+	}
+	if started {
+		fmt.Fprintf(f.stderr, "local server at %s, Web UI at %s\n", a.Frontend, f.cfg.UIURL)
+	}
+}
+
+// startBackground starts this program as the data dir's background server,
+// in a session of its own so that no signal meant for this client reaches
+// it, with its output in the log file. It hands the held start lock to the
+// server, which releases it once it serves (or exits).
+func (f *factory) startBackground(lock *os.File) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this program: %w", err)
+	}
+	dir, err := filepath.Abs(f.cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	logf, err := openLog(f.cfg.logFile())
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "dev", "--background")
+	cmd.Env = append(os.Environ(), envDataDir+"="+dir)
+	cmd.Dir = dir // not the client's directory, which may go away
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{lock}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", exe, err)
+	}
+	// Reaped if it exits while this client still runs, so that it is not
+	// taken for alive.
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+func newDevStatusCmd(f *factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the data dir's local server: address, Web UI, pid, log file",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := devserver.ReadAddress(f.cfg.DataDir)
+			if errors.Is(err, devserver.ErrNotRunning) {
+				return fmt.Errorf("%w: no local server runs for %s; the next command starts one", errUnavailable, f.cfg.DataDir)
+			}
+			if err != nil {
+				return fmt.Errorf("%w: %v", errUnavailable, err)
+			}
+			fmt.Fprintf(f.stdout, "Server:   running, pid %d, since %s\nTemporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\n",
+				a.PID, a.Started.Local().Format(time.DateTime), a.Frontend, a.Namespace, orDefault(a.UI, "none"), f.cfg.DataDir, a.LogFile)
+			return nil
+		},
+	}
+}
+
+func newDevStopCmd(f *factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the data dir's local server; open tasks continue when it next starts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := devserver.ReadAddress(f.cfg.DataDir)
+			if errors.Is(err, devserver.ErrNotRunning) {
+				fmt.Fprintf(f.stderr, "no local server runs for %s\n", f.cfg.DataDir)
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("%w: %v", errUnavailable, err)
+			}
+			if err := syscall.Kill(a.PID, syscall.SIGTERM); err != nil {
+				return fmt.Errorf("%w: stop pid %d: %v", errUnavailable, a.PID, err)
+			}
+			host, _ := os.Hostname()
+			deadline := time.Now().Add(stopTimeout)
+			for {
+				if gone, _ := owner.Gone(a.Owner, host); gone {
+					fmt.Fprintf(f.stderr, "stopped the local server (pid %d)\n", a.PID)
+					return nil
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("%w: the local server (pid %d) did not stop within %s; see %s", errUnavailable, a.PID, stopTimeout, a.LogFile)
+				}
+				select {
+				case <-cmd.Context().Done():
+					return cmd.Context().Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		},
+	}
+}
+
+// reapEvery removes leaked sandbox containers every interval until ctx ends.
+func reapEvery(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n, err := sandbox.Reap(ctx); err != nil {
+			slog.Warn("reap leaked sandbox containers", "error", err)
+		} else if n > 0 {
+			slog.Info("reaped leaked sandbox containers", "count", n)
+		}
+	}
+}
+
+// logTail returns the last n lines of the log file, for an error message.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
