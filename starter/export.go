@@ -83,7 +83,7 @@ func exportTask(ctx context.Context, f *factory, id, dir string, o exportOptions
 		if err != nil {
 			return err
 		}
-		return writePatch(ctx, f.stdout, st, before, after)
+		return writePatch(ctx, f.stdout, isTerminal(f.stdout), st, before, after)
 	}
 	return nil
 }

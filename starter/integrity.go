@@ -95,8 +95,10 @@ func printTestGuard(w io.Writer, st workflows.Status) {
 }
 
 // writePatch writes a unified diff of after against before, the changes
-// to the user's tests first, under a header of their own.
-func writePatch(ctx context.Context, w io.Writer, st workflows.Status, before, after []workspace.File) error {
+// to the user's tests first, under a header of their own. For a terminal
+// the task's control characters are made visible; piped, the patch stays
+// exact for git apply.
+func writePatch(ctx context.Context, w io.Writer, forTerminal bool, st workflows.Status, before, after []workspace.File) error {
 	tests, rest := splitTestChanges(st, before, after)
 	testDiff, err := unifiedDiff(ctx, tests[0], tests[1])
 	if err != nil {
@@ -108,6 +110,9 @@ func writePatch(ctx context.Context, w io.Writer, st workflows.Status, before, a
 	}
 	if len(testDiff) > 0 {
 		diff = append([]byte(testsPatchHeader(testDiff)+string(testDiff)), diff...)
+	}
+	if forTerminal {
+		diff = []byte(termsafe.Text(string(diff)))
 	}
 	_, err = w.Write(diff)
 	return err

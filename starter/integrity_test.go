@@ -101,7 +101,7 @@ func TestFinalWriteKeepsTheUsersTests(t *testing.T) {
 func TestPatchShowsChangesToTheUsersTestsFirst(t *testing.T) {
 	var out bytes.Buffer
 	st := workflows.Status{TestCmd: "python3 -m pytest -q"}
-	if err := writePatch(context.Background(), &out, st, inputFiles, resultFiles); err != nil {
+	if err := writePatch(context.Background(), &out, false, st, inputFiles, resultFiles); err != nil {
 		t.Fatal(err)
 	}
 	patch := out.String()
@@ -114,11 +114,28 @@ func TestPatchShowsChangesToTheUsersTestsFirst(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := writePatch(context.Background(), &out, st, inputFiles, fileSet("calc.py", fixedCalc, "test_calc.py", userTest)); err != nil {
+	if err := writePatch(context.Background(), &out, false, st, inputFiles, fileSet("calc.py", fixedCalc, "test_calc.py", userTest)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), "#") || !strings.HasPrefix(out.String(), "diff --git a/calc.py") {
 		t.Errorf("a patch leaving the tests alone has a header:\n%s", out.String())
+	}
+}
+
+func TestPatchOnATerminalShowsControlCharacters(t *testing.T) {
+	hostile := fileSet("calc.py", "print('\x1b]52;c;aGk=\x07\x1b[2K')\n")
+	for _, forTerminal := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := writePatch(context.Background(), &out, forTerminal, workflows.Status{}, nil, hostile); err != nil {
+			t.Fatal(err)
+		}
+		raw := strings.Contains(out.String(), "\x1b]52;")
+		if forTerminal && (raw || !strings.Contains(out.String(), `\x1b]52;c;aGk=\x07\x1b[2K`)) {
+			t.Errorf("on a terminal the escapes are not made visible:\n%q", out.String())
+		}
+		if !forTerminal && !raw {
+			t.Errorf("piped, the patch is not exact:\n%q", out.String())
+		}
 	}
 }
 
