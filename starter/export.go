@@ -140,7 +140,7 @@ func exportGit(ctx context.Context, dir string, st workflows.Status, upTo int, s
 	}
 	defer os.RemoveAll(tmp) // gone once renamed; removes a failed attempt
 	repo := gitRepo{dir: tmp}
-	if err := repo.run(ctx, "init", "-q"); err != nil {
+	if err := repo.init(ctx); err != nil {
 		return err
 	}
 	for _, c := range commits {
@@ -170,7 +170,7 @@ func unifiedDiff(ctx context.Context, before, after []workspace.File) ([]byte, e
 	}
 	defer os.RemoveAll(dir)
 	repo := gitRepo{dir: dir}
-	if err := repo.run(ctx, "init", "-q"); err != nil {
+	if err := repo.init(ctx); err != nil {
 		return nil, err
 	}
 	if err := repo.commitTree(ctx, before, "before"); err != nil {
@@ -179,7 +179,7 @@ func unifiedDiff(ctx context.Context, before, after []workspace.File) ([]byte, e
 	if err := repo.stageTree(ctx, after); err != nil {
 		return nil, err
 	}
-	return repo.output(ctx, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv")
+	return repo.output(ctx, "diff", "--cached", "--text", "--no-color", "--no-ext-diff", "--no-textconv")
 }
 
 // gitRepo runs git in a repository autocoder made. Its files come from the
@@ -224,6 +224,28 @@ func withoutGitEnv(env []string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "GIT_") })
 }
 
+// exactAttributes overrides, from the repository's info/attributes (which
+// wins over every .gitattributes in the tree), what a task's own
+// .gitattributes could do to its files: line-ending and encoding
+// conversion, filters, and marking text as binary to hide it from a diff.
+const exactAttributes = "* -text diff -ident !eol !filter !working-tree-encoding\n"
+
+// init makes the repository, with the task's files to be stored and shown
+// byte for byte.
+func (g gitRepo) init(ctx context.Context) error {
+	if err := g.run(ctx, "init", "-q"); err != nil {
+		return err
+	}
+	info := filepath.Join(g.dir, ".git", "info")
+	if err := os.MkdirAll(info, 0o755); err != nil {
+		return fmt.Errorf("git repository: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(info, "attributes"), []byte(exactAttributes), 0o644); err != nil {
+		return fmt.Errorf("git repository: %w", err)
+	}
+	return nil
+}
+
 func (g gitRepo) run(ctx context.Context, args ...string) error {
 	_, err := g.output(ctx, args...)
 	return err
@@ -257,7 +279,7 @@ func (g gitRepo) stageTree(ctx context.Context, files []workspace.File) error {
 	if err := workspace.WriteDir(g.dir, files); err != nil {
 		return err
 	}
-	return g.run(ctx, "add", "-A")
+	return g.run(ctx, "add", "-A", "--force") // a task's .gitignore must not hide its files
 }
 
 // commitTree commits exactly files.

@@ -134,3 +134,28 @@ func (s fixedSnapshots) GetManifest(_ context.Context, id string) (store.Manifes
 	}
 	return m, nil
 }
+
+// TestPatchShowsEveryFileExactly: a task's own .gitignore and
+// .gitattributes cannot hide a file from the patch, turn a change into
+// "Binary files differ" or convert its line endings.
+func TestPatchShowsEveryFileExactly(t *testing.T) {
+	after := []workspace.File{
+		{Path: ".gitignore", Data: []byte("evil.py\n")},
+		{Path: ".gitattributes", Data: []byte("*.py -diff\n*.txt text eol=crlf\n")},
+		{Path: "calc.py", Data: []byte("def add(a, b):\n    return a + b\n")},
+		{Path: "evil.py", Data: []byte("import os\n")},
+		{Path: "notes.txt", Data: []byte("one\ntwo\n")},
+	}
+	diff, err := unifiedDiff(context.Background(), nil, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"+++ b/evil.py\n", "+import os\n", "+    return a + b\n", "+one\n+two\n"} {
+		if !strings.Contains(string(diff), want) {
+			t.Errorf("the patch lacks %q:\n%s", want, diff)
+		}
+	}
+	if strings.Contains(string(diff), "Binary files") || strings.Contains(string(diff), "\r") {
+		t.Errorf("the task's attributes changed the patch:\n%q", diff)
+	}
+}
