@@ -88,7 +88,9 @@ func ctagsSymbols(ctx context.Context, prog string, files []workspace.File) (map
 	for _, f := range files {
 		list.WriteString(f.Path + "\n")
 	}
-	cmd := exec.CommandContext(ctx, prog, "--output-format=json", "--sort=no", "--fields=+nS", "--extras=-fq", "-f", "-", "-L", "-")
+	// --options=NONE first: no option file is read, the workspace's .ctags.d
+	// included (it can name host files and define parsers).
+	cmd := exec.CommandContext(ctx, prog, "--options=NONE", "--output-format=json", "--sort=no", "--fields=+nS", "--extras=-fq", "-f", "-", "-L", "-")
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(list.String())
 	var stderr bytes.Buffer

@@ -155,6 +155,23 @@ func TestCtagsSymbols(t *testing.T) {
 	}
 }
 
+// TestCtagsIgnoresTheWorkspacesOptions: ctags reads option files from
+// .ctags.d in its working directory; the workspace's must not steer it.
+func TestCtagsIgnoresTheWorkspacesOptions(t *testing.T) {
+	prog := requireCtags(t)
+	files := []workspace.File{
+		{Path: ".ctags.d/evil.ctags", Data: []byte("--exclude=*.py\n")},
+		{Path: "app.py", Data: []byte("def helper(a):\n    pass\n")},
+	}
+	syms, err := ctagsSymbols(context.Background(), prog, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(syms["app.py"]); !slices.Equal(got, []string{"def helper(a)"}) {
+		t.Errorf("app.py: got %q: the workspace's .ctags.d was obeyed", got)
+	}
+}
+
 func TestExtractChoosesExtractor(t *testing.T) {
 	files := []workspace.File{
 		{Path: "a.py", Data: []byte("def f():\n    pass\n")},
