@@ -376,7 +376,7 @@ func TestUIDPoolLeasesAreExclusive(t *testing.T) {
 // run, as one shared uid, and the log says what that costs.
 func TestBwrapSharedUIDFallback(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("the uid range is for root workers")
+		testenv.RequireService(t, "a root test process (the uid range is for root workers)", fmt.Errorf("running as uid %d", os.Geteuid()))
 	}
 	dir := t.TempDir()
 	if err := os.Chown(dir, sandboxUID, sandboxUID); err != nil {

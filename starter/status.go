@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -118,14 +116,8 @@ func (m *modelCall) describe(now time.Time) string {
 	if m.LastFailure == "" {
 		return "the model call failed; " + retry
 	}
-	// The failure may quote the provider: no control bytes reach the terminal.
-	failure := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, m.LastFailure)
-	return "the model call failed: " + clipLine(failure, 200) + "; " + retry
+	// The failure may quote the provider: clipLine makes it safe to print.
+	return "the model call failed: " + clipLine(m.LastFailure, 200) + "; " + retry
 }
 
 func printStatus(w io.Writer, id string, st workflows.Status) {

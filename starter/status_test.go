@@ -16,7 +16,7 @@ func TestModelCallDescribed(t *testing.T) {
 		{modelCall{Attempt: 1, Since: now.Add(time.Second)}, "waiting for the model for 0s (attempt 1)"},
 		{modelCall{Attempt: 3, MaxAttempts: 6, RetryAt: now.Add(4 * time.Second),
 			LastFailure: "model provider openai sent nothing for 2m0s\x1b]52;c;aGk=\x07"},
-			"the model call failed: model provider openai sent nothing for 2m0s ]52;c;aGk=; retrying in 4s (attempt 3 of 6)"},
+			"the model call failed: model provider openai sent nothing for 2m0s\\x1b]52;c;aGk=\\x07; retrying in 4s (attempt 3 of 6)"},
 		{modelCall{Attempt: 2, MaxAttempts: 6, RetryAt: now.Add(-time.Second)}, "the model call failed; retrying in 0s (attempt 2 of 6)"},
 	} {
 		if got := tc.call.describe(now); got != tc.want {
