@@ -141,17 +141,17 @@ func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 	}
 	svc := c
 	for {
-		if err := devserver.WaitIdle(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, idle); err != nil {
+		seen, err := devserver.WaitIdle(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, idle)
+		if err != nil {
 			return nil // stopped by a signal
 		}
-		decided := time.Now().Add(-time.Second)
 		if lock, err = devserver.LockStart(ctx, f.cfg.DataDir); err != nil {
 			return nil
 		}
 		if err := devserver.RemoveAddress(f.cfg.DataDir); err != nil {
 			slog.Warn("remove address file", "error", err)
 		}
-		if !devserver.Busy(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, decided) {
+		if !devserver.Busy(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, seen) {
 			slog.Info("local server stops: idle", "idle_timeout", idle)
 			return nil
 		}
