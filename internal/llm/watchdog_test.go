@@ -7,14 +7,20 @@ import (
 	"time"
 )
 
+// answeringWatchdog is a watchdog whose provider has begun to answer.
+func answeringWatchdog(t *testing.T) (*watchdog, context.Context) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { cancel(nil) })
+	w := startWatchdog(Limits{FirstByte: time.Hour, Idle: time.Hour}, cancel)
+	t.Cleanup(w.stop)
+	w.progress()
+	return w, ctx
+}
+
 // A timer that expired just before progress reset it calls fire late: the
 // bytes that arrived in between must win, not a stall.
 func TestWatchdogFireAfterProgressRearms(t *testing.T) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	w := startWatchdog(Limits{FirstByte: time.Hour, Idle: time.Hour}, cancel)
-	defer w.stop()
-	w.progress()
+	w, ctx := answeringWatchdog(t)
 	w.fire() // the late call of a timer that had already expired
 	if err := w.stall(); err != nil {
 		t.Fatalf("stall recorded after progress: %v", err)
@@ -25,11 +31,7 @@ func TestWatchdogFireAfterProgressRearms(t *testing.T) {
 }
 
 func TestWatchdogFiresAtDeadline(t *testing.T) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	w := startWatchdog(Limits{FirstByte: time.Hour, Idle: time.Hour}, cancel)
-	defer w.stop()
-	w.progress()
+	w, ctx := answeringWatchdog(t)
 	w.mu.Lock()
 	w.deadline = time.Now().Add(-time.Millisecond)
 	w.mu.Unlock()
