@@ -10,8 +10,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -41,10 +39,10 @@ func newContact(f *factory, id string, before func()) *contact {
 		limit: durationFromEnv(envContactTimeout, defaultContactTimeout)}
 }
 
-// check is called after a failed call: it asks the server for its health
-// and returns nil while the failure was something else or the wait is
+// check is called after a call failed with cause: it asks the server for
+// its health and returns nil while the server answers or the wait is
 // still bounded, and the lost-contact error once the wait is over.
-func (k *contact) check(ctx context.Context, c client.Client) error {
+func (k *contact) check(ctx context.Context, c client.Client, cause error) error {
 	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	_, err := c.CheckHealth(hctx, &client.CheckHealthRequest{})
 	cancel()
@@ -58,10 +56,16 @@ func (k *contact) check(ctx context.Context, c client.Client) error {
 		fmt.Fprintf(k.w, "lost contact with Temporal at %s; retrying for up to %s (the task goes on)\n", k.addr, k.limit)
 	}
 	if time.Since(k.lostAt) >= k.limit {
-		return fmt.Errorf("%w: lost contact with Temporal at %s; the task may still be running: autocoder resume %s",
-			errUnavailable, k.addr, k.id)
+		return k.lost(cause)
 	}
 	return nil
+}
+
+// lost is the error of a client that gave up following: the task may
+// well go on.
+func (k *contact) lost(cause error) error {
+	return fmt.Errorf("%w: lost contact with Temporal at %s; the task may still be running: autocoder resume %s (last error: %v)",
+		errUnavailable, k.addr, k.id, cause)
 }
 
 // ok records an answer from the server.
@@ -73,15 +77,36 @@ func (k *contact) ok() {
 	}
 }
 
-// awaitResult waits for the task's result. Calls that fail because the
-// server cannot be reached are retried with backoff until ctx ends: only
+// awaitResult waits for the task's result. Calls that get no answer are
+// retried with backoff until ctx ends or they have failed for limit: only
 // the workflow's own end, or its absence, is an answer.
-func awaitResult(ctx context.Context, c client.Client, id string, result *workflows.TaskResult) error {
+func awaitResult(ctx context.Context, c client.Client, id string, result *workflows.TaskResult, limit time.Duration) error {
+	return untilAnswer(ctx, limit, func() error {
+		return c.GetWorkflow(ctx, id, "").Get(ctx, result)
+	}, nil)
+}
+
+// untilAnswer calls call until it succeeds or gets an answer (see
+// cannotReach), with backoff, while ctx lasts and for at most limit of
+// failing calls; it then returns call's last error. failed, when set,
+// hears of each failure and may end the wait with its own error.
+func untilAnswer(ctx context.Context, limit time.Duration, call func() error, failed func(error) error) error {
 	backoff := 200 * time.Millisecond
+	var failing time.Time // since the first failure: a long poll may wait for hours before it
 	for {
-		err := c.GetWorkflow(ctx, id, "").Get(ctx, result)
+		err := call()
 		if err == nil || ctx.Err() != nil || !cannotReach(err) {
 			return err
+		}
+		if failing.IsZero() {
+			failing = time.Now()
+		} else if time.Since(failing) >= limit {
+			return err
+		}
+		if failed != nil {
+			if ferr := failed(err); ferr != nil {
+				return ferr
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -92,21 +117,17 @@ func awaitResult(ctx context.Context, c client.Client, id string, result *workfl
 	}
 }
 
-// cannotReach tells a failed call to the server from an answer: a workflow
-// that ended badly, or one that does not exist, is an answer.
+// cannotReach tells a failed call to the server from an answer. Only a
+// workflow that ended badly, failed a query, or does not exist, is an
+// answer:
+// a server going down fails calls in many ways (unavailable, cancelled
+// streams, "transport is closing", refused or reset connections,
+// exhausted resources), none of which says anything about the task.
 func cannotReach(err error) bool {
 	var ended *temporal.WorkflowExecutionError
 	var notFound *serviceerror.NotFound
-	if errors.As(err, &ended) || errors.As(err, &notFound) {
-		return false
-	}
-	var unavailable *serviceerror.Unavailable
-	var deadline *serviceerror.DeadlineExceeded
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return true
-	}
-	return errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.Is(err, context.DeadlineExceeded)
+	var queryFailed *serviceerror.QueryFailed // the workflow's own answer to a query
+	return !errors.As(err, &ended) && !errors.As(err, &notFound) && !errors.As(err, &queryFailed)
 }
 
 // queryStatusBounded is queryStatus with a time limit per call.
@@ -120,22 +141,12 @@ func queryStatusBounded(ctx context.Context, c client.Client, id string) (workfl
 // while the server cannot be reached, up to the lost-contact limit.
 func queryStatusPatiently(ctx context.Context, f *factory, c client.Client, id string) (workflows.Status, error) {
 	k := newContact(f, id, func() {})
-	backoff := 200 * time.Millisecond
-	for {
-		st, err := queryStatusBounded(ctx, c, id)
-		if err == nil || ctx.Err() != nil || !cannotReach(err) {
-			return st, err
-		}
-		if lost := k.check(ctx, c); lost != nil {
-			return st, lost
-		}
-		select {
-		case <-ctx.Done():
-			return st, ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
+	var st workflows.Status
+	err := untilAnswer(ctx, k.limit, func() (err error) {
+		st, err = queryStatusBounded(ctx, c, id)
+		return err
+	}, func(err error) error { return k.check(ctx, c, err) })
+	return st, err
 }
 
 // stoppedFollowing is what Ctrl-C on a following client returns: the task

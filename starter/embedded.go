@@ -131,9 +131,17 @@ func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 	go reapEvery(reapCtx, reapInterval)
 	slog.Info("local server ready", "temporal", addr.Frontend, "ui", addr.UI, "data", f.cfg.DataDir, "idle_timeout", idle)
 	ready()
+	// Stopped by a signal: the start lock is held while the server stops,
+	// as when it stops idle, so that a client arriving meanwhile waits for
+	// the data dir to be free instead of starting a server that finds it
+	// locked.
+	stopping := func() error {
+		lock = lockForStop(ctx, f.cfg.DataDir)
+		return nil
+	}
 	if idle <= 0 {
 		<-ctx.Done()
-		return nil
+		return stopping()
 	}
 	c, err := f.Client(ctx)
 	if err != nil {
@@ -141,17 +149,17 @@ func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 	}
 	svc := c
 	for {
-		if err := devserver.WaitIdle(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, idle); err != nil {
-			return nil // stopped by a signal
+		seen, err := devserver.WaitIdle(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, idle)
+		if err != nil {
+			return stopping()
 		}
-		decided := time.Now().Add(-time.Second)
 		if lock, err = devserver.LockStart(ctx, f.cfg.DataDir); err != nil {
-			return nil
+			return stopping()
 		}
 		if err := devserver.RemoveAddress(f.cfg.DataDir); err != nil {
 			slog.Warn("remove address file", "error", err)
 		}
-		if !devserver.Busy(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, decided) {
+		if !devserver.Busy(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, seen) {
 			slog.Info("local server stops: idle", "idle_timeout", idle)
 			return nil
 		}
@@ -160,6 +168,24 @@ func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 		}
 		lock.Close()
 	}
+}
+
+// stopLockWait bounds how long a server stopping on a signal waits for
+// the start lock: a client holds it only briefly, or a server starting
+// that will find the data dir in use and exit.
+const stopLockWait = 10 * time.Second
+
+// lockForStop takes the start lock for a server that stops because ctx
+// ended, or returns nil (the server stops anyway) when it does not come.
+func lockForStop(ctx context.Context, dataDir string) *os.File {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopLockWait)
+	defer cancel()
+	lock, err := devserver.LockStart(ctx, dataDir)
+	if err != nil {
+		slog.Warn("stop without the start lock", "error", err)
+		return nil
+	}
+	return lock
 }
 
 func newDevCmd(f *factory) *cobra.Command {

@@ -35,10 +35,9 @@ func follow(ctx context.Context, f *factory, c client.Client, id string, o follo
 	defer stopWaiting()
 	done := make(chan error, 1)
 	var result workflows.TaskResult
-	go func() { done <- awaitResult(waitCtx, c, id, &result) }()
-
 	v := newView(f.stderr, isTerminal(f.stderr))
 	k := newContact(f, id, v.clear)
+	go func() { done <- awaitResult(waitCtx, c, id, &result, k.limit) }()
 	ask := o.interactive && isTerminal(os.Stdin) && isTerminal(f.stderr)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -55,7 +54,7 @@ loop:
 		case <-tick.C:
 			st, err := queryStatusBounded(ctx, c, id)
 			if err != nil {
-				if lost := k.check(ctx, c); lost != nil {
+				if lost := k.check(ctx, c, err); lost != nil {
 					return lost
 				}
 				continue
@@ -92,7 +91,7 @@ loop:
 		result.Status = st
 	}
 	if runErr != nil {
-		return taskFailure(runErr)
+		return endedWithout(ctx, k, runErr)
 	}
 	n := 0
 	out := o.out
@@ -118,6 +117,20 @@ loop:
 	}
 	fmt.Fprintf(f.stdout, "  tokens: %d in, %d out, $%.4f\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, result.Status.Usage.CostUSD)
 	return nil
+}
+
+// endedWithout says why following ended without a result. Only the
+// workflow's own failure is the task failing: Ctrl-C arriving with the
+// result's wait is the client stopping, and a call that never got an
+// answer is lost contact.
+func endedWithout(ctx context.Context, k *contact, runErr error) error {
+	switch {
+	case ctx.Err() != nil && cannotReach(runErr):
+		return stoppedFollowing(k.id, ctx.Err())
+	case cannotReach(runErr):
+		return k.lost(runErr)
+	}
+	return taskFailure(runErr)
 }
 
 func printGate(w io.Writer, id string, p *workflows.Approval) {

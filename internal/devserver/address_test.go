@@ -114,10 +114,10 @@ func TestWaitIdle(t *testing.T) {
 	const idle = 500 * time.Millisecond
 	busyCtx, busyCancel := context.WithTimeout(ctx, 3*time.Second)
 	defer busyCancel()
-	if err := WaitIdle(busyCtx, c, srv.Namespace(), dir, idle); err == nil {
+	if _, err := WaitIdle(busyCtx, c, srv.Namespace(), dir, idle); err == nil {
 		t.Fatal("idle with a workflow open")
 	}
-	if !Busy(ctx, c, srv.Namespace(), dir, time.Now()) {
+	if !Busy(ctx, c, srv.Namespace(), dir, lastAttach(dir)) {
 		t.Error("Busy is false with a workflow open")
 	}
 	if err := c.TerminateWorkflow(ctx, run.GetID(), "", "test done"); err != nil {
@@ -125,14 +125,21 @@ func TestWaitIdle(t *testing.T) {
 	}
 	// The count follows visibility, which lags a little behind.
 	start := time.Now()
-	if err := WaitIdle(ctx, c, srv.Namespace(), dir, idle); err != nil {
+	seen, err := WaitIdle(ctx, c, srv.Namespace(), dir, idle)
+	if err != nil {
 		t.Fatalf("never idle after the workflow closed: %v", err)
 	}
 	t.Logf("idle %v after the workflow closed", time.Since(start))
+	if Busy(ctx, c, srv.Namespace(), dir, seen) {
+		t.Error("Busy is true with no workflow open and no client attached")
+	}
 	if err := Touch(dir); err != nil {
 		t.Fatal(err)
 	}
-	if !Busy(ctx, c, srv.Namespace(), dir, time.Now().Add(-time.Second)) {
-		t.Error("Busy is false just after a client attached")
+	// The server may stall between its idle check and this one: a client
+	// that attached just after the check still counts.
+	time.Sleep(1500 * time.Millisecond)
+	if !Busy(ctx, c, srv.Namespace(), dir, seen) {
+		t.Error("Busy is false after a client attached while the server stalled")
 	}
 }

@@ -144,14 +144,18 @@ type watchdog struct {
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex
 	timer  *time.Timer
-	begun  bool
-	fired  *StallError
+	// deadline is when silence becomes a stall. A timer that fired just
+	// before progress reset it finds a later deadline and re-arms.
+	deadline time.Time
+	begun    bool
+	fired    *StallError
 }
 
 func startWatchdog(l Limits, cancel context.CancelCauseFunc) *watchdog {
 	w := &watchdog{limits: l, cancel: cancel}
 	w.mu.Lock() // the timer may fire before it is stored
 	defer w.mu.Unlock()
+	w.deadline = time.Now().Add(l.FirstByte)
 	w.timer = time.AfterFunc(l.FirstByte, w.fire)
 	return w
 }
@@ -160,6 +164,10 @@ func (w *watchdog) fire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.fired != nil || w.timer == nil {
+		return
+	}
+	if left := time.Until(w.deadline); left > 0 {
+		w.timer.Reset(left)
 		return
 	}
 	wait := w.limits.FirstByte
@@ -176,6 +184,7 @@ func (w *watchdog) progress() {
 	defer w.mu.Unlock()
 	if w.fired == nil && w.timer != nil {
 		w.begun = true
+		w.deadline = time.Now().Add(w.limits.Idle)
 		w.timer.Reset(w.limits.Idle)
 	}
 }

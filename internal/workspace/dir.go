@@ -32,6 +32,7 @@ const (
 	SkipSymlink     SkipReason = "symlink"
 	SkipSpecial     SkipReason = "not a regular file"
 	SkipUnsafeName  SkipReason = "unsafe name"
+	SkipLeftover    SkipReason = "leftover of an interrupted write" // WriteDir's temporaries and backups
 )
 
 // Skipped is one path LoadDir left out. A skipped directory stands for
@@ -113,6 +114,9 @@ func LoadDir(root string, opts LoadOptions) ([]File, Summary, error) {
 			}
 			return nil
 		case d.IsDir():
+			return nil
+		case isSideName(d.Name()):
+			skip(p, SkipLeftover)
 			return nil
 		case !d.Type().IsRegular():
 			skip(p, SkipSpecial)

@@ -27,27 +27,30 @@ func tree(t *testing.T, files map[string]string) string {
 
 func TestLoadDir(t *testing.T) {
 	root := tree(t, map[string]string{
-		".gitignore":            "# build output\n*.log\nbuild/\n/secret.txt\ndocs/*.tmp\n!keep.log\n\n",
-		"main.go":               "package main\n",
-		"a.txt":                 "sorted after a/",
-		"a/b.go":                "package a\n",
-		"app.log":               "ignored by *.log",
-		"sub/deep.log":          "ignored anywhere",
-		"build/out.go":          "ignored directory",
-		"secret.txt":            "ignored at the root",
-		"sub/secret.txt":        "kept: the pattern is anchored",
-		"docs/a.tmp":            "ignored by docs/*.tmp",
-		"docs/b.md":             "# docs\n",
-		".git/config":           "[core]\n",
-		".hg/hgrc":              "[hooks]\n",
-		"vendor/lib/.git":       "gitdir: ../../.git/modules/lib\n",
-		"sub/.GIT/config":       "[core]\n",
-		"web/node_modules/x.js": "module",
-		"blob.dat":              "abc\x00def",
-		"big.txt":               string(bytes.Repeat([]byte("x"), 101)),
-		"exact.txt":             string(bytes.Repeat([]byte("y"), 100)),
-		"run.sh":                "#!/bin/sh\n",
-		`back\slash`:            "a name CleanPath rejects",
+		".gitignore":                           "# build output\n*.log\nbuild/\n/secret.txt\ndocs/*.tmp\n!keep.log\n\n",
+		"main.go":                              "package main\n",
+		"a.txt":                                "sorted after a/",
+		"a/b.go":                               "package a\n",
+		"app.log":                              "ignored by *.log",
+		"sub/deep.log":                         "ignored anywhere",
+		"build/out.go":                         "ignored directory",
+		"secret.txt":                           "ignored at the root",
+		"sub/secret.txt":                       "kept: the pattern is anchored",
+		"docs/a.tmp":                           "ignored by docs/*.tmp",
+		"docs/b.md":                            "# docs\n",
+		".git/config":                          "[core]\n",
+		".hg/hgrc":                             "[hooks]\n",
+		"vendor/lib/.git":                      "gitdir: ../../.git/modules/lib\n",
+		"sub/.GIT/config":                      "[core]\n",
+		"web/node_modules/x.js":                "module",
+		"blob.dat":                             "abc\x00def",
+		"big.txt":                              string(bytes.Repeat([]byte("x"), 101)),
+		"exact.txt":                            string(bytes.Repeat([]byte("y"), 100)),
+		"run.sh":                               "#!/bin/sh\n",
+		`back\slash`:                           "a name CleanPath rejects",
+		".autocoder-0123456789abcdef.tmp":      "a temporary of a write cut short",
+		"sub/.autocoder-fedcba9876543210.orig": "a backup of a write cut short",
+		".autocoder-notes.tmp":                 "kept: not a name WriteDir makes",
 	})
 	must(t, os.Chmod(filepath.Join(root, "run.sh"), 0o755))
 	must(t, os.Symlink("main.go", filepath.Join(root, "link.go")))
@@ -62,7 +65,7 @@ func TestLoadDir(t *testing.T) {
 	for _, f := range files {
 		paths = append(paths, f.Path)
 	}
-	want := []string{".gitignore", "a.txt", "a/b.go", "docs/b.md", "exact.txt", "main.go", "run.sh", "sub/secret.txt"}
+	want := []string{".autocoder-notes.tmp", ".gitignore", "a.txt", "a/b.go", "docs/b.md", "exact.txt", "main.go", "run.sh", "sub/secret.txt"}
 	if !slices.Equal(paths, want) {
 		t.Fatalf("loaded %q\nwant   %q", paths, want)
 	}
@@ -77,7 +80,7 @@ func TestLoadDir(t *testing.T) {
 		want   int
 	}{
 		{SkipIgnored, 5}, {SkipExcludedDir, 5}, {SkipBinary, 1}, {SkipTooLarge, 1},
-		{SkipSymlink, 3}, {SkipUnsafeName, 1}, {SkipSpecial, 0},
+		{SkipSymlink, 3}, {SkipUnsafeName, 1}, {SkipSpecial, 0}, {SkipLeftover, 2},
 	}
 	for _, c := range counts {
 		if got := sum.Count(c.reason); got != c.want {
@@ -111,5 +114,19 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// LoadDir knows every name WriteDir's temporaries and backups can have.
+func TestSideNamesAreLeftovers(t *testing.T) {
+	for _, suffix := range []string{sideTemp, sideOriginal} {
+		if name := filepath.Base(sideName("a/b.go", suffix)); !isSideName(name) {
+			t.Errorf("isSideName(%q) = false", name)
+		}
+	}
+	for _, name := range []string{".autocoder-notes.tmp", ".autocoder-0123456789ABCDEF.tmp", ".autocoder-0123456789abcdef.txt", "autocoder-0123456789abcdef.tmp"} {
+		if isSideName(name) {
+			t.Errorf("isSideName(%q) = true", name)
+		}
 	}
 }

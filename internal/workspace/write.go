@@ -235,7 +235,7 @@ func (w *dirWrite) apply() error {
 // writeTemp writes t's content to a new file next to its target. O_EXCL
 // on a fresh name means nothing that already exists is ever opened.
 func (w *dirWrite) writeTemp(t *target) error {
-	name := sideName(t.file.Path, "tmp")
+	name := sideName(t.file.Path, sideTemp)
 	fh, err := w.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -249,7 +249,7 @@ func (w *dirWrite) writeTemp(t *target) error {
 
 func (w *dirWrite) place(t *target) error {
 	if t.existed {
-		backup := sideName(t.file.Path, "orig")
+		backup := sideName(t.file.Path, sideOriginal)
 		if err := renameInRoot(w.root, t.file.Path, backup); err != nil {
 			return err
 		}
@@ -297,12 +297,34 @@ func (w *dirWrite) dropBackups() {
 	}
 }
 
+const (
+	sidePrefix   = ".autocoder-"
+	sideRandLen  = 8 // random bytes in a side name
+	sideTemp     = "tmp"
+	sideOriginal = "orig"
+)
+
 // sideName is a fresh hidden name in p's directory. It does not grow with
 // p's name, so it fits wherever p fits.
 func sideName(p, suffix string) string {
-	b := make([]byte, 8)
+	b := make([]byte, sideRandLen)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return path.Join(path.Dir(p), ".autocoder-"+hex.EncodeToString(b)+"."+suffix)
+	return path.Join(path.Dir(p), sidePrefix+hex.EncodeToString(b)+"."+suffix)
+}
+
+// isSideName reports a base name sideName makes: a temporary or backup
+// that WriteDir leaves behind only when the process dies mid-write.
+func isSideName(name string) bool {
+	rest, ok := strings.CutPrefix(name, sidePrefix)
+	if !ok {
+		return false
+	}
+	id, suffix, ok := strings.Cut(rest, ".")
+	if !ok || (suffix != sideTemp && suffix != sideOriginal) || len(id) != 2*sideRandLen {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil && strings.ToLower(id) == id
 }
 
 // mkdirAll creates dir and its missing parents and returns those it
