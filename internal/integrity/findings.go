@@ -41,7 +41,7 @@ func (f Finding) String() string {
 	case KindSkipped:
 		what = "made the user's tests skip in"
 	case KindConfig:
-		what = "added test configuration that changes what runs:"
+		return "added or changed " + f.Path + ", which decides how the user's tests run (" + f.Detail + ")"
 	case KindFewerRun:
 		return "fewer tests ran than in the user's original tests (" + f.Detail + ")"
 	case KindUnreadable:
@@ -60,7 +60,7 @@ func (f Finding) String() string {
 func (f Finding) Instruction() string {
 	switch f.Kind {
 	case KindConfig:
-		return "You " + f.String() + "; it is taken out again: fix the code instead."
+		return "You " + f.String() + "; the judge runs without it: undo it and fix the code, or ask for --allow-test-edits if the task is about the tests."
 	case KindFewerRun:
 		return "Fewer tests ran than in the user's original tests (" + f.Detail + "); do not skip, deselect or cut short the user's tests: fix the code."
 	case KindUnreadable:

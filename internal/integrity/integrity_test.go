@@ -67,15 +67,46 @@ func TestJudge(t *testing.T) {
 			kind:    KindDeleted},
 		{name: "conftest skips everything",
 			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "conftest.py", "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for i in items:\n        i.add_marker(pytest.mark.skip)\n"),
-			kind:    KindConfig, detail: "pytest_collection_modifyitems", dropped: "conftest.py"},
+			kind:    KindConfig, detail: "added or changed conftest.py", dropped: "conftest.py"},
 		{name: "pytest.ini deselects",
 			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pytest.ini", "[pytest]\naddopts = -k 'not add'\n"),
-			kind:    KindConfig, detail: "-k", dropped: "pytest.ini"},
+			kind:    KindConfig, detail: "pytest.ini", dropped: "pytest.ini"},
 		{name: "setup.cfg gains a deselecting pytest section",
 			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "setup.cfg", "[metadata]\n[tool:pytest]\naddopts = --deselect test_calc.py::test_add\n"),
-			kind:    KindConfig, detail: "--deselect"},
-		{name: "harmless conftest fixture",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "conftest.py", "import pytest\n\n@pytest.fixture\ndef two():\n    return 2\n")},
+			kind:    KindConfig, detail: "setup.cfg"},
+		// Any new pytest configuration: hooks that decide outcomes are too
+		// many and too varied to tell apart from harmless ones.
+		{name: "conftest fixture",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "conftest.py", "import pytest\n\n@pytest.fixture\ndef two():\n    return 2\n"),
+			kind:    KindConfig, detail: "test configuration is the user's", dropped: "conftest.py"},
+		{name: "conftest fakes every call",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "sub/conftest.py", "def pytest_pyfunc_call(pyfuncitem):\n    return True\n"),
+			kind:    KindConfig, detail: "sub/conftest.py", dropped: "sub/conftest.py"},
+		{name: "pytest.ini loads a plugin",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pytest.ini", "[pytest]\naddopts = -p fakeplugin\n"),
+			kind:    KindConfig, detail: "pytest.ini", dropped: "pytest.ini"},
+		{name: "pyproject gains a pythonpath",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pyproject.toml", "[tool.pytest.ini_options]\npythonpath = ['shadow']\n"),
+			kind:    KindConfig, detail: "pyproject.toml", dropped: "pyproject.toml"},
+		{name: "__init__.py beside the user's tests",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "__init__.py", "import builtins\n"),
+			kind:    KindConfig, detail: "__init__.py", dropped: "__init__.py"},
+		{name: "package __init__.py away from the tests",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "calc/__init__.py", "")},
+		{name: "a fake pytest module",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pytest.py", "import sys\nsys.exit(0)\n"),
+			kind:    KindConfig, detail: "stands in for a module", dropped: "pytest.py"},
+		{name: "a fake _pytest package",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "_pytest/main.py", ""),
+			kind:    KindConfig, detail: "_pytest/main.py", dropped: "_pytest/main.py"},
+		{name: "a fake unittest",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "src/unittest.py", ""),
+			kind:    KindConfig, detail: "src/unittest.py", dropped: "src/unittest.py"},
+		{name: "a .pth file",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "x.pth", "import os\n"),
+			kind:    KindConfig, detail: "x.pth", dropped: "x.pth"},
+		{name: "a module whose name only starts like the runner's",
+			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pytest_helpers.py", "", "unittest_extra/a.py", "")},
 		{name: "go test skipped",
 			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", strings.Replace(goTest, "{\n\tif", "{\n\tt.Skip()\n\tif", 1)),
 			kind:    KindSkipped},
@@ -113,7 +144,7 @@ func TestJudge(t *testing.T) {
 			if _, ok := got[c.dropped]; c.dropped != "" && ok {
 				t.Errorf("the judge runs %s", c.dropped)
 			}
-			if c.detail == "--deselect" && got["setup.cfg"] != "[metadata]\n" {
+			if c.detail == "setup.cfg" && got["setup.cfg"] != "[metadata]\n" {
 				t.Errorf("setup.cfg not restored: %q", got["setup.cfg"])
 			}
 			if _, ok := got["calc.py"]; !ok {
@@ -148,5 +179,56 @@ func TestNoTestsOfTheUsersNothingToJudge(t *testing.T) {
 	judged, findings := s.Judge(attempt)
 	if len(findings) != 0 || len(judged) != 2 {
 		t.Errorf("judged %d files with findings %+v; want the attempt as it is", len(judged), findings)
+	}
+}
+
+func TestGoBuildTampering(t *testing.T) {
+	const goMod = "module example.com/calc\n\ngo 1.21\n\nrequire example.com/dep v1.0.0\n"
+	const goTest = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {}\n"
+	input := files("go.mod", goMod, "calc.go", "package calc\n", "sub/sub_test.go", "package sub\n", "calc_test.go", goTest)
+	s := Protect(input, Options{})
+	cases := []struct {
+		name, path, data string
+		detail           string // "" = no finding
+	}{
+		{"module renamed", "go.mod", strings.Replace(goMod, "example.com/calc", "example.com/other", 1), "module path"},
+		{"replace added", "go.mod", goMod + "replace example.com/dep => ./fake\n", "replace"},
+		{"replace block added", "go.mod", goMod + "replace(\n\texample.com/dep v1.0.0 => ./fake\n)\n", "replace"},
+		{"require added", "go.mod", goMod + "require example.com/more v1.2.0\n", ""},
+		{"go.work added", "go.work", "go 1.21\n\nuse ./sub\n", "go.work"},
+		{"nested module splits the user's", "sub/go.mod", "module example.com/sub\n", "leaves the user's tests out"},
+		{"nested module of new code", "tools/go.mod", "module example.com/tools\n", ""},
+		{"vendored dependency", "vendor/example.com/dep/dep.go", "package dep\n", "replaces a dependency"},
+		{"TestMain", "main_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestMain (m *testing.M) {}\n", "TestMain"},
+		{"init exits", "exit_test.go", "package calc\n\nimport o \"os\"\n\nfunc init() {\n\to.Exit(0)\n}\n", "os.Exit"},
+		{"init rewrites the arguments", "args_test.go", "package calc\n\nimport \"os\"\n\nfunc init() { os.Args = append(os.Args, \"-test.run=none\") }\n", "os.Args"},
+		{"package variable sets a flag", "flag_test.go", "package calc\n\nimport \"flag\"\n\nvar _ = flag.Set(\"test.run\", \"none\")\n", "flag.Set"},
+		{"a method called TestMain", "m_test.go", "package calc\n\ntype T struct{}\n\nfunc (T) TestMain() {}\n", ""},
+		{"a test of its own that uses os", "own_test.go", "package calc\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestOwn(t *testing.T) { _ = os.Getenv(\"X\") }\n", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			attempt := files("go.mod", goMod, "calc.go", "package calc\n", "sub/sub_test.go", "package sub\n", "calc_test.go", goTest)
+			if c.path == "go.mod" {
+				attempt[0].Data = []byte(c.data)
+			} else {
+				attempt = append(attempt, files(c.path, c.data)...)
+			}
+			judged, findings := s.Judge(attempt)
+			if c.detail == "" {
+				if len(findings) != 0 {
+					t.Fatalf("findings = %+v, want none", findings)
+				}
+				return
+			}
+			if len(findings) != 1 || findings[0].Kind != KindConfig || !strings.Contains(findings[0].String(), c.detail) {
+				t.Fatalf("findings = %+v, want one mentioning %q", findings, c.detail)
+			}
+			for _, f := range judged {
+				if f.Path == c.path && (c.path != "go.mod" || string(f.Data) != goMod) {
+					t.Errorf("the judge runs the attempt's %s", c.path)
+				}
+			}
+		})
 	}
 }
