@@ -50,6 +50,10 @@ func TestJudge(t *testing.T) {
 	const test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 	const goTest = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"bad\")\n\t}\n}\n"
 	input := files("calc.py", "def add(a, b):\n    return a - b\n", "test_calc.py", test, "calc_test.go", goTest, "setup.cfg", "[metadata]\n")
+	// users is an attempt with new code and the user's tests as they were.
+	users := func(kv ...string) []workspace.File {
+		return files(append([]string{"calc.py", "x", "test_calc.py", test, "calc_test.go", goTest}, kv...)...)
+	}
 	cases := []struct {
 		name    string
 		attempt []workspace.File
@@ -66,47 +70,47 @@ func TestJudge(t *testing.T) {
 			attempt: files("calc.py", "x", "test_dummy.py", "def test_ok(): pass\n", "calc_test.go", goTest),
 			kind:    KindDeleted},
 		{name: "conftest skips everything",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "conftest.py", "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for i in items:\n        i.add_marker(pytest.mark.skip)\n"),
+			attempt: users("conftest.py", "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for i in items:\n        i.add_marker(pytest.mark.skip)\n"),
 			kind:    KindConfig, detail: "added or changed conftest.py", dropped: "conftest.py"},
 		{name: "pytest.ini deselects",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pytest.ini", "[pytest]\naddopts = -k 'not add'\n"),
+			attempt: users("pytest.ini", "[pytest]\naddopts = -k 'not add'\n"),
 			kind:    KindConfig, detail: "pytest.ini", dropped: "pytest.ini"},
 		{name: "setup.cfg gains a deselecting pytest section",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "setup.cfg", "[metadata]\n[tool:pytest]\naddopts = --deselect test_calc.py::test_add\n"),
+			attempt: users("setup.cfg", "[metadata]\n[tool:pytest]\naddopts = --deselect test_calc.py::test_add\n"),
 			kind:    KindConfig, detail: "setup.cfg"},
 		// Any new pytest configuration: hooks that decide outcomes are too
 		// many and too varied to tell apart from harmless ones.
 		{name: "conftest fixture",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "conftest.py", "import pytest\n\n@pytest.fixture\ndef two():\n    return 2\n"),
+			attempt: users("conftest.py", "import pytest\n\n@pytest.fixture\ndef two():\n    return 2\n"),
 			kind:    KindConfig, detail: "test configuration is the user's", dropped: "conftest.py"},
 		{name: "conftest fakes every call",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "sub/conftest.py", "def pytest_pyfunc_call(pyfuncitem):\n    return True\n"),
+			attempt: users("sub/conftest.py", "def pytest_pyfunc_call(pyfuncitem):\n    return True\n"),
 			kind:    KindConfig, detail: "sub/conftest.py", dropped: "sub/conftest.py"},
 		{name: "pytest.ini loads a plugin",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pytest.ini", "[pytest]\naddopts = -p fakeplugin\n"),
+			attempt: users("pytest.ini", "[pytest]\naddopts = -p fakeplugin\n"),
 			kind:    KindConfig, detail: "pytest.ini", dropped: "pytest.ini"},
 		{name: "pyproject gains a pythonpath",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pyproject.toml", "[tool.pytest.ini_options]\npythonpath = ['shadow']\n"),
+			attempt: users("pyproject.toml", "[tool.pytest.ini_options]\npythonpath = ['shadow']\n"),
 			kind:    KindConfig, detail: "pyproject.toml", dropped: "pyproject.toml"},
 		{name: "__init__.py beside the user's tests",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "__init__.py", "import builtins\n"),
+			attempt: users("__init__.py", "import builtins\n"),
 			kind:    KindConfig, detail: "__init__.py", dropped: "__init__.py"},
 		{name: "package __init__.py away from the tests",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "calc/__init__.py", "")},
+			attempt: users("calc/__init__.py", "")},
 		{name: "a fake pytest module",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pytest.py", "import sys\nsys.exit(0)\n"),
+			attempt: users("pytest.py", "import sys\nsys.exit(0)\n"),
 			kind:    KindConfig, detail: "stands in for a module", dropped: "pytest.py"},
 		{name: "a fake _pytest package",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "_pytest/main.py", ""),
+			attempt: users("_pytest/main.py", ""),
 			kind:    KindConfig, detail: "_pytest/main.py", dropped: "_pytest/main.py"},
 		{name: "a fake unittest",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "src/unittest.py", ""),
+			attempt: users("src/unittest.py", ""),
 			kind:    KindConfig, detail: "src/unittest.py", dropped: "src/unittest.py"},
 		{name: "a .pth file",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "x.pth", "import os\n"),
+			attempt: users("x.pth", "import os\n"),
 			kind:    KindConfig, detail: "x.pth", dropped: "x.pth"},
 		{name: "a module whose name only starts like the runner's",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "pytest_helpers.py", "", "unittest_extra/a.py", "")},
+			attempt: users("pytest_helpers.py", "", "unittest_extra/a.py", "")},
 		{name: "go test skipped",
 			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", strings.Replace(goTest, "{\n\tif", "{\n\tt.Skip()\n\tif", 1)),
 			kind:    KindSkipped},
@@ -120,7 +124,7 @@ func TestJudge(t *testing.T) {
 			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", strings.Replace(goTest, "TestAdd", "TestAddLater", 1)),
 			kind:    KindRenamed, detail: "TestAdd is now TestAddLater"},
 		{name: "TestMain added in a new file",
-			attempt: files("calc.py", "x", "test_calc.py", test, "calc_test.go", goTest, "main_test.go", "package calc\n\nfunc TestMain(m *testing.M) {}\n"),
+			attempt: users("main_test.go", "package calc\n\nfunc TestMain(m *testing.M) {}\n"),
 			kind:    KindConfig, detail: "TestMain", dropped: "main_test.go"},
 	}
 	s := Protect(input, Options{})
