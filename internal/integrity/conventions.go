@@ -58,7 +58,7 @@ func isTestConfig(p string, data []byte) bool {
 // isPytestConfig reports a file pytest reads its configuration from.
 func isPytestConfig(p string, data []byte) bool {
 	switch path.Base(p) {
-	case "conftest.py", "pytest.ini", ".pytest.ini":
+	case "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml":
 		return true
 	case "tox.ini":
 		return bytes.Contains(data, []byte("[pytest]"))

@@ -10,9 +10,10 @@ import (
 
 // goTestHooks says how a new or changed Go test file takes over the test
 // binary, or "" when it does not: a TestMain decides whether the tests
-// run, and code that runs before them (init functions, package variables)
-// and reads os.Args or flags, or exits, can end or redirect the run. A
-// file that does not parse cannot build, and fails the run by itself.
+// run, and code outside test functions (init functions, package
+// variables and the helpers they may call) that reads os.Args or flags,
+// or exits, can end or redirect the run before the tests. A file that
+// does not parse cannot build, and fails the run by itself.
 func goTestHooks(p string, data []byte) string {
 	f, err := parser.ParseFile(token.NewFileSet(), p, data, parser.SkipObjectResolution)
 	if err != nil {
@@ -31,28 +32,30 @@ func goTestHooks(p string, data []byte) string {
 		}
 	}
 	for _, d := range f.Decls {
-		switch d := d.(type) {
-		case *ast.FuncDecl:
-			if d.Recv != nil {
-				continue
-			}
-			switch d.Name.Name {
-			case "TestMain":
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil {
+			if fn.Name.Name == "TestMain" {
 				return "adds TestMain, which decides whether the user's tests run"
-			case "init":
-				if use := runControl(d, names); use != "" {
-					return "adds an init function that uses " + use + " before the tests run"
-				}
 			}
-		case *ast.GenDecl:
-			if d.Tok == token.VAR {
-				if use := runControl(d, names); use != "" {
-					return "adds a package variable that uses " + use + " before the tests run"
-				}
+			if isGoTestFunc(fn.Name.Name) {
+				continue // runs after the flags are read, under the test runner
 			}
+		}
+		if use := runControl(d, names); use != "" {
+			return "uses " + use + " outside a test function, which can end or redirect the run before the tests"
 		}
 	}
 	return ""
+}
+
+// isGoTestFunc reports a name go test runs as a test, benchmark, fuzz
+// test or example.
+func isGoTestFunc(name string) bool {
+	for _, prefix := range []string{"Test", "Benchmark", "Fuzz", "Example"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // runControl names the first use of os.Exit, os.Args, syscall.Exit or the

@@ -106,6 +106,9 @@ func TestJudge(t *testing.T) {
 		{name: "a fake unittest",
 			attempt: users("src/unittest.py", ""),
 			kind:    KindConfig, detail: "src/unittest.py", dropped: "src/unittest.py"},
+		{name: "pytest.toml",
+			attempt: users("pytest.toml", "[pytest]\naddopts = ['-p', 'fake']\n"),
+			kind:    KindConfig, detail: "pytest.toml", dropped: "pytest.toml"},
 		{name: "a .pth file",
 			attempt: users("x.pth", "import os\n"),
 			kind:    KindConfig, detail: "x.pth", dropped: "x.pth"},
@@ -207,6 +210,7 @@ func TestGoBuildTampering(t *testing.T) {
 		{"init exits", "exit_test.go", "package calc\n\nimport o \"os\"\n\nfunc init() {\n\to.Exit(0)\n}\n", "os.Exit"},
 		{"init rewrites the arguments", "args_test.go", "package calc\n\nimport \"os\"\n\nfunc init() { os.Args = append(os.Args, \"-test.run=none\") }\n", "os.Args"},
 		{"package variable sets a flag", "flag_test.go", "package calc\n\nimport \"flag\"\n\nvar _ = flag.Set(\"test.run\", \"none\")\n", "flag.Set"},
+		{"init calls a helper that exits", "helper_test.go", "package calc\n\nimport \"os\"\n\nfunc init() { done() }\n\nfunc done() { os.Exit(0) }\n", "os.Exit"},
 		{"a method called TestMain", "m_test.go", "package calc\n\ntype T struct{}\n\nfunc (T) TestMain() {}\n", ""},
 		{"a test of its own that uses os", "own_test.go", "package calc\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestOwn(t *testing.T) { _ = os.Getenv(\"X\") }\n", ""},
 	}
