@@ -196,6 +196,15 @@ func isVendored(p string) bool {
 		(strings.HasSuffix(p, ".go") || path.Base(p) == "modules.txt")
 }
 
+// runnerFiles are the files a runner named in the test command reads to
+// decide which tests it runs.
+var runnerFiles = map[string][]string{
+	"make": {"Makefile", "makefile", "GNUmakefile"},
+	"tox":  {"tox.ini"},
+	"nox":  {"noxfile.py"},
+	"just": {"justfile", "Justfile", ".justfile"},
+}
+
 // namedByCommand returns a matcher for the files and directories the test
 // command names, e.g. "pytest tests/test_api.py::test_get" or "go test ./pkg/...".
 func namedByCommand(cmd string) func(string) bool {
@@ -205,6 +214,8 @@ func namedByCommand(cmd string) func(string) bool {
 		if strings.HasPrefix(w, "-") || w == "" {
 			continue
 		}
+		// A runner's own file says what its tests are.
+		files = append(files, runnerFiles[w]...)
 		w, _, _ = strings.Cut(w, "::")
 		w = strings.TrimSuffix(w, "/...")
 		w = strings.TrimPrefix(path.Clean(w), "./")

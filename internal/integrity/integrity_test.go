@@ -169,6 +169,18 @@ func TestNewPytestConfigOverridingTheUsers(t *testing.T) {
 	}
 }
 
+// A runner the test command names reads its own file to decide what runs:
+// make's test target is as much the user's as the tests.
+func TestRunnerFilesAreTheUsers(t *testing.T) {
+	input := files("Makefile", "test:\n\tpython3 -m pytest -q\n", "calc.py", "x", "tox.ini", "[tox]\n")
+	if got := Protect(input, Options{TestCmd: "make test"}).Paths(); !slices.Equal(got, []string{"Makefile"}) {
+		t.Errorf("make test protects %v, want [Makefile]", got)
+	}
+	if got := Protect(input, Options{TestCmd: "python3 -m pytest"}).Paths(); len(got) != 0 {
+		t.Errorf("pytest protects %v", got)
+	}
+}
+
 func TestValidGlob(t *testing.T) {
 	for _, g := range []string{"tests/**", "*.py", "a/b/c.txt"} {
 		if err := ValidGlob(g); err != nil {
