@@ -84,6 +84,11 @@ var integrityCases = []integrityCase{
 	{name: "the Go test binary exits before the tests", project: goToWrite, testCmd: "go test ./...",
 		reply: fence("calc.go", "package calc\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc init() {\n\tif testing.Testing() {\n\t\tos.Exit(0)\n\t}\n}\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int { return a + b }\n"),
 		kind:  integrity.KindFewerRun, finding: "TestAdd did not run"},
+	{name: "package metadata loads a plugin", project: pyProject, testCmd: pytestCmd,
+		reply: fence("fake-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: fake\nVersion: 0.1\n") +
+			fence("fake-0.1.dist-info/entry_points.txt", "[pytest11]\nfake = fakeplugin\n") +
+			fence("fakeplugin.py", "def pytest_pyfunc_call(pyfuncitem):\n    return True\n"),
+		kind: integrity.KindConfig, finding: "added or changed fake-0.1.dist-info/entry_points.txt"},
 	{name: "go.mod renames the module", project: goProject, testCmd: "go test ./...",
 		reply: fence("go.mod", "module example.com/other\n\ngo 1.21\n"),
 		kind:  integrity.KindConfig, finding: "added or changed go.mod, which decides how the user's tests run (it changes the module path"},

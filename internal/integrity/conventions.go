@@ -89,12 +89,26 @@ func configSelects(p string, data []byte) string {
 		return "test configuration is the user's"
 	case strings.HasSuffix(base, ".pth"):
 		return base + " runs in every Python process, pytest included"
+	case isPackageMetadata(p):
+		// Entry points there load pytest plugins from the project.
+		return "it declares an installed package, whose entry points pytest loads as plugins"
 	case shadowsRunner(p):
 		return "it stands in for a module the test runner imports"
 	case strings.HasSuffix(base, "_test.go"):
 		return goTestHooks(p, data)
 	}
 	return ""
+}
+
+// isPackageMetadata reports a file of an installed Python package's
+// metadata directory.
+func isPackageMetadata(p string) bool {
+	for _, part := range strings.Split(path.Dir(p), "/") {
+		if strings.HasSuffix(part, ".dist-info") || strings.HasSuffix(part, ".egg-info") {
+			return true
+		}
+	}
+	return false
 }
 
 // shadowsRunner reports a Python file that, as a module or package of its
