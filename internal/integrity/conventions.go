@@ -89,6 +89,10 @@ func configSelects(p string, data []byte) string {
 		return "test configuration is the user's"
 	case strings.HasSuffix(base, ".pth"):
 		return base + " runs in every Python process, pytest included"
+	case strings.HasSuffix(base, ".pyc") || strings.HasSuffix(base, ".pyo"):
+		return "compiled Python can be imported in place of the source"
+	case strings.HasSuffix(base, ".go") && bytes.Contains(data, []byte("//go:linkname")):
+		return "go:linkname reaches into other packages, the testing package included"
 	case isPackageMetadata(p):
 		// Entry points there load pytest plugins from the project.
 		return "it declares an installed package, whose entry points pytest loads as plugins"

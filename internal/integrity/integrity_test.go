@@ -112,6 +112,9 @@ func TestJudge(t *testing.T) {
 		{name: "a plugin declared by package metadata",
 			attempt: users("fake-0.1.dist-info/entry_points.txt", "[pytest11]\nfake = fakeplugin\n", "fakeplugin.py", "def pytest_pyfunc_call(pyfuncitem):\n    return True\n"),
 			kind:    KindConfig, detail: "entry points", dropped: "fake-0.1.dist-info/entry_points.txt"},
+		{name: "compiled Python beside the user's helpers",
+			attempt: users("tests/__pycache__/helpers.cpython-311.pyc", "\x00"),
+			kind:    KindConfig, detail: "compiled Python", dropped: "tests/__pycache__/helpers.cpython-311.pyc"},
 		{name: "a .pth file",
 			attempt: users("x.pth", "import os\n"),
 			kind:    KindConfig, detail: "x.pth", dropped: "x.pth"},
@@ -226,6 +229,7 @@ func TestGoBuildTampering(t *testing.T) {
 		{"init rewrites the arguments", "args_test.go", "package calc\n\nimport \"os\"\n\nfunc init() { os.Args = append(os.Args, \"-test.run=none\") }\n", "os.Args"},
 		{"package variable sets a flag", "flag_test.go", "package calc\n\nimport \"flag\"\n\nvar _ = flag.Set(\"test.run\", \"none\")\n", "flag.Set"},
 		{"init calls a helper that exits", "helper_test.go", "package calc\n\nimport \"os\"\n\nfunc init() { done() }\n\nfunc done() { os.Exit(0) }\n", "os.Exit"},
+		{"linkname into the testing package", "calc_hook.go", "package calc\n\nimport _ \"unsafe\"\n\n//go:linkname fail testing.(*common).Fail\nfunc fail()\n", "go:linkname"},
 		{"a method called TestMain", "m_test.go", "package calc\n\ntype T struct{}\n\nfunc (T) TestMain() {}\n", ""},
 		{"a test of its own that uses os", "own_test.go", "package calc\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestOwn(t *testing.T) { _ = os.Getenv(\"X\") }\n", ""},
 	}
