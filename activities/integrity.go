@@ -62,16 +62,17 @@ func judgeCommand(in CheckInput) ([]string, error) {
 
 // judge gives a check's outcome the attempt's findings, and one more when
 // the tests passed but not all of the user's ran (Set.NotRun): a run cut
-// short, or tests left out some other way.
+// short, or tests left out some other way. A passing run whose report
+// cannot be read fails closed: nothing shows the user's tests ran.
 func (a *Activities) judge(ctx context.Context, in CheckInput, j judged, s TestSummary) (TestSummary, error) {
 	findings := j.findings
-	if j.input != nil && s.Passed && s.Stage == "test" && s.ran != nil {
-		orig, err := a.originalRun(ctx, in, j.input)
+	if j.input != nil && s.Passed && s.Stage == "test" {
+		f, err := a.ranAll(ctx, in, j, s)
 		if err != nil {
 			return TestSummary{}, err
 		}
-		if missing := j.set.NotRun(in.TestCmd, orig, *s.ran); len(missing) > 0 {
-			findings = append(findings, integrity.Finding{Kind: integrity.KindFewerRun, Detail: joinLimited(missing, 3) + " did not run"})
+		if f != nil {
+			findings = append(findings, *f)
 		}
 	}
 	s = withFindings(s, findings)
@@ -83,6 +84,22 @@ func (a *Activities) judge(ctx context.Context, in CheckInput, j judged, s TestS
 		s.Restored = id
 	}
 	return s, nil
+}
+
+// ranAll checks that a passing guarded run ran the user's tests, and
+// returns the finding when it did not or when its report is unreadable.
+func (a *Activities) ranAll(ctx context.Context, in CheckInput, j judged, s TestSummary) (*integrity.Finding, error) {
+	if s.ran == nil {
+		return &integrity.Finding{Kind: integrity.KindUnreadable, Detail: "the output went past the size limit"}, nil
+	}
+	orig, err := a.originalRun(ctx, in, j.input)
+	if err != nil {
+		return nil, err
+	}
+	if missing := j.set.NotRun(in.TestCmd, orig, *s.ran); len(missing) > 0 {
+		return &integrity.Finding{Kind: integrity.KindFewerRun, Detail: joinLimited(missing, 3) + " did not run"}, nil
+	}
+	return nil, nil
 }
 
 // originalRun is what the user's tests report on the starting workspace,
@@ -114,7 +131,9 @@ func (a *Activities) originalRun(ctx context.Context, in CheckInput, input []wor
 func withFindings(s TestSummary, findings []integrity.Finding) TestSummary {
 	// A run that left out some of the user's tests passed nothing of theirs.
 	s.TestsPassed = s.Passed && s.Stage == "test" &&
-		!slices.ContainsFunc(findings, func(f integrity.Finding) bool { return f.Kind == integrity.KindFewerRun })
+		!slices.ContainsFunc(findings, func(f integrity.Finding) bool {
+			return f.Kind == integrity.KindFewerRun || f.Kind == integrity.KindUnreadable
+		})
 	if len(findings) == 0 {
 		return s
 	}

@@ -1,10 +1,13 @@
 package activities
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/integrity"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
 )
 
 func TestFindingsFailAnAttempt(t *testing.T) {
@@ -43,5 +46,24 @@ func TestGuardedChecksListEachTest(t *testing.T) {
 		if cmd, _ := judgeCommand(in); strings.Join(cmd, " ") != "sh -c pytest -q" {
 			t.Errorf("unguarded command %q", cmd)
 		}
+	}
+}
+
+// A guarded run that passed with a report too large to read proves
+// nothing about the user's tests: it fails closed.
+func TestUnreadableReportFailsClosed(t *testing.T) {
+	input := []workspace.File{{Path: "test_calc.py", Data: []byte("def test_add(): pass\n")}}
+	j := judged{files: input, input: input, set: integrity.Protect(input, integrity.Options{})}
+	in := CheckInput{Language: "python", TestCmd: "pytest -q", InputSnapshot: "in"}
+	flooded := summarize(sandbox.Result{Stdout: strings.Repeat("PASSED test_many.py::test_n\n", 10), StdoutTruncated: true})
+	s, err := (&Activities{}).judge(context.Background(), in, j, flooded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Passed || s.TestsPassed || len(s.Findings) != 1 || s.Findings[0].Kind != integrity.KindUnreadable {
+		t.Fatalf("a flooded report passed: %+v", s)
+	}
+	if !strings.Contains(s.Output, "The test report could not be read") {
+		t.Errorf("output:\n%s", s.Output)
 	}
 }

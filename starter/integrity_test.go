@@ -149,7 +149,7 @@ func TestStatusShowsFindings(t *testing.T) {
 	for _, want := range []string{
 		"the user's tests are the judge",
 		"! deleted the user's test file test_calc.py",
-		"! added test configuration that changes what runs: pytest.ini (passes -k to pytest)",
+		"! added or changed pytest.ini, which decides how the user's tests run (passes -k to pytest)",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())

@@ -58,7 +58,7 @@ func isTestConfig(p string, data []byte) bool {
 // isPytestConfig reports a file pytest reads its configuration from.
 func isPytestConfig(p string, data []byte) bool {
 	switch path.Base(p) {
-	case "conftest.py", "pytest.ini", ".pytest.ini":
+	case "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml":
 		return true
 	case "tox.ini":
 		return bytes.Contains(data, []byte("[pytest]"))
@@ -70,41 +70,63 @@ func isPytestConfig(p string, data []byte) bool {
 	return false
 }
 
-var (
-	// Command-line options in configuration that leave tests out.
-	deselectOpt = regexp.MustCompile(`(?:^|[\s"'=\[,])(-k|-m|--deselect|--ignore(?:-glob)?|--co|--collect-only|--noconftest|-p\s*no:\S+|--lf|--last-failed|--sw|--stepwise)(?:$|[\s"'=\],])`)
-	// Settings that change which files and functions pytest collects.
-	collectKey = regexp.MustCompile(`(?m)^\s*(testpaths|python_files|python_functions|python_classes|norecursedirs|collect_ignore(?:_glob)?)\s*[=:]`)
-	// Hooks and calls in Python that skip or leave out tests.
-	pySkips    = regexp.MustCompile(`\b(pytest_collection_modifyitems|pytest_ignore_collect|pytest_collect_file|pytest_pycollect_makeitem|pytest_runtest_setup|pytest_runtest_call|pytest_runtest_protocol|pytest_plugins|collect_ignore(?:_glob)?|deselect\w*|skip\w*|xfail|SkipTest)\b`)
-	goTestMain = regexp.MustCompile(`(?m)^func\s+TestMain\s*\(`)
-)
+// runnerModules are the Python modules a test run imports before any test
+// (pytest, its plugins and helpers, the hooks Python runs at start-up) and
+// unittest: a module of that name in the project is imported in their place.
+var runnerModules = map[string]bool{
+	"pytest": true, "_pytest": true, "pluggy": true, "py": true, "iniconfig": true,
+	"unittest": true, "sitecustomize": true, "usercustomize": true,
+}
 
-// configSelects says how a new or changed file would skip or leave out
-// tests, or "" when it would not.
+// configSelects says how a new or changed file would change which tests
+// run or how, or "" when it would not. Any pytest configuration does: it
+// can load plugins, hooks and paths that decide every outcome, so the
+// user's configuration is the only one the judge runs with.
 func configSelects(p string, data []byte) string {
 	base := path.Base(p)
 	switch {
-	case base == "conftest.py" || base == "sitecustomize.py" || base == "usercustomize.py":
-		if m := pySkips.Find(data); m != nil {
-			return "uses " + string(m) + ", which can skip or leave out tests"
-		}
-		if base != "conftest.py" {
-			return base + " runs in every Python process, pytest included"
-		}
+	case isPytestConfig(p, data):
+		return "test configuration is the user's"
 	case strings.HasSuffix(base, ".pth"):
 		return base + " runs in every Python process, pytest included"
-	case isPytestConfig(p, data):
-		if m := deselectOpt.FindSubmatch(data); m != nil {
-			return "passes " + strings.Join(strings.Fields(string(m[1])), " ") + " to pytest"
-		}
-		if m := collectKey.FindSubmatch(data); m != nil {
-			return "sets " + string(m[1])
-		}
+	case strings.HasSuffix(base, ".pyc") || strings.HasSuffix(base, ".pyo"):
+		return "compiled Python can be imported in place of the source"
+	case strings.HasSuffix(base, ".go") && bytes.Contains(data, []byte("//go:linkname")):
+		return "go:linkname reaches into other packages, the testing package included"
+	case isPackageMetadata(p):
+		// Entry points there load pytest plugins from the project.
+		return "it declares an installed package, whose entry points pytest loads as plugins"
+	case shadowsRunner(p):
+		return "it stands in for a module the test runner imports"
 	case strings.HasSuffix(base, "_test.go"):
-		if goTestMain.Match(data) {
-			return "adds TestMain, which decides whether the user's tests run"
-		}
+		return goTestHooks(p, data)
 	}
 	return ""
+}
+
+// isPackageMetadata reports a file of an installed Python package's
+// metadata directory.
+func isPackageMetadata(p string) bool {
+	for _, part := range strings.Split(path.Dir(p), "/") {
+		if strings.HasSuffix(part, ".dist-info") || strings.HasSuffix(part, ".egg-info") {
+			return true
+		}
+	}
+	return false
+}
+
+// shadowsRunner reports a Python file that, as a module or package of its
+// own, takes the name of one the test runner imports.
+func shadowsRunner(p string) bool {
+	ext := path.Ext(p)
+	if ext != ".py" && ext != ".pyc" && ext != ".so" && ext != ".pyd" {
+		return false
+	}
+	for _, part := range strings.Split(p, "/") {
+		name, _, _ := strings.Cut(part, ".")
+		if runnerModules[name] {
+			return true
+		}
+	}
+	return false
 }

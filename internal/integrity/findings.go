@@ -16,6 +16,9 @@ const (
 	KindSkipped  = "skipped"   // a skip or expected failure was added to a user's test
 	KindConfig   = "config"    // new or changed configuration skips or deselects tests
 	KindFewerRun = "fewer-run" // fewer tests ran than the originals run
+	// KindUnreadable: a run passed but its report of the tests it ran
+	// could not be read, so nothing says the user's tests ran.
+	KindUnreadable = "unreadable"
 )
 
 // Finding is one way an attempt touched the user's tests.
@@ -38,9 +41,11 @@ func (f Finding) String() string {
 	case KindSkipped:
 		what = "made the user's tests skip in"
 	case KindConfig:
-		what = "added test configuration that changes what runs:"
+		return "added or changed " + f.Path + ", which decides how the user's tests run (" + f.Detail + ")"
 	case KindFewerRun:
 		return "fewer tests ran than in the user's original tests (" + f.Detail + ")"
+	case KindUnreadable:
+		return "the test report could not be read: " + f.Detail
 	default:
 		what = "changed the user's test file"
 	}
@@ -55,9 +60,11 @@ func (f Finding) String() string {
 func (f Finding) Instruction() string {
 	switch f.Kind {
 	case KindConfig:
-		return "You " + f.String() + "; it is taken out again: fix the code instead."
+		return "You " + f.String() + "; the judge runs without it: undo it and fix the code, or ask for --allow-test-edits if the task is about the tests."
 	case KindFewerRun:
 		return "Fewer tests ran than in the user's original tests (" + f.Detail + "); do not skip, deselect or cut short the user's tests: fix the code."
+	case KindUnreadable:
+		return "The test report could not be read (" + f.Detail + "), so nothing shows the user's tests ran; do not flood or silence the test output: fix the code."
 	default:
 		return "You " + f.String() + "; it is put back as it was: leave it so and fix the code instead."
 	}

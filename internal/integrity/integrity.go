@@ -109,24 +109,100 @@ func (s Set) Judge(attempt []workspace.File) (judged []workspace.File, findings 
 }
 
 // tampering says how a new or changed file outside the protected set
-// changes which of the user's tests run, or "" when it does not.
+// changes which of the user's tests run or how, or "" when it does not.
 func (s Set) tampering(f workspace.File) string {
 	if why := configSelects(f.Path, f.Data); why != "" {
 		return why
 	}
-	if isPytestConfig(f.Path, f.Data) && s.hasPytestConfig() {
-		return "adds pytest configuration that overrides the user's"
+	switch path.Base(f.Path) {
+	case "__init__.py":
+		// It runs before the tests beside and below it, and makes them
+		// modules of a package.
+		if s.hasPythonTestsUnder(path.Dir(f.Path)) {
+			return "it runs before the user's tests in that directory"
+		}
+	case "go.work":
+		return "it changes the modules the user's tests build with"
+	case "go.mod":
+		return s.goModChange(f)
+	}
+	if isVendored(f.Path) {
+		return "it replaces a dependency the user's tests build with"
 	}
 	return ""
 }
 
-func (s Set) hasPytestConfig() bool {
+// hasPythonTestsUnder reports a Python test file of the user's in dir or
+// below it.
+func (s Set) hasPythonTestsUnder(dir string) bool {
 	for _, p := range s.protected {
-		if isPytestConfig(p, s.input[p].Data) && path.Base(p) != "conftest.py" {
+		if strings.HasSuffix(p, ".py") && (dir == "." || strings.HasPrefix(p, dir+"/")) {
 			return true
 		}
 	}
 	return false
+}
+
+// goModChange says how a new or changed go.mod changes what the user's Go
+// tests build: a new one splits their module (go test ./... leaves a
+// nested module out), a changed module path or replace directive swaps
+// the code they test. New requirements are the code's business.
+func (s Set) goModChange(f workspace.File) string {
+	orig, ok := s.input[f.Path]
+	if !ok {
+		dir := path.Dir(f.Path)
+		for _, p := range s.protected {
+			if strings.HasSuffix(p, "_test.go") && (dir == "." || strings.HasPrefix(p, dir+"/")) {
+				return "a new module leaves the user's tests out of the run"
+			}
+		}
+		return ""
+	}
+	if !slices.Equal(modDirectives(orig.Data), modDirectives(f.Data)) {
+		return "it changes the module path or a replace directive"
+	}
+	return ""
+}
+
+// modDirectives are a go.mod's module and replace directives, normalized.
+func modDirectives(data []byte) []string {
+	var out []string
+	inReplace := false
+	for _, line := range strings.Split(string(data), "\n") {
+		line, _, _ = strings.Cut(line, "//")
+		fields := strings.Fields(strings.Replace(line, "(", " ( ", 1))
+		switch {
+		case len(fields) == 0:
+		case inReplace:
+			if fields[0] == ")" {
+				inReplace = false
+			} else {
+				out = append(out, "replace "+strings.Join(fields, " "))
+			}
+		case fields[0] == "replace" && len(fields) > 1 && fields[1] == "(":
+			inReplace = true
+		case fields[0] == "module" || fields[0] == "replace":
+			out = append(out, strings.Join(fields, " "))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// isVendored reports a file of a vendor directory, which go builds with in
+// place of the dependencies go.mod names.
+func isVendored(p string) bool {
+	return slices.Contains(strings.Split(path.Dir(p), "/"), "vendor") &&
+		(strings.HasSuffix(p, ".go") || path.Base(p) == "modules.txt")
+}
+
+// runnerFiles are the files a runner named in the test command reads to
+// decide which tests it runs.
+var runnerFiles = map[string][]string{
+	"make": {"Makefile", "makefile", "GNUmakefile"},
+	"tox":  {"tox.ini"},
+	"nox":  {"noxfile.py"},
+	"just": {"justfile", "Justfile", ".justfile"},
 }
 
 // namedByCommand returns a matcher for the files and directories the test
@@ -138,6 +214,8 @@ func namedByCommand(cmd string) func(string) bool {
 		if strings.HasPrefix(w, "-") || w == "" {
 			continue
 		}
+		// A runner's own file says what its tests are.
+		files = append(files, runnerFiles[w]...)
 		w, _, _ = strings.Cut(w, "::")
 		w = strings.TrimSuffix(w, "/...")
 		w = strings.TrimPrefix(path.Clean(w), "./")

@@ -1,6 +1,8 @@
 package integrity
 
 import (
+	"go/build"
+	"go/build/constraint"
 	"path"
 	"regexp"
 	"slices"
@@ -68,17 +70,41 @@ func ParseRan(output string) Ran {
 	return r
 }
 
-var (
-	goBuildTag = regexp.MustCompile(`(?m)^//go:build `)
-	goModule   = regexp.MustCompile(`(?m)^module\s+(\S+)`)
-)
+var goModule = regexp.MustCompile(`(?m)^module\s+(\S+)`)
+
+// buildsByDefault reports whether a Go file's build constraint, if any,
+// holds for a plain go test on this platform; a file for other platforms
+// or tags is not expected to run. Cgo counts as off: sandboxes may lack a
+// C compiler.
+func buildsByDefault(data []byte) bool {
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "package ") {
+			return true
+		}
+		if !constraint.IsGoBuild(line) && !constraint.IsPlusBuild(line) {
+			continue
+		}
+		expr, err := constraint.Parse(line)
+		if err != nil {
+			return false
+		}
+		ctx := build.Default
+		return expr.Eval(func(tag string) bool {
+			return tag == ctx.GOOS || tag == ctx.GOARCH || tag == ctx.Compiler ||
+				(tag == "unix" && ctx.GOOS != "windows" && ctx.GOOS != "plan9") ||
+				slices.Contains(ctx.ReleaseTags, tag) || slices.Contains(ctx.ToolTags, tag)
+		})
+	}
+	return true
+}
 
 // NotRun lists the user's tests a passing run did not run: those the
 // originals' run ran (orig, when known; a file pytest could not collect
 // stands for the tests it declares), and the Go tests of the user's files
-// in packages the run reported on, which covers Go code the originals
-// could not build. Runs that select tests (-run, -k) are only held to
-// the originals'.
+// in packages the run or the originals' run reported on, which covers Go
+// code the originals could not build. Runs that select tests (-run, -k)
+// are only held to the originals'.
 func (s Set) NotRun(cmd string, orig, run Ran) []string {
 	var out []string
 	miss := func(id string) {
@@ -107,11 +133,11 @@ func (s Set) NotRun(cmd string, orig, run Ran) []string {
 	}
 	for _, p := range s.protected {
 		data := s.input[p].Data
-		if !strings.HasSuffix(p, "_test.go") || goBuildTag.Match(data) {
+		if !strings.HasSuffix(p, "_test.go") || !buildsByDefault(data) {
 			continue
 		}
 		pkg, ok := s.goImportPath(path.Dir(p))
-		if !ok || !slices.Contains(run.Packages, pkg) {
+		if !ok || !slices.Contains(run.Packages, pkg) && !slices.Contains(orig.Packages, pkg) {
 			continue
 		}
 		for _, name := range testNames(p, data) {

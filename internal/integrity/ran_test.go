@@ -117,3 +117,24 @@ func TestRanByGoTest(t *testing.T) {
 		}
 	}
 }
+
+// The user's Go tests are held to every package either run reported on:
+// a run that leaves a package out (a nested module, say) still owes its
+// tests, and so does a test file whose build constraint holds here.
+func TestRanByGoTestPackagesAndTags(t *testing.T) {
+	set := Protect(files(
+		"go.mod", "module x\n",
+		"a/a_test.go", "package a\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n",
+		"b/b_test.go", "//go:build linux || !linux\n\npackage b\n\nimport \"testing\"\n\nfunc TestB(t *testing.T) {}\n",
+		"b/it_test.go", "//go:build integration\n\npackage b\n\nimport \"testing\"\n\nfunc TestIntegration(t *testing.T) {}\n",
+		"b/old_test.go", "// +build ignore\n\npackage b\n\nimport \"testing\"\n\nfunc TestOld(t *testing.T) {}\n",
+	), Options{})
+	unbuilt := Ran{Packages: []string{"x/a", "x/b"}} // FAIL x/a [build failed]
+	if got := set.NotRun("go test ./...", unbuilt, Ran{Known: true}); !slices.Equal(got, []string{"TestA", "TestB"}) {
+		t.Errorf("packages the run left out: not run %v, want [TestA TestB]", got)
+	}
+	ran := Ran{Known: true, Passed: []string{"TestA", "TestB"}, Packages: []string{"x/a", "x/b"}}
+	if got := set.NotRun("go test ./...", unbuilt, ran); len(got) != 0 {
+		t.Errorf("all ran: not run %v", got)
+	}
+}
