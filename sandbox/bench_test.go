@@ -24,12 +24,18 @@ func trivialSpec(profile string) Spec {
 	return Spec{Profile: "python", Files: files("test_a.py", pyPass)}
 }
 
-// waitWarm blocks until every warm pool of a runner that was asked to
-// fill is full, so that a sample measures a warm run and not a refill.
+// waitWarm blocks until every warm-up of a runner that has begun is over:
+// its pools full and its toolchain volumes filled, so that a sample
+// measures a warm run and not a refill.
 func waitWarm(tb testing.TB, r Runner) {
 	var full []func() bool
 	switch b := inner(r).(type) {
 	case *dockerRunner:
+		for _, tc := range b.tools {
+			if tc.begun.Load() {
+				full = append(full, func() bool { return isClosed(tc.done) })
+			}
+		}
 		for _, pl := range b.pools {
 			if pl.warming() {
 				full = append(full, pl.full)
@@ -50,6 +56,15 @@ func waitWarm(tb testing.TB, r Runner) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 

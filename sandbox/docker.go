@@ -104,6 +104,7 @@ type dockerRunner struct {
 // the image's toolchain; until then sandboxes read the image's own files.
 type toolchain struct {
 	once   sync.Once
+	begun  atomic.Bool   // the fill has started
 	done   chan struct{} // closed once the fill has ended
 	mounts []mount.Mount // set before done is closed; nil if the fill failed
 }
@@ -148,6 +149,7 @@ func (d *dockerRunner) warm(p Profile) {
 	}
 	if tc := d.tools[p.Image]; tc != nil {
 		tc.once.Do(func() {
+			tc.begun.Store(true)
 			d.bg.Add(1)
 			go func() {
 				defer d.bg.Done()
