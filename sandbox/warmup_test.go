@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,4 +122,69 @@ func waitFull(t *testing.T, what string, pl interface{ full() bool }) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// BenchmarkFirstRun measures a python run right after New on a fresh
+// runner (on bwrap, with no Go cache built yet), with every language
+// warmed at start and with warm-ups on first use, in the same run:
+//
+//	go test ./sandbox -run '^$' -bench FirstRun -benchtime 3x
+func BenchmarkFirstRun(b *testing.B) {
+	rows := map[string]string{} // the last of b.Run's calls counts
+	var names []string
+	for _, be := range backends {
+		base := time.Duration(0)
+		for _, mode := range []struct {
+			name string
+			warm []string
+		}{{"lazy", nil}, {"eager", ProfileNames()}} {
+			b.Run(be+"/"+mode.name, func(b *testing.B) {
+				var samples []time.Duration
+				for range b.N {
+					samples = append(samples, firstRun(b, be, mode.warm))
+				}
+				p50 := pct(samples, 0.5)
+				if mode.warm == nil {
+					base = p50
+				}
+				b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+				b.ReportMetric(0, "ns/op")
+				name := be + "/" + mode.name
+				if _, ok := rows[name]; !ok {
+					names = append(names, name)
+				}
+				rows[name] = fmt.Sprintf("%-14s p50 %7v  %5.2fx lazy", name, p50.Round(time.Millisecond), float64(p50)/float64(base))
+			})
+		}
+	}
+	fmt.Println()
+	for _, n := range names {
+		fmt.Println(rows[n])
+	}
+}
+
+func firstRun(b *testing.B, be string, warm []string) time.Duration {
+	cache, err := os.MkdirTemp("", "autocoder-firstrun-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(cache)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r, err := New(ctx, Config{Backend: be, PoolSize: 2, Slots: 2, CacheDir: cache, Warm: warm})
+	if err != nil {
+		testenv.RequireService(b, be+" backend", err)
+	}
+	start := time.Now()
+	res := run(b, r, trivialSpec("python"))
+	took := time.Since(start)
+	if res.ExitCode != 0 {
+		b.Fatalf("%+v", res)
+	}
+	waitWarm(b, r)
+	if br, ok := inner(r).(*bwrapRunner); ok && br.goCache.Load() != nil {
+		_ = br.goCache.Load().wait(ctx)
+	}
+	r.Close()
+	return took
 }
