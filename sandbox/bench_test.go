@@ -24,18 +24,28 @@ func trivialSpec(profile string) Spec {
 	return Spec{Profile: "python", Files: files("test_a.py", pyPass)}
 }
 
-// waitWarm blocks until every warm pool of a runner is full, so that a
-// sample measures a warm run and not a refill.
+// waitWarm blocks until every warm-up of a runner that has begun is over:
+// its pools full and its toolchain volumes filled, so that a sample
+// measures a warm run and not a refill.
 func waitWarm(tb testing.TB, r Runner) {
 	var full []func() bool
 	switch b := inner(r).(type) {
 	case *dockerRunner:
+		for _, tc := range b.tools {
+			if tc.begun.Load() {
+				full = append(full, func() bool { return isClosed(tc.done) })
+			}
+		}
 		for _, pl := range b.pools {
-			full = append(full, pl.full)
+			if pl.warming() {
+				full = append(full, pl.full)
+			}
 		}
 	case *bwrapRunner:
 		for _, pl := range b.pools {
-			full = append(full, pl.full)
+			if pl.warming() {
+				full = append(full, pl.full)
+			}
 		}
 	}
 	deadline := time.Now().Add(2 * time.Minute)
@@ -46,6 +56,15 @@ func waitWarm(tb testing.TB, r Runner) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -124,11 +143,11 @@ func BenchmarkOverhead(b *testing.B) {
 				if m.runner != nil {
 					r = m.runner(b)
 				} else if profile == "go" {
-					br := inner(testRunner(b, "bwrap", -1)).(*bwrapRunner)
-					if err := br.goCache.wait(context.Background()); err != nil {
+					c := inner(testRunner(b, "bwrap", -1)).(*bwrapRunner).startGoCache()
+					if err := c.wait(context.Background()); err != nil {
 						b.Fatal(err)
 					}
-					seed = br.goCache.dir
+					seed = c.dir
 				}
 				for range b.N {
 					if r == nil {

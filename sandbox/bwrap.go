@@ -34,8 +34,11 @@ type bwrapRunner struct {
 	uids    *uidPool
 	cred    *syscall.Credential
 	etcDir  string
+	dir     string // the cache dir
 	goRoot  string
-	goCache *goCache
+	goCache atomic.Pointer[goCache] // nil until the go profile is first used
+	goOnce  sync.Once
+	limits  Limits // of the pools' sandboxes
 	pools   map[bwrapKey]*warmPool[*proc]
 	closed  atomic.Bool
 	running sync.WaitGroup
@@ -57,12 +60,11 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: prlimit not found (apt-get install util-linux): %w", ErrUnavailable, err)
 	}
-	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger, pools: map[bwrapKey]*warmPool[*proc]{}}
-	dir, err := cacheDir(cfg.CacheDir)
-	if err != nil {
+	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger, pools: map[bwrapKey]*warmPool[*proc]{}, limits: cfg.PoolLimits.withDefaults().forPool()}
+	if r.dir, err = cacheDir(cfg.CacheDir); err != nil {
 		return nil, err
 	}
-	if r.etcDir, err = writeEtc(dir); err != nil {
+	if r.etcDir, err = writeEtc(r.dir); err != nil {
 		return nil, err
 	}
 	if err := r.chooseUIDs(ctx); err != nil {
@@ -77,9 +79,7 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 			r.goRoot = hostGoRoot()
 			if r.goRoot == "" {
 				err = fmt.Errorf("%w: no Go toolchain on the host for the go profile", ErrUnavailable)
-				break
 			}
-			r.goCache = startGoCache(dir, r.goRoot, cfg.Logger)
 		}
 		if err != nil {
 			os.RemoveAll(r.etcDir)
@@ -94,11 +94,32 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 				r.Close()
 				return nil, err
 			}
-			r.pools[bwrapKey{name, lim.forPool()}] = newWarmPool(name, cfg.PoolSize, r.log,
+			r.pools[bwrapKey{name, r.limits}] = newWarmPool(name, cfg.PoolSize, r.log,
 				func(ctx context.Context) (*proc, error) { return r.launch(ctx, p, lim) }, r.discard)
 		}
 	}
 	return r, nil
+}
+
+// warm starts the profile's pool and, for go, the build of the Go cache.
+func (r *bwrapRunner) warm(p Profile) {
+	if p.GoCache != "" {
+		r.startGoCache()
+	}
+	if pl := r.pools[bwrapKey{p.Name, r.limits}]; pl != nil {
+		pl.replenish()
+	}
+}
+
+// startGoCache starts building the Go cache, once; it returns nil without
+// a Go toolchain.
+func (r *bwrapRunner) startGoCache() *goCache {
+	r.goOnce.Do(func() {
+		if r.goRoot != "" {
+			r.goCache.Store(startGoCache(r.dir, r.goRoot, r.log))
+		}
+	})
+	return r.goCache.Load()
 }
 
 func (r *bwrapRunner) Name() string { return "bwrap" }
@@ -198,7 +219,8 @@ func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
 		}
 	}
 	if p.GoCache != "" {
-		a = append(a, "--ro-bind", r.goCache.dir, p.GoCache)
+		// launch clears GoCache unless the cache is built.
+		a = append(a, "--ro-bind", r.goCache.Load().dir, p.GoCache)
 	}
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",
@@ -242,8 +264,10 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	// Warm-ups start once the run is over: they would compete with it for
+	// the CPU.
+	defer r.warm(j.profile)
 	if pl := r.pools[bwrapKey{j.profile.Name, j.limits.forPool()}]; pl != nil {
-		defer pl.replenish()
 		if p, ok := pl.take(); ok {
 			res, err := r.exec(ctx, p, j)
 			if !errors.Is(err, errStale) {
@@ -284,10 +308,14 @@ type proc struct {
 }
 
 // launch starts a sandbox whose entry script seeds the Go cache, then waits
-// for its input; it returns once the sandbox says it is ready.
+// for its input; it returns once the sandbox says it is ready. A go
+// sandbox waits for the Go cache, starting its build if none has begun:
+// without it the run would compile the same standard library itself.
 func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc, error) {
-	if p.GoCache != "" && (r.goCache == nil || r.goCache.wait(ctx) != nil) {
-		p.GoCache = ""
+	if p.GoCache != "" {
+		if c := r.startGoCache(); c == nil || c.wait(ctx) != nil {
+			p.GoCache = ""
+		}
 	}
 	path := hostPath
 	if r.goRoot != "" {

@@ -89,11 +89,24 @@ type dockerRunner struct {
 	owner  string
 	id     string // labelRunner value: tells this runner's containers from its siblings'
 	pools  map[poolKey]*warmPool[*box]
-	mounts map[string][]mount.Mount // toolchain volumes by image
-	bg     sync.WaitGroup           // pending removals
+	limits Limits                // of the pools' containers
+	tools  map[string]*toolchain // toolchain volumes by image, filled on first use
+	bg     sync.WaitGroup        // pending removals and volume fills
 	closed atomic.Bool
+	ctx    context.Context // ends at Close: stops volume fills
+	cancel context.CancelFunc
 	stop   chan struct{} // ends the reaper
 	reaped chan struct{} // closed when the reaper has ended
+}
+
+// toolchain is the toolchain volumes of one image: filled in the
+// background when its profile is first used, since the first fill copies
+// the image's toolchain; until then sandboxes read the image's own files.
+type toolchain struct {
+	once   sync.Once
+	begun  atomic.Bool   // the fill has started
+	done   chan struct{} // closed once the fill has ended
+	mounts []mount.Mount // set before done is closed; nil if the fill failed
 }
 
 func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
@@ -101,8 +114,11 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: owner.ID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{}, mounts: map[string][]mount.Mount{},
-		stop: make(chan struct{}), reaped: make(chan struct{})}
+	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: owner.ID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{},
+		limits: cfg.PoolLimits.withDefaults(), tools: map[string]*toolchain{}, stop: make(chan struct{}), reaped: make(chan struct{})}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	// Images are checked now, for every profile: a missing one is a setup
+	// error to report at start, not at a task's first run.
 	var profiles []Profile
 	for _, name := range cfg.Profiles {
 		p, err := LookupProfile(name)
@@ -114,22 +130,58 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 			cli.Close()
 			return nil, err
 		}
-		// Without the volumes sandboxes still work, only slower.
-		if m, err := d.toolchainMounts(ctx, p, p.Image); err != nil {
-			d.log.Warn("sandbox: toolchain volumes unavailable; the image's own files serve", "profile", p.Name, "err", err)
-		} else {
-			d.mounts[p.Image] = m
-		}
+		d.tools[p.Image] = &toolchain{done: make(chan struct{})}
 		profiles = append(profiles, p)
 	}
 	if cfg.PoolSize > 0 {
-		lim := cfg.PoolLimits.withDefaults()
 		for _, p := range profiles {
-			d.pools[newPoolKey(p, p.Image, lim)] = newWarmPool(p.Name, cfg.PoolSize, d.log, d.warmLauncher(p, lim), d.discard)
+			d.pools[newPoolKey(p, p.Image, d.limits)] = newWarmPool(p.Name, cfg.PoolSize, d.log, d.warmLauncher(p, d.limits), d.discard)
 		}
 	}
 	go d.reapLoop()
 	return d, nil
+}
+
+// warm fills the profile's toolchain volumes, once, and its pool.
+func (d *dockerRunner) warm(p Profile) {
+	if d.closed.Load() {
+		return
+	}
+	if tc := d.tools[p.Image]; tc != nil {
+		tc.once.Do(func() {
+			tc.begun.Store(true)
+			d.bg.Add(1)
+			go func() {
+				defer d.bg.Done()
+				defer close(tc.done)
+				// Without the volumes sandboxes still work, only slower.
+				m, err := d.toolchainMounts(d.ctx, p, p.Image)
+				if err != nil {
+					d.log.Warn("sandbox: toolchain volumes unavailable; the image's own files serve", "profile", p.Name, "err", err)
+					return
+				}
+				tc.mounts = m
+			}()
+		})
+	}
+	if pl := d.pools[newPoolKey(p, p.Image, d.limits)]; pl != nil {
+		pl.replenish()
+	}
+}
+
+// mounts returns the image's toolchain volumes if they are ready; a run
+// does not wait for them.
+func (d *dockerRunner) mounts(image string) []mount.Mount {
+	tc := d.tools[image]
+	if tc == nil {
+		return nil
+	}
+	select {
+	case <-tc.done:
+		return tc.mounts
+	default:
+		return nil
+	}
 }
 
 // reapLoop removes, every reapEvery, the containers whose owner on this
@@ -173,8 +225,10 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	// Warm-ups start once the run is over: they would compete with it for
+	// the CPU.
+	defer d.warm(j.profile)
 	if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; pl != nil {
-		defer pl.replenish()
 		if b, ok := pl.take(); ok {
 			res, err := d.exec(ctx, b, j)
 			if !errors.Is(err, errStale) {
@@ -200,7 +254,15 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 func (d *dockerRunner) warmLauncher(p Profile, lim Limits) func(context.Context) (*box, error) {
 	warmed := false // the pool launches one container at a time
 	return func(ctx context.Context) (*box, error) {
-		prewarm := !warmed || len(d.mounts[p.Image]) == 0
+		// Warm containers are worth their volumes: wait for the fill.
+		if tc := d.tools[p.Image]; tc != nil {
+			select {
+			case <-tc.done:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("toolchain volumes: %w", ctx.Err())
+			}
+		}
+		prewarm := !warmed || len(d.mounts(p.Image)) == 0
 		b, err := d.launch(ctx, p, p.Image, lim, prewarm)
 		if err == nil && prewarm {
 			warmed = true
@@ -321,7 +383,7 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 		// a flood of it to the daemon's disk.
 		LogConfig: container.LogConfig{Type: "none"},
 		Tmpfs:     map[string]string{workDir: tmpfs(lim.WorkdirBytes), tmpDir: tmpfs(lim.TmpBytes)},
-		Mounts:    d.mounts[image],
+		Mounts:    d.mounts(image),
 		Resources: container.Resources{
 			Memory:     lim.MemoryBytes,
 			MemorySwap: lim.MemoryBytes,
@@ -432,6 +494,7 @@ func (d *dockerRunner) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
+	d.cancel()
 	close(d.stop)
 	<-d.reaped
 	for _, pl := range d.pools {

@@ -33,7 +33,7 @@ func testRunner(t testing.TB, backend string, poolSize int) Runner {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := New(ctx, Config{Backend: backend, PoolSize: poolSize, Slots: 4})
+	r, err := New(ctx, Config{Backend: backend, PoolSize: poolSize, Slots: 4, Warm: ProfileNames()})
 	if err != nil {
 		testenv.RequireService(t, backend+" backend", err)
 	}
@@ -78,10 +78,7 @@ func files(kv ...string) []workspace.File {
 
 // inner returns the backend behind the slot limit.
 func inner(r Runner) backend {
-	if s, ok := r.(*slotted); ok {
-		return s.backend
-	}
-	return r
+	return r.(*slotted).backend
 }
 
 // assertClean checks that a run left nothing behind: no container of this
@@ -91,8 +88,8 @@ func assertClean(t *testing.T, r Runner) {
 	t.Helper()
 	for _, r := range allRunners() {
 		waitWarm(t, r) // a refill under way is no leak
-		if br, ok := inner(r).(*bwrapRunner); ok && br.goCache != nil {
-			_ = br.goCache.wait(context.Background()) // nor is the first build of the Go cache
+		if br, ok := inner(r).(*bwrapRunner); ok && br.goCache.Load() != nil {
+			_ = br.goCache.Load().wait(context.Background()) // nor is the first build of the Go cache
 		}
 	}
 	switch b := inner(r).(type) {

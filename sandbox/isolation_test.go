@@ -65,7 +65,7 @@ const loopMarker = "sleep 7315"
 // up, it prints what identifies its sandboxes: the owner label of its
 // containers, or the host uids of its warm bwrap sandboxes.
 func hold(ctx context.Context, backend string) int {
-	r, err := New(ctx, Config{Backend: backend, PoolSize: 2, Profiles: []string{"python"}})
+	r, err := New(ctx, Config{Backend: backend, PoolSize: 2, Profiles: []string{"python"}, Warm: []string{"python"}})
 	if err != nil {
 		fmt.Println("new:", err)
 		return 1

@@ -9,7 +9,9 @@ import (
 
 // warmPool keeps up to size sandboxes started and waiting for their input,
 // so a run does not pay for starting one. Each serves one run and is
-// replaced in the background; none is ever reused.
+// replaced in the background; none is ever reused. A pool starts empty and
+// fills on its first replenish: the runner asks for that when its profile
+// is first used, so languages nobody uses cost nothing.
 type warmPool[T any] struct {
 	what    string // for logs: the profile it serves
 	size    int
@@ -17,9 +19,10 @@ type warmPool[T any] struct {
 	discard func(T)
 	log     *slog.Logger
 
-	mu     sync.Mutex
-	idle   []T
-	closed bool
+	mu      sync.Mutex
+	idle    []T
+	closed  bool
+	started bool // replenish was called: the pool is filling or full
 
 	refill chan struct{}
 	stop   chan struct{}
@@ -30,12 +33,14 @@ func newWarmPool[T any](what string, size int, log *slog.Logger, launch func(con
 	p := &warmPool[T]{what: what, size: size, launch: launch, discard: discard, log: log,
 		refill: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go p.loop()
-	p.replenish()
 	return p
 }
 
 // replenish asks for the pool to be filled up again.
 func (p *warmPool[T]) replenish() {
+	p.mu.Lock()
+	p.started = true
+	p.mu.Unlock()
 	select {
 	case p.refill <- struct{}{}:
 	default:
@@ -69,6 +74,13 @@ func (p *warmPool[T]) full() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.idle) >= p.size
+}
+
+// warming reports whether the pool was asked to fill.
+func (p *warmPool[T]) warming() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started
 }
 
 func (p *warmPool[T]) loop() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
 	"github.com/autocoder/autocoder/internal/owner"
@@ -33,7 +34,7 @@ func TestPoolLifecycle(t *testing.T) {
 		}
 		cli.Close()
 	}
-	r, err := New(ctx, Config{Backend: "docker", PoolSize: 2, Slots: 2, Profiles: []string{"python"}})
+	r, err := New(ctx, Config{Backend: "docker", PoolSize: 2, Slots: 2, Profiles: []string{"python"}, Warm: []string{"python"}})
 	if err != nil {
 		testenv.RequireService(t, "docker", err)
 	}
@@ -42,7 +43,7 @@ func TestPoolLifecycle(t *testing.T) {
 	waitWarm(t, r)
 	// Only the pool's first container prewarms, unless each reads the
 	// image through its own mount.
-	alwaysPrewarm := len(d.mounts[mustProfile(t, "python").Image]) == 0
+	alwaysPrewarm := len(toolchainMounts(t, d, "python")) == 0
 	checkPrewarm := func(when string, want ...bool) {
 		t.Helper()
 		var got []bool
@@ -141,8 +142,8 @@ func TestToolchainVolumes(t *testing.T) {
 	d := inner(r).(*dockerRunner)
 	for _, profile := range []string{"python", "go"} {
 		p, _ := LookupProfile(profile)
-		if len(d.mounts[p.Image]) != len(p.ToolchainDirs) {
-			t.Fatalf("%s: %d toolchain mounts, want %d", profile, len(d.mounts[p.Image]), len(p.ToolchainDirs))
+		if n := len(toolchainMounts(t, d, profile)); n != len(p.ToolchainDirs) {
+			t.Fatalf("%s: %d toolchain mounts, want %d", profile, n, len(p.ToolchainDirs))
 		}
 		for _, dir := range p.ToolchainDirs {
 			res := run(t, r, Spec{Profile: profile, Cmd: sh(`awk '$5 == "` + dir + `" { print $6 }' /proc/self/mountinfo; if touch ` + dir + `/x 2>/dev/null; then echo writable; fi`)})
@@ -165,11 +166,27 @@ func TestToolchainVolumes(t *testing.T) {
 	if _, err := d.cli.VolumeInspect(ctx, gone, client.VolumeInspectOptions{}); err == nil {
 		t.Fatal("Reap left the volume of a removed image")
 	}
-	for _, m := range d.mounts[mustProfile(t, "python").Image] {
+	for _, m := range toolchainMounts(t, d, "python") {
 		if _, err := d.cli.VolumeInspect(ctx, m.Source, client.VolumeInspectOptions{}); err != nil {
 			t.Fatalf("Reap removed a volume in use: %v", err)
 		}
 	}
+}
+
+// toolchainMounts waits for the fill of a profile's toolchain volumes,
+// which starts in the background, and returns their mounts.
+func toolchainMounts(t *testing.T, d *dockerRunner, profile string) []mount.Mount {
+	t.Helper()
+	tc := d.tools[mustProfile(t, profile).Image]
+	if tc == nil {
+		t.Fatalf("no toolchain volumes for %s", profile)
+	}
+	select {
+	case <-tc.done:
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("toolchain volumes for %s not filled", profile)
+	}
+	return tc.mounts
 }
 
 func mustProfile(t *testing.T, name string) Profile {

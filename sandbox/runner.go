@@ -25,6 +25,13 @@ type Config struct {
 	// Profiles are the profiles to check images for and keep warm; empty
 	// means all.
 	Profiles []string
+	// Warm names the profiles whose warm-ups (the pool, and on bwrap the
+	// Go build cache) start at New, in the background. The others warm up
+	// once their first run is over, or on Warm: a server that only sees
+	// Python never spends CPU on Go. A run never waits for a warm-up of
+	// another profile; one that finds its pool empty starts a sandbox of
+	// its own.
+	Warm []string
 	// PoolLimits are the limits of warm sandboxes; a run whose limits
 	// differ starts a sandbox of its own. Zero fields take DefaultLimits.
 	PoolLimits Limits
@@ -64,6 +71,9 @@ type backend interface {
 	Run(ctx context.Context, spec Spec) (Result, error)
 	Name() string
 	Close() error
+	// warm starts the profile's warm-ups in the background, once; it
+	// never blocks.
+	warm(p Profile)
 }
 
 // New builds a Runner for the configured backend. With "auto" it uses
@@ -96,8 +106,27 @@ func New(ctx context.Context, cfg Config) (Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Logger.Info("sandbox: ready", "backend", b.Name(), "slots", cfg.Slots, "pool", cfg.PoolSize)
-	return &slotted{backend: b, slots: make(chan struct{}, cfg.Slots)}, nil
+	s := &slotted{backend: b, slots: make(chan struct{}, cfg.Slots)}
+	for _, name := range cfg.Warm {
+		if err := s.Warm(name); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	cfg.Logger.Info("sandbox: ready", "backend", b.Name(), "slots", cfg.Slots, "pool", cfg.PoolSize, "warm", cfg.Warm)
+	return s, nil
+}
+
+// Warm starts the named profile's warm-ups in the background, as its first
+// run would once over; a caller that knows a language will be used calls
+// it through an interface of its own. It never blocks.
+func (s *slotted) Warm(profile string) error {
+	p, err := LookupProfile(profile)
+	if err != nil {
+		return err
+	}
+	s.backend.warm(p)
+	return nil
 }
 
 // slotted bounds concurrent runs of a backend with a semaphore.

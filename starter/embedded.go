@@ -103,6 +103,8 @@ func (f *factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedd
 // so that a client never finds a server that is going away.
 func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, ready func()) error {
 	defer func() { lock.Close() }()
+	// No Warm: each language warms up once first used, so a Python task on
+	// a fresh server does not share the CPU with Go warm-ups.
 	e, err := f.startEmbedded(ctx, sandbox.Config{Backend: f.cfg.Sandbox})
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 func newWorkerCmd(f *factory) *cobra.Command {
 	var opts worker.Options
 	var pool, slots int
+	var warm []string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a worker that executes coding tasks (stops gracefully on SIGINT/SIGTERM)",
@@ -26,7 +27,7 @@ func newWorkerCmd(f *factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			acts, closeActs, err := f.Activities(ctx, sandbox.Config{Backend: f.cfg.Sandbox, PoolSize: pool, Slots: slots})
+			acts, closeActs, err := f.Activities(ctx, sandbox.Config{Backend: f.cfg.Sandbox, PoolSize: pool, Slots: slots, Warm: warm})
 			if err != nil {
 				return err
 			}
@@ -38,6 +39,8 @@ func newWorkerCmd(f *factory) *cobra.Command {
 	cmd.Flags().IntVar(&opts.MaxConcurrentActivities, "max-activities", 0, "activities run at once (0: SDK default)")
 	cmd.Flags().IntVar(&pool, "sandbox-pool", 0, "warm sandboxes kept per language (0: 2, negative: none)")
 	cmd.Flags().IntVar(&slots, "sandbox-slots", 0, "sandbox runs at once (0: number of CPUs)")
+	// A fleet's worker is there to serve every language: warm them at once.
+	cmd.Flags().StringSliceVar(&warm, "sandbox-warm", sandbox.ProfileNames(), "languages whose sandboxes warm up at start; the others on first use")
 	return cmd
 }
 
