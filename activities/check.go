@@ -13,6 +13,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/policy"
+	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 )
@@ -271,11 +272,7 @@ func tail(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := len(s) - n
-	for cut < len(s) && !utf8RuneStart(s[cut]) {
-		cut++
-	}
-	return "…\n" + s[cut:]
+	return "…\n" + truncate.Tail(s, n)
 }
 
 func isLimitError(err error) bool {

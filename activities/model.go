@@ -140,5 +140,3 @@ func clip(s string, n int) string {
 	}
 	return s
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
