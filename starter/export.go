@@ -67,7 +67,7 @@ func exportTask(ctx context.Context, f *factory, id, dir string, o exportOptions
 		if o.git {
 			err = exportGit(ctx, dir, st, cp.N, store)
 		} else {
-			_, err = writeSnapshot(ctx, f, id, st, cp.SnapshotID, dir)
+			_, err = writeSnapshot(ctx, f, id, st, cp.SnapshotID, dir, false)
 		}
 		if err != nil {
 			return err

@@ -100,7 +100,7 @@ loop:
 	}
 	if !o.noFiles {
 		var err error
-		if n, err = writeSnapshot(ctx, f, id, result.Status, result.SnapshotID, out); err != nil {
+		if n, err = writeSnapshot(ctx, f, id, result.Status, result.SnapshotID, out, true); err != nil {
 			return err
 		}
 	}

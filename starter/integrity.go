@@ -19,26 +19,18 @@ func usersTests(st workflows.Status, input []workspace.File) integrity.Set {
 }
 
 // keepUsersTests is what the final write puts on disk: the result with the
-// user's tests as they were at the start and without configuration that
-// would skip or deselect them, unless the task allowed test edits. What
-// it keeps back it says on w.
-func keepUsersTests(ctx context.Context, f *factory, st workflows.Status, files []workspace.File, w io.Writer) ([]workspace.File, error) {
+// user's tests as they were at the start (input) and without configuration
+// that would skip or deselect them, unless the task allowed test edits.
+// What it keeps back it says on w.
+func keepUsersTests(st workflows.Status, input, files []workspace.File, w io.Writer) []workspace.File {
 	if st.TestEditsAllowed || st.InputSnapshot == "" {
-		return files, nil
-	}
-	s, err := f.Store(ctx)
-	if err != nil {
-		return nil, err
-	}
-	input, err := s.GetSnapshot(ctx, st.InputSnapshot)
-	if err != nil {
-		return nil, fmt.Errorf("read input snapshot %s: %w", st.InputSnapshot, err)
+		return files
 	}
 	kept, findings := usersTests(st, input).Judge(files)
 	for _, fd := range findings {
 		fmt.Fprintf(w, "kept your tests as they were: the task %s (allow it with --allow-test-edits; `export --patch` shows it)\n", termsafe.Line(fd.String()))
 	}
-	return kept, nil
+	return kept
 }
 
 // splitTestChanges parts a result into the user's tests (protected files

@@ -67,7 +67,7 @@ func TestFinalWriteKeepsTheUsersTests(t *testing.T) {
 				t.Fatal(err)
 			}
 			status := workflows.Status{InputSnapshot: in, TestCmd: "python3 -m pytest -q", TestEditsAllowed: allowed}
-			if _, err := writeSnapshot(context.Background(), f, "autocoder-1", status, out, dir); err != nil {
+			if _, err := writeSnapshot(context.Background(), f, "autocoder-1", status, out, dir, true); err != nil {
 				t.Fatal(err)
 			}
 			read := func(name string) string {

@@ -9,8 +9,10 @@ import (
 	"github.com/autocoder/autocoder/workflows"
 )
 
-// writeSnapshot writes a task's files to dir, all or nothing.
-func writeSnapshot(ctx context.Context, f *factory, taskID string, task workflows.Status, snapshotID, dir string) (int, error) {
+// writeSnapshot writes a task's files to dir, all or nothing, keeping the
+// user's tests (unless test edits were allowed) and, unless the user asked
+// for the files with export, configuration that tools run on their own.
+func writeSnapshot(ctx context.Context, f *factory, taskID string, task workflows.Status, snapshotID, dir string, holdBack bool) (int, error) {
 	st, err := f.Store(ctx)
 	if err != nil {
 		return 0, err
@@ -19,8 +21,15 @@ func writeSnapshot(ctx context.Context, f *factory, taskID string, task workflow
 	if err != nil {
 		return 0, err
 	}
-	if files, err = keepUsersTests(ctx, f, task, files, f.stderr); err != nil {
-		return 0, err
+	var input []workspace.File
+	if task.InputSnapshot != "" {
+		if input, err = st.GetSnapshot(ctx, task.InputSnapshot); err != nil {
+			return 0, fmt.Errorf("read input snapshot %s: %w", task.InputSnapshot, err)
+		}
+	}
+	files = keepUsersTests(task, input, files, f.stderr)
+	if holdBack {
+		files = holdBackSelfRunning(taskID, input, files, f.stderr)
 	}
 	if err := workspace.WriteDir(dir, files); err != nil {
 		return 0, fmt.Errorf("write the files of task %s to %s: %w\n"+
