@@ -39,17 +39,23 @@ var (
 // storeWith opens a SQLite store holding the input and result snapshots.
 func storeWith(t *testing.T) (store.Store, string, string) {
 	t.Helper()
+	return storeOf(t, inputFiles, resultFiles)
+}
+
+// storeOf is a SQLite store holding a task's input and result snapshots.
+func storeOf(t *testing.T, input, result []workspace.File) (store.Store, string, string) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "autocoder.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	in, err := st.PutSnapshot(ctx, inputFiles)
+	in, err := st.PutSnapshot(ctx, input)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := st.PutSnapshot(ctx, resultFiles)
+	out, err := st.PutSnapshot(ctx, result)
 	if err != nil {
 		t.Fatal(err)
 	}

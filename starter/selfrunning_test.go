@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -29,19 +28,7 @@ func TestFinalWriteHoldsBackSelfRunningFiles(t *testing.T) {
 	}
 	for _, holdBack := range []bool{true, false} {
 		ctx := context.Background()
-		st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "autocoder.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		in, err := st.PutSnapshot(ctx, input)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := st.PutSnapshot(ctx, result)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st, in, out := storeOf(t, input, result)
 		var stderr bytes.Buffer
 		f := &factory{store: st, stderr: &stderr}
 		dir := t.TempDir()
