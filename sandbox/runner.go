@@ -106,27 +106,18 @@ func New(ctx context.Context, cfg Config) (Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &slotted{backend: b, slots: make(chan struct{}, cfg.Slots)}
+	// Profiles named in Warm start their warm-ups now, in the background;
+	// the others once their first run is over.
 	for _, name := range cfg.Warm {
-		if err := s.Warm(name); err != nil {
+		p, err := LookupProfile(name)
+		if err != nil {
 			b.Close()
 			return nil, err
 		}
+		b.warm(p)
 	}
 	cfg.Logger.Info("sandbox: ready", "backend", b.Name(), "slots", cfg.Slots, "pool", cfg.PoolSize, "warm", cfg.Warm)
-	return s, nil
-}
-
-// Warm starts the named profile's warm-ups in the background, as its first
-// run would once over; a caller that knows a language will be used calls
-// it through an interface of its own. It never blocks.
-func (s *slotted) Warm(profile string) error {
-	p, err := LookupProfile(profile)
-	if err != nil {
-		return err
-	}
-	s.backend.warm(p)
-	return nil
+	return &slotted{backend: b, slots: make(chan struct{}, cfg.Slots)}, nil
 }
 
 // slotted bounds concurrent runs of a backend with a semaphore.
