@@ -60,6 +60,8 @@ type ModelTurnInput struct {
 	MaxOutputTokens int `json:"maxOutputTokens,omitempty"`
 	// ContextTokens bounds the request; zero is DefaultContextTokens.
 	ContextTokens int `json:"contextTokens,omitempty"`
+	// Summary, when set, is sent in place of the older turns it covers.
+	Summary *TurnSummary `json:"summary,omitempty"`
 	// Labels for logs.
 	TaskID  string `json:"taskId,omitempty"`
 	Step    int    `json:"step,omitempty"`
@@ -86,6 +88,10 @@ type ModelTurnOutput struct {
 	Elided int `json:"elided,omitempty"`
 	// Reused is set when the answer came from an earlier try of this turn.
 	Reused bool `json:"reused,omitempty"`
+	// NeedsSummary is set, and the model not called, when the request does
+	// not fit the context budget even with older tool outputs elided: the
+	// workflow summarizes the older turns (Summarize) and asks again.
+	NeedsSummary bool `json:"needsSummary,omitempty"`
 }
 
 // summaryBytes bounds the text and arguments a turn's output repeats.

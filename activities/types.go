@@ -176,7 +176,19 @@ type CheckInput struct {
 	InputSnapshot  string   `json:"inputSnapshot,omitempty"`
 	Protect        []string `json:"protect,omitempty"`
 	AllowTestEdits bool     `json:"allowTestEdits,omitempty"`
+	// Scope is what judges the step: ScopeAll (the default) runs the
+	// task's whole test command; ScopeStep, for every plan step but the
+	// last, runs the language's compile check and the tests the step
+	// named when it finished (Tests).
+	Scope string   `json:"scope,omitempty"`
+	Tests []string `json:"tests,omitempty"`
 }
+
+// Check scopes.
+const (
+	ScopeAll  = ""
+	ScopeStep = "step"
+)
 
 // ReflectInput describes a failed attempt.
 type ReflectInput struct {

@@ -54,6 +54,9 @@ const (
 	GatePolicy = "policy"
 	GateBudget = "budget"
 	GateStuck  = "stuck"
+	// GateCommand asks before a `run` call the allow-list does not cover,
+	// with TaskInput.ApproveCommands.
+	GateCommand = "command"
 	// GateIntegrity is in integrity.go.
 )
 
@@ -117,8 +120,29 @@ type TaskInput struct {
 	// HistoryLimit continues the task as a new run once its history has
 	// this many events (besides when the server suggests it); 0 = only then.
 	HistoryLimit int `json:"historyLimit,omitempty"`
+	// Agent bounds each attempt's tool loop; zero values are defaults.
+	Agent AgentLimits `json:"agent,omitempty"`
+	// ApproveCommands has a person approve each `run` call whose command
+	// starts with none of CommandAllow's prefixes.
+	ApproveCommands bool     `json:"approveCommands,omitempty"`
+	CommandAllow    []string `json:"commandAllow,omitempty"`
 	// Carried is the state of the previous run after a continue-as-new.
 	Carried *Carried `json:"carried,omitempty"`
+}
+
+// AgentLimits bound an attempt's tool loop.
+type AgentLimits struct {
+	MaxTurns        int `json:"maxTurns,omitempty"`        // model turns per attempt
+	MaxOutputTokens int `json:"maxOutputTokens,omitempty"` // per turn
+	ContextTokens   int `json:"contextTokens,omitempty"`   // per request, before eliding and summarizing
+	ToolOutputBytes int `json:"toolOutputBytes,omitempty"` // a sandbox call's result the model reads
+}
+
+// TranscriptRef names one conversation of a task: a plan step's, opened
+// again after a rollback.
+type TranscriptRef struct {
+	ID   string `json:"id"`
+	Step int    `json:"step"`
 }
 
 // Carried is what a task hands to its next run when its history grows long.
@@ -276,6 +300,14 @@ type Status struct {
 	Runs          int                     `json:"runs"`              // workflow runs so far (continue-as-new)
 	Lessons       []string                `json:"lessons,omitempty"` // ids of lessons recalled into prompts
 	Error         string                  `json:"error,omitempty"`
+	// The tool loop: the current attempt's model turns so far, what it is
+	// doing now ("read app/models.py", "run pytest -x tests/test_api.py"),
+	// the task's conversations in order, and the project instruction
+	// files given to the model.
+	Turn         int             `json:"turn,omitempty"`
+	Doing        string          `json:"doing,omitempty"`
+	Transcripts  []TranscriptRef `json:"transcripts,omitempty"`
+	Instructions []string        `json:"instructions,omitempty"`
 	// TestEditsAllowed: the task may change the user's tests.
 	TestEditsAllowed bool `json:"testEditsAllowed,omitempty"`
 	// TestEditsApproved is a person's word accepting an attempt that
