@@ -81,15 +81,6 @@ func TestRecordReplayHistories(t *testing.T) {
 	defer w.Stop()
 
 	dir := filepath.Join("..", "..", "workflows", "testdata")
-	old, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range old {
-		if err := os.Remove(f); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, hc := range historyCases {
 		t.Run(hc.name, func(t *testing.T) {
 			in := workflows.TaskInput{Task: hc.task(), Language: "python", MaxIterations: 3, Model: "openai:gpt-4.1-mini",
@@ -354,6 +345,16 @@ func feedbackAcrossRuns(ctx context.Context, t *testing.T, c client.Client, id s
 // continue-as-new chain from the first run.
 func recordRuns(ctx context.Context, t *testing.T, c client.Client, id, runID, dir, name string) {
 	t.Helper()
+	// A case recorded before with more runs leaves no stale run behind.
+	stale, err := filepath.Glob(filepath.Join(dir, name+"_run*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for n := 1; runID != ""; n++ {
 		hist := &historypb.History{}
 		next := ""
