@@ -113,24 +113,25 @@ func (h *holdFirst) wait(ctx context.Context, t *testing.T, what string) {
 // streamed answer is held, and holdSummary holds the first summary.
 func loopScript(holdTurn string, turn, summary *holdFirst) llmtest.Script {
 	return func(req llmtest.ChatRequest) llmtest.Reply {
-		m := taskRE.FindStringSubmatch(req.LastUser() + "\n" + req.System() + "\n" + firstUser(req))
+		if len(req.Tools) == 0 && strings.Contains(strings.ToLower(req.System()+req.LastUser()), summaryMarker) &&
+			!strings.Contains(req.LastUser(), planMarker) {
+			// The summary's request quotes the turns, not the task.
+			r := llmtest.Reply{Content: "The model wrote the function and its test, each in a file of its own."}
+			if summary != nil && summary.hold() {
+				r.Delay = time.Minute
+			}
+			return r
+		}
+		m := taskRE.FindStringSubmatch(req.LastUser() + "\n" + firstUser(req))
 		if m == nil {
 			return llmtest.Fail("no chaos task number in the prompt")
 		}
 		n, _ := strconv.Atoi(m[1])
-		last := req.LastUser()
 		if len(req.Tools) == 0 {
-			switch {
-			case strings.Contains(last, planMarker):
+			if strings.Contains(req.LastUser(), planMarker) {
 				return llmtest.Reply{Content: fmt.Sprintf("1. Implement add in calc_%d.py with a pytest test.", n)}
-			case strings.Contains(strings.ToLower(last+req.System()), summaryMarker):
-				r := llmtest.Reply{Content: fmt.Sprintf("The model wrote calc_%d.py and test_calc_%d.py for task %d.", n, n, n)}
-				if summary != nil && summary.hold() {
-					r.Delay = time.Minute
-				}
-				return r
 			}
-			return llmtest.Fail("a request without tools that is neither a plan nor a summary: %.80q", last)
+			return llmtest.Fail("a request without tools that is neither a plan nor a summary: %.80q", req.LastUser())
 		}
 		prev := lastCall(req)
 		calls, text := loopStep(n, prev)
