@@ -52,9 +52,13 @@ func loopStep(n int, last string) ([]llmtest.ToolCall, string) {
 		return []llmtest.ToolCall{
 			{ID: "call_write_code", Name: toolWrite, Arguments: args(map[string]any{"path": calc, "content": files[calc]})},
 			{ID: "call_write_test", Name: toolWrite, Arguments: args(map[string]any{"path": test, "content": files[test]})},
-		}, "I will write the function and its test."
+		}, "I will write the function and its test. " + strings.Repeat("Thinking about what add should do with its two numbers. ", 180)
 	case toolWrite:
-		cmd := fmt.Sprintf("sleep %d && python3 -c 'import calc_%d; print(calc_%d.add(2, 3))'", int(slowRun.Seconds()), n, n)
+		// The command's output and the thinking before it are each a few
+		// thousand tokens: with a small context budget the conversation
+		// outgrows it on the next turn, and fits again once summarized.
+		cmd := fmt.Sprintf("sleep %d && python3 -c 'import calc_%d; print(calc_%d.add(2, 3)); print(\"output line\\n\" * 500)'",
+			int(slowRun.Seconds()), n, n)
 		return []llmtest.ToolCall{{ID: "call_run", Name: toolRun, Arguments: args(map[string]any{"command": cmd})}}, ""
 	case toolRun:
 		return []llmtest.ToolCall{{ID: "call_tests", Name: toolRunTests, Arguments: "{}"}}, ""
