@@ -403,10 +403,10 @@ func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err
 	wctx, stopWait := context.WithCancel(ctx)
 	defer stopWait()
 	wait := d.cli.ContainerWait(wctx, b.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
-	out := newOutputs(j.limits.OutputBytes)
+	out := newOutputs(j)
 	copied := make(chan error, 1)
 	go func() {
-		_, err := stdcopy.StdCopy(out.stdout, out.stderr, b.conn.Reader)
+		_, err := stdcopy.StdCopy(out.stdoutWriter(), out.stderr, b.conn.Reader)
 		copied <- err
 	}()
 	start := time.Now()
