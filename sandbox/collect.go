@@ -79,7 +79,7 @@ func (s *splitter) flush() {
 }
 
 // files reads the collected workdir.
-func (s *splitter) files(l workspace.Limits, killed bool) ([]workspace.File, error) {
+func (s *splitter) files(input []workspace.File, l workspace.Limits, killed bool) ([]workspace.File, error) {
 	if !s.found {
 		if killed {
 			return nil, fmt.Errorf("%w: the run was killed before it ended", ErrNotCollected)
@@ -88,20 +88,75 @@ func (s *splitter) files(l workspace.Limits, killed bool) ([]workspace.File, err
 	}
 	raw, dropped := s.tar.bytes()
 	if dropped {
-		return nil, fmt.Errorf("%w: %w: the workdir's archive is over %d bytes", ErrNotCollected, workspace.ErrTooLarge, s.tar.max)
+		return nil, fmt.Errorf("%w: %w: the workdir's listing and archive are over %d bytes", ErrNotCollected, workspace.ErrTooLarge, s.tar.max)
 	}
-	files, err := readFiles(bytes.NewReader(raw), l)
+	files, err := collected(raw, input, l)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotCollected, err)
 	}
 	return files, nil
 }
 
-// readFiles reads a tar of a workdir that untrusted code made: only regular
-// files (and hard links to files read before) become workspace files;
-// symbolic links, devices, pipes and directories are left out, never
-// followed, as are paths CleanPath refuses (version-control metadata). It
-// fails when the files go over l.
+// collected rebuilds the workdir from what the sandbox sent after the
+// marker: the listing of its regular files, then a tar of those the run
+// wrote. A listed file that is not in the tar is the input's, unchanged; a
+// listed file that is neither (made with a modification time of 0, as
+// `cp -p` of an input file or `touch -d @0` would) is left out with the
+// special files. The result must fit l.
+func collected(raw []byte, input []workspace.File, l workspace.Limits) ([]workspace.File, error) {
+	var listed []string
+	for {
+		i := bytes.IndexByte(raw, 0)
+		if i < 0 {
+			return nil, errors.New("the workdir's listing has no end")
+		}
+		name := string(raw[:i])
+		raw = raw[i+1:]
+		if name == "" {
+			break
+		}
+		listed = append(listed, strings.TrimPrefix(name, "./"))
+		if l.MaxFiles > 0 && len(listed) > l.MaxFiles {
+			return nil, fmt.Errorf("%w: the workdir holds more than %d files", workspace.ErrTooLarge, l.MaxFiles)
+		}
+	}
+	written, err := readFiles(bytes.NewReader(raw), l)
+	if err != nil {
+		return nil, err
+	}
+	byPath := make(map[string]workspace.File, len(input)+len(written))
+	for _, f := range input {
+		byPath[f.Path] = f
+	}
+	for _, f := range written {
+		byPath[f.Path] = f
+	}
+	files := make([]workspace.File, 0, len(listed))
+	seen := make(map[string]bool, len(listed))
+	keep := func(p string) {
+		if f, ok := byPath[p]; ok && !seen[p] {
+			seen[p] = true
+			files = append(files, f)
+		}
+	}
+	for _, p := range listed {
+		keep(p)
+	}
+	for _, f := range written {
+		keep(f.Path)
+	}
+	workspace.Sort(files)
+	if err := l.Check(files); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// readFiles reads a tar that untrusted code made: only regular files (and
+// hard links to files read before) become workspace files; symbolic links,
+// devices, pipes and directories are left out, never followed, as are
+// paths CleanPath refuses (version-control metadata). It fails when a file
+// or their sum goes over l.
 func readFiles(r io.Reader, l workspace.Limits) ([]workspace.File, error) {
 	tr := tar.NewReader(r)
 	files := []workspace.File{}
@@ -147,13 +202,9 @@ func readFiles(r io.Reader, l workspace.Limits) ([]workspace.File, error) {
 		if l.MaxTotalBytes > 0 && total > l.MaxTotalBytes {
 			return nil, fmt.Errorf("%w: the workdir holds more than %d bytes", workspace.ErrTooLarge, l.MaxTotalBytes)
 		}
-		if l.MaxFiles > 0 && len(files) >= l.MaxFiles {
-			return nil, fmt.Errorf("%w: the workdir holds more than %d files", workspace.ErrTooLarge, l.MaxFiles)
-		}
 		byPath[p] = len(files)
 		files = append(files, f)
 	}
-	workspace.Sort(files)
 	return files, nil
 }
 

@@ -39,7 +39,7 @@ printf 'out without newline'`
 	for _, be := range backends {
 		t.Run(be, func(t *testing.T) {
 			r := testRunner(t, be, 0)
-			res := run(t, r, Spec{Profile: "python", Files: files("keep.txt", "old", "gone.txt", "bye"), Cmd: sh(script), Collect: true})
+			res := run(t, r, Spec{Profile: "python", Files: files("keep.txt", "old", "gone.txt", "bye", "deep/same.txt", "same"), Cmd: sh(script), Collect: true})
 			if res.ExitCode != 0 || res.FilesErr != nil {
 				t.Fatalf("exit %d, files error %v, stderr %q", res.ExitCode, res.FilesErr, res.Stderr)
 			}
@@ -50,7 +50,7 @@ printf 'out without newline'`
 			// busy.txt: the loop the command left behind is killed before
 			// the files are read, so it may or may not have begun.
 			got = slices.DeleteFunc(got, func(p string) bool { return p == "busy.txt" })
-			want := []string{"hard.txt", "keep.txt", "sub/new.txt", "tool.sh"}
+			want := []string{"deep/same.txt", "hard.txt", "keep.txt", "sub/new.txt", "tool.sh"}
 			if !slices.Equal(got, want) {
 				t.Fatalf("files %q, want %q", got, want)
 			}
@@ -58,8 +58,8 @@ printf 'out without newline'`
 			for _, f := range res.Files {
 				byPath[f.Path] = f
 			}
-			if string(byPath["keep.txt"].Data) != "changed" || string(byPath["hard.txt"].Data) != "new" {
-				t.Errorf("contents: keep.txt %q, hard.txt %q", byPath["keep.txt"].Data, byPath["hard.txt"].Data)
+			if string(byPath["keep.txt"].Data) != "changed" || string(byPath["hard.txt"].Data) != "new" || string(byPath["deep/same.txt"].Data) != "same" {
+				t.Errorf("contents: keep.txt %q, hard.txt %q, deep/same.txt %q", byPath["keep.txt"].Data, byPath["hard.txt"].Data, byPath["deep/same.txt"].Data)
 			}
 			if byPath["tool.sh"].FileMode() != 0o755 || byPath["keep.txt"].FileMode() != 0o644 {
 				t.Errorf("modes: tool.sh %o, keep.txt %o", byPath["tool.sh"].FileMode(), byPath["keep.txt"].FileMode())
@@ -170,11 +170,40 @@ func TestReadFilesUntrustedArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := paths(got); !slices.Equal(p, []string{"hard-in", "ok.txt"}) || string(got[0].Data) != "ok" || string(got[1].Data) != "ok" {
+	if p := paths(got); !slices.Equal(p, []string{"ok.txt", "hard-in"}) || string(got[0].Data) != "ok" || string(got[1].Data) != "ok" {
 		t.Fatalf("files %q", p)
 	}
 	small := workspace.Limits{MaxFileBytes: 1, MaxFiles: 10, MaxTotalBytes: 100}
 	if _, err := readFiles(bytes.NewReader(buf.Bytes()), small); !errors.Is(err, workspace.ErrTooLarge) || !strings.Contains(err.Error(), "ok.txt") {
 		t.Fatalf("over the file size limit: %v", err)
+	}
+}
+
+// TestCollectedListing rebuilds a workdir from a listing and the tar of
+// the files the run wrote.
+func TestCollectedListing(t *testing.T) {
+	input := files("same.txt", "same", "gone.txt", "bye", "edited.txt", "old")
+	var buf bytes.Buffer
+	buf.WriteString("./same.txt\x00./edited.txt\x00./new.txt\x00./epoch.txt\x00./.git/config\x00\x00")
+	tw := tar.NewWriter(&buf)
+	for _, f := range files("./edited.txt", "new", "./new.txt", "fresh") {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: 0o644, Size: int64(len(f.Data))}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(f.Data)
+	}
+	tw.Close()
+	got, err := collected(buf.Bytes(), input, workspace.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := paths(got); !slices.Equal(p, []string{"edited.txt", "new.txt", "same.txt"}) || string(got[0].Data) != "new" || string(got[2].Data) != "same" {
+		t.Fatalf("files %q", p)
+	}
+	if _, err := collected([]byte("./a.txt\x00./b"), nil, workspace.DefaultLimits); err == nil {
+		t.Fatal("a listing without its end was read")
+	}
+	if _, err := collected([]byte("./a\x00./b\x00./c\x00\x00"), nil, workspace.Limits{MaxFiles: 2}); !errors.Is(err, workspace.ErrTooLarge) {
+		t.Fatalf("too many files listed: %v", err)
 	}
 }

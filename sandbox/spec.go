@@ -66,11 +66,15 @@ const (
 // With a collect token the shell waits for the command too, then kills
 // whatever the command left running (so nothing changes the files while
 // they are read), and writes to stdout a newline, the files marker with the
-// token, and a tar of the workdir (collectMarker). Both backends keep the
+// token, the workdir's regular files as NUL-terminated paths ending with an
+// empty one (missing if they could not be listed), and a tar of the files
+// the run wrote: one find and one tar, each a process the run waits for. Both backends keep the
 // workdir on a tmpfs that ends with the sandbox, so the files leave on the
-// stream that carries the output. A program that learned the token could
-// only forge files it could have written anyway: the host reads the tar as
-// untrusted input (readFiles).
+// stream that carries the output. The workspace is unpacked with
+// modification times of 0, so a file with a later one was written by the
+// run; the others are the input's and need not travel back. A program that
+// learned the token could only forge files it could have written anyway:
+// the host reads all this as untrusted input (collected).
 const entryScript = `watch=$4
 if [ -n "$1" ] && [ -d "$1" ]; then { cp -rs "$1" "$GOCACHE" && rm -f "$GOCACHE/trim.txt"; } 2>/dev/null || rm -rf "$GOCACHE"; fi
 if [ -n "$2" ]; then
@@ -99,12 +103,14 @@ status=$?
 [ "$collect" != - ] || exit $status
 kill -s KILL -1 2>/dev/null
 printf '\n%s %s\n' "` + collectMarker + `" "$collect"
-tar -c -f - -C ` + workDir + ` . 2>/dev/null
+written=` + tmpDir + `/.written-$collect
+find . -type f -print0 -newermt @0 -fprint0 "$written" 2>/dev/null && printf '\0' &&
+	tar -c -f - --null --no-recursion -T "$written" 2>/dev/null
 exit $status
 `
 
-// collectMarker, a space and the run's collect token start the tar of the
-// workdir on stdout.
+// collectMarker, a space and the run's collect token start the workdir's
+// listing and tar on stdout.
 const collectMarker = "autocoder-sandbox: files"
 
 // withDefaults fills zero limits from DefaultLimits.
@@ -139,6 +145,7 @@ type job struct {
 	// the workdir, unique to the run.
 	collect string
 	files   workspace.Limits // of the collected workdir
+	input   []workspace.File // the files the run starts with, when it collects
 }
 
 // prepare validates the spec and encodes its input. Nothing touches disk
@@ -171,8 +178,9 @@ func prepare(spec Spec) (job, error) {
 		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
 	quoted := shellQuote(argv)
-	token, collect := "-", ""
+	token, collect, input := "-", "", []workspace.File(nil)
 	if spec.Collect {
+		input = spec.Files
 		token = randomHex(16)
 		collect = "\n" + collectMarker + " " + token + "\n"
 	}
@@ -189,7 +197,7 @@ func prepare(spec Spec) (job, error) {
 	if image == "" {
 		image = p.Image
 	}
-	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes(), collect: collect, files: collectLimits(lim)}, nil
+	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes(), collect: collect, files: collectLimits(lim), input: input}, nil
 }
 
 // tarRecord is GNU tar's default record size (20 blocks of 512 bytes).
@@ -291,10 +299,11 @@ type outputs struct {
 	stdout, stderr *capWriter
 	split          *splitter // nil unless the run collects files
 	files          workspace.Limits
+	input          []workspace.File
 }
 
 func newOutputs(j job) outputs {
-	o := outputs{stdout: newCapWriter(j.limits.OutputBytes), stderr: newCapWriter(j.limits.OutputBytes), files: j.files}
+	o := outputs{stdout: newCapWriter(j.limits.OutputBytes), stderr: newCapWriter(j.limits.OutputBytes), files: j.files, input: j.input}
 	if j.collect != "" {
 		o.split = newSplitter(j.collect, o.stdout, newCapWriter(tarStreamMax(j.files)))
 	}
@@ -321,7 +330,7 @@ func (o outputs) fill(r *Result) error {
 		return fmt.Errorf("%w: %s", ErrSetup, strings.TrimSpace(r.Stderr))
 	}
 	if o.split != nil {
-		r.Files, r.FilesErr = o.split.files(o.files, r.TimedOut || r.OOMKilled)
+		r.Files, r.FilesErr = o.split.files(o.input, o.files, r.TimedOut || r.OOMKilled)
 	}
 	return nil
 }
