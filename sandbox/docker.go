@@ -395,7 +395,10 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 }
 
 // exec feeds a started container its input and collects the outcome. The
-// container is removed afterwards on every path. The wait for its exit is
+// container is removed afterwards on every path. Collected files come on
+// the attach stream with the output, not through the archive API: the
+// workdir is a tmpfs, which that API does not see and which is gone once
+// the container stops. The wait for its exit is
 // asked for before the input goes in, so that the exit code arrives with the
 // end of the output instead of one more round trip after it.
 func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err error) {
