@@ -29,15 +29,19 @@ const (
 // toolSet returns the named set's definitions in the model's terms.
 func toolSet(name string) ([]llm.Tool, error) {
 	var out []llm.Tool
-	for _, d := range tools.Defs() {
+	for _, d := range tools.AgentDefs() {
 		switch name {
+		case ToolSetAgent:
 		case ToolSetWorkspace:
+			if tools.KindOf(d.Name) != tools.Workspace {
+				continue
+			}
 		case ToolSetReadOnly:
 			if !tools.ReadOnly(d.Name) {
 				continue
 			}
 		default:
-			return nil, badInput("unknown tool set %q; the sets are %s and %s", name, ToolSetWorkspace, ToolSetReadOnly)
+			return nil, badInput("unknown tool set %q; the sets are %s, %s and %s", name, ToolSetAgent, ToolSetWorkspace, ToolSetReadOnly)
 		}
 		params, err := json.Marshal(d.Parameters)
 		if err != nil {
