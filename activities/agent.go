@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -14,6 +15,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/tools"
+	"github.com/autocoder/autocoder/internal/truncate"
 )
 
 // ErrTypeNoToolCalling is a model that cannot call tools: the workflow
@@ -78,6 +80,18 @@ type CallSummary struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 	Args string `json:"args,omitempty"` // the start of the arguments
+	// Label says what the call does, for people: "read app/models.py".
+	Label string `json:"label,omitempty"`
+	// Command is a run call's whole command (up to commandBytes), for
+	// approval and the allow-list.
+	Command string `json:"command,omitempty"`
+}
+
+// FinishArgs are the arguments of the model's finish call: what it did and
+// the tests the step made pass, which judge a step before the last.
+type FinishArgs struct {
+	Summary string   `json:"summary"`
+	Tests   []string `json:"tests,omitempty"`
 }
 
 // ModelTurnOutput is what the workflow needs of a turn: small, so the
@@ -94,8 +108,15 @@ type ModelTurnOutput struct {
 	Reused bool `json:"reused,omitempty"`
 	// NeedsSummary is set, and the model not called, when the request does
 	// not fit the context budget even with older tool outputs elided: the
-	// workflow summarizes the older turns (Summarize) and asks again.
+	// workflow summarizes the older turns (Summarize, with Position
+	// SummarizeTo and Previous the summary in use) and asks again. It is
+	// never set twice for the same SummarizeTo: once every turn is
+	// summarized the request goes out as it is.
 	NeedsSummary bool `json:"needsSummary,omitempty"`
+	SummarizeTo  int  `json:"summarizeTo,omitempty"`
+	// Finish holds the arguments of a finish call, when the turn made one;
+	// arguments that do not decode leave its fields empty.
+	Finish *FinishArgs `json:"finish,omitempty"`
 }
 
 // summaryBytes bounds the text and arguments a turn's output repeats.
@@ -118,16 +139,21 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	if err := upTo(in.Transcript, msgs, in.Position); err != nil {
 		return ModelTurnOutput{}, err
 	}
-	model, spec, err := a.Models(in.Model)
+	model, spec, err := a.model(in.Model)
 	if err != nil {
-		return ModelTurnOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModelConfig, err)
+		return ModelTurnOutput{}, err
 	}
 	if !model.ToolCalling() {
 		return ModelTurnOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("model %s has no native tool calling", spec), ErrTypeNoToolCalling, nil)
 	}
 	log := activity.GetLogger(ctx)
-	request, elided := fitContext(sendableArguments(msgs[:in.Position]), messageBudget(in.ContextTokens, offered))
+	sent, covers, err := a.summarized(ctx, in.Transcript, msgs[:in.Position], in.Summary)
+	if err != nil {
+		return ModelTurnOutput{}, err
+	}
+	budget := messageBudget(in.ContextTokens, offered)
+	request, elided := fitContext(sendableArguments(sent), budget)
 	if elided > 0 {
 		log.Info("older tool outputs elided from the request", "elided", elided, "task", in.TaskID, "step", in.Step, "attempt", in.Attempt)
 	}
@@ -137,12 +163,19 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	if err != nil {
 		return ModelTurnOutput{}, err
 	}
-	if !reused {
+	if reused {
+		log.Info("model turn reused from an earlier try", "transcript", in.Transcript, "position", in.Position)
+	} else {
+		if requestTokens(request) > budget {
+			if to := summarizeTo(msgs[:in.Position], covers); to > 0 {
+				log.Info("request over the context budget: older turns to summarize", "to", to, "task", in.TaskID, "step", in.Step, "attempt", in.Attempt)
+				return ModelTurnOutput{NeedsSummary: true, SummarizeTo: to, Elided: elided, Length: in.Position}, nil
+			}
+			log.Warn("request over the context budget with every older turn summarized; sending it", "tokens", requestTokens(request), "budget", budget)
+		}
 		if res, err = a.turn(ctx, model, key, request, offered, in.MaxOutputTokens); err != nil {
 			return ModelTurnOutput{}, err
 		}
-	} else {
-		log.Info("model turn reused from an earlier try", "transcript", in.Transcript, "position", in.Position)
 	}
 	if err := a.appendMessages(ctx, in.Transcript, in.Position, res.Message()); err != nil {
 		return ModelTurnOutput{}, err
@@ -153,7 +186,13 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 		CostUSD: llm.Cost(spec.Model, res.Usage.InputTokens, res.Usage.OutputTokens),
 	}
 	for _, c := range res.ToolCalls {
-		out.Calls = append(out.Calls, CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes)})
+		out.Calls = append(out.Calls, summarizeCall(c))
+		if c.Name == toolFinish && out.Finish == nil {
+			out.Finish = &FinishArgs{}
+			if err := json.Unmarshal([]byte(c.Arguments), out.Finish); err != nil {
+				out.Finish = &FinishArgs{} // a half-decoded value would say more than the model did
+			}
+		}
 	}
 	return out, nil
 }
@@ -209,4 +248,88 @@ func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv
 		activity.GetLogger(ctx).Warn("model turn not memoized", "error", err)
 	}
 	return res, nil
+}
+
+// Tools of the loop that are not workspace tools, by the names the model
+// calls them.
+const (
+	toolRun      = "run"
+	toolRunTests = "run_tests"
+	toolFinish   = "finish"
+)
+
+// commandBytes bounds the command a turn's output repeats.
+const commandBytes = 1 << 10
+
+// labelBytes bounds a call's label: one status line.
+const labelBytes = 100
+
+// summarizeCall names a call for the workflow: a run call's command whole
+// (within commandBytes), the rest by their label and the start of their
+// arguments.
+func summarizeCall(c llm.ToolCall) CallSummary {
+	s := CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes), Label: CallLabel(c.Name, c.Arguments)}
+	if c.Name == toolRun {
+		s.Command = truncate.Head(callArgs(c.Arguments).Command, commandBytes)
+	}
+	return s
+}
+
+// labelArgs are the arguments of every tool a label names. Arguments that
+// do not decode leave it empty.
+type labelArgs struct {
+	Path      string `json:"path"`
+	Pattern   string `json:"pattern"`
+	StartLine int    `json:"start_line"`
+	EndLine   int    `json:"end_line"`
+	Command   string `json:"command"`
+}
+
+func callArgs(args string) labelArgs {
+	var a labelArgs
+	if json.Unmarshal([]byte(args), &a) != nil {
+		return labelArgs{}
+	}
+	return a
+}
+
+// CallLabel says in a few words what a tool call does, for status lines:
+// "read app/models.py:10-40", "search TODO in *.py", "run pytest -x
+// tests/test_api.py", "edit app/models.py". A call whose arguments do not
+// decode is named by its tool.
+func CallLabel(name, args string) string {
+	a := callArgs(args)
+	label := name
+	switch name {
+	case "read":
+		label += " " + a.Path
+		if a.StartLine > 0 || a.EndLine > 0 {
+			label += fmt.Sprintf(":%d-", max(a.StartLine, 1))
+			if a.EndLine > 0 {
+				label += strconv.Itoa(a.EndLine)
+			}
+		}
+	case "search":
+		label += " " + a.Pattern
+		if a.Path != "" {
+			label += " in " + a.Path
+		}
+	case "list":
+		if a.Pattern != "" {
+			label += " " + a.Pattern
+		} else {
+			label += " files"
+		}
+	case "write", "edit", "delete":
+		label += " " + a.Path
+	case toolRun:
+		label += " " + a.Command
+	case toolRunTests:
+		label = "run the tests"
+	}
+	label = strings.Join(strings.Fields(label), " ") // one line
+	if head := truncate.Head(label, labelBytes); len(head) < len(label) {
+		return head + "…"
+	}
+	return label
 }

@@ -26,6 +26,9 @@ type OpenStepInput struct {
 	// Failure is the last failed check's output, when there is one: it
 	// ranks the map's files and is shown to the model.
 	Failure string `json:"failure,omitempty"`
+	// Fenced is set for a model without tool calling: the first message
+	// then asks for files in fenced blocks (see ApplyAnswer), not tools.
+	Fenced bool `json:"fenced,omitempty"`
 	// Budgets in tokens; zero means the defaults.
 	MapTokens          int `json:"mapTokens,omitempty"`
 	InstructionsTokens int `json:"instructionsTokens,omitempty"`

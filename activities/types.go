@@ -120,6 +120,9 @@ type PlanOutput struct {
 	Usage Usage    `json:"usage"`
 	// Lessons are the lessons recalled for the task, when asked for.
 	Lessons *RecallOutput `json:"lessons,omitempty"`
+	// Instructions are the project instruction files the plan was made
+	// with (AGENTS.md and the like), for `status`.
+	Instructions []string `json:"instructions,omitempty"`
 }
 
 // GenerateInput asks for the code of one plan step.
