@@ -110,8 +110,7 @@ type Registry interface {
 	RegisterActivity(a any)
 }
 
-// Register adds the workflow and activities to r. Sandbox activities are
-// among them for runs recorded before they moved to the sandbox task queue.
+// Register adds the workflow and activities to r.
 func Register(r Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.CodingTask, workflows.RegisterOptions())
 	r.RegisterActivity(acts)
@@ -119,7 +118,7 @@ func Register(r Registry, acts *activities.Activities) {
 
 // registerSandbox adds the activities that run in the sandbox.
 func registerSandbox(w sdkworker.Worker, acts *activities.Activities) {
-	for name, fn := range map[string]any{"Check": acts.Check, "Validate": acts.Validate, "Execute": acts.Execute} {
+	for name, fn := range map[string]any{"Check": acts.Check, "Execute": acts.Execute} {
 		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 }

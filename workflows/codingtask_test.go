@@ -27,8 +27,7 @@ func TestCodingTask(t *testing.T) { suite.Run(t, new(codingTaskSuite)) }
 
 func (s *codingTaskSuite) SetupTest() {
 	s.newEnv()
-	// Memory is exercised by its own test; elsewhere it recalls nothing.
-	s.env.OnActivity(a.Recall, mock.Anything, mock.Anything).Return(activities.RecallOutput{}, nil).Maybe()
+	// Memory is exercised by its own test; elsewhere it saves nothing.
 	s.env.OnActivity(a.SaveLessons, mock.Anything, mock.Anything).Return(nil, nil).Maybe()
 }
 

@@ -29,7 +29,6 @@ func (s *codingTaskSuite) checksJudgeByTheUsersTests(snapshot string, result act
 // expectLessons expects the one SaveLessons of a task, matching want.
 func (s *codingTaskSuite) expectLessons(want func(activities.SaveLessonsInput) bool) {
 	s.newEnv()
-	s.env.OnActivity(a.Recall, mock.Anything, mock.Anything).Return(activities.RecallOutput{}, nil).Maybe()
 	s.env.OnActivity(a.SaveLessons, mock.Anything, mock.MatchedBy(want)).Return(nil, nil).Once()
 }
 
