@@ -74,7 +74,27 @@ type CallSummary struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 	Args string `json:"args,omitempty"` // the start of the arguments
+	// Command is a run call's command, whole up to commandBytes, for a
+	// person to approve and the allow-list to match.
+	Command string `json:"command,omitempty"`
 }
+
+// Calls the workflow routes itself rather than to RunTools.
+const (
+	ToolRun      = "run"
+	ToolRunTests = "run_tests"
+	ToolFinish   = "finish"
+)
+
+// FinishArgs are what the model said when it finished a step: a summary
+// of its work and the tests that show it (the step's own check runs them).
+type FinishArgs struct {
+	Summary string   `json:"summary"`
+	Tests   []string `json:"tests,omitempty"`
+}
+
+// commandBytes bounds a run call's command carried to the workflow.
+const commandBytes = 1024
 
 // ModelTurnOutput is what the workflow needs of a turn: small, so the
 // conversation stays in the store.
@@ -92,6 +112,10 @@ type ModelTurnOutput struct {
 	// not fit the context budget even with older tool outputs elided: the
 	// workflow summarizes the older turns (Summarize) and asks again.
 	NeedsSummary bool `json:"needsSummary,omitempty"`
+	// Finish is the first finish call's arguments; nil when the turn has
+	// no finish call or its arguments are not the JSON asked for (the
+	// finish still counts, naming no tests).
+	Finish *FinishArgs `json:"finish,omitempty"`
 }
 
 // summaryBytes bounds the text and arguments a turn's output repeats.
@@ -149,9 +173,36 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 		CostUSD: llm.Cost(spec.Model, res.Usage.InputTokens, res.Usage.OutputTokens),
 	}
 	for _, c := range res.ToolCalls {
-		out.Calls = append(out.Calls, CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes)})
+		out.Calls = append(out.Calls, summarizeCall(c))
+		if c.Name == ToolFinish && out.Finish == nil {
+			out.Finish = finishArgs(c.Arguments)
+		}
 	}
 	return out, nil
+}
+
+// summarizeCall names a call for the workflow.
+func summarizeCall(c llm.ToolCall) CallSummary {
+	s := CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes)}
+	if c.Name == ToolRun {
+		var args struct {
+			Command string `json:"command"`
+		}
+		if json.Unmarshal([]byte(c.Arguments), &args) == nil {
+			s.Command = clip(args.Command, commandBytes)
+		}
+	}
+	return s
+}
+
+// finishArgs decodes a finish call's arguments; nil if they are not JSON
+// of the expected shape.
+func finishArgs(raw string) *FinishArgs {
+	var f FinishArgs
+	if json.Unmarshal([]byte(raw), &f) != nil {
+		return nil
+	}
+	return &f
 }
 
 // earlierTurn finds the answer an earlier try of this turn got: in the

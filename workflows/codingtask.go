@@ -68,7 +68,7 @@ func (t *task) run(ctx workflow.Context) (TaskResult, error) {
 		if t.historyFull(ctx) {
 			return TaskResult{}, t.continueAsNew(ctx)
 		}
-		if t.Status.Iteration >= t.in.MaxIterations {
+		if t.Status.Iteration >= t.in.MaxIterations && !t.Conversation.Working {
 			if err := t.stuck(ctx); err != nil {
 				return TaskResult{}, err
 			}
@@ -171,7 +171,7 @@ func (t *task) saveLessons(ctx workflow.Context, succeeded bool) {
 	if p := t.Memory.Pending; p != nil && !succeeded {
 		in.Unfixed = []string{p.FailureOutput}
 	}
-	if err := workflow.ExecuteActivity(memoryCtx(ctx, "save lessons"), a.SaveLessons, in).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(storeCtx(ctx, "save lessons"), a.SaveLessons, in).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("saving lessons failed", "error", err)
 	}
 }

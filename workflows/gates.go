@@ -103,6 +103,8 @@ func (t *task) applyRollback() {
 	t.Status.Step = cp.Step
 	t.Reflection = ""
 	t.ReflectOn = nil
+	t.Conversation = Conversation{} // the step opens again, in a new conversation
+	t.Status.Turn, t.Status.Doing = 0, ""
 	if cp.Passed && r.Feedback == "" {
 		t.Status.Step++
 	}

@@ -35,17 +35,37 @@ func modelCtx(ctx workflow.Context, summary string) workflow.Context {
 	})
 }
 
-// Store calls are short; a store that stays down is not worth failing the
-// task over (the caller goes on without memory).
-func memoryCtx(ctx workflow.Context, summary string) workflow.Context {
+// Store calls (lessons, transcripts) are short. A store that stays down
+// fails the task only where the task cannot go on without it: lessons are
+// an aid, a conversation is not.
+func storeCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             summary,
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    10 * time.Second,
-			MaximumAttempts:    5,
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        10 * time.Second,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: []string{activities.ErrTypeBadInput, activities.ErrTypeTranscriptConflict},
+		},
+	})
+}
+
+// Workspace tool calls run as local activities: they are pure functions
+// of a snapshot and their arguments, take milliseconds, and a local
+// activity costs about half a millisecond over the bare call where a
+// regular one costs several (README, How it works).
+func toolsCtx(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		Summary:             summary,
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        10 * time.Second,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: []string{activities.ErrTypeBadInput, activities.ErrTypeTranscriptConflict},
 		},
 	})
 }

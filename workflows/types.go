@@ -158,6 +158,31 @@ type State struct {
 	// the failed check the next attempt reflects on first.
 	Reflection string                  `json:"reflection,omitempty"`
 	ReflectOn  *activities.TestSummary `json:"reflectOn,omitempty"`
+	// Conversation is the plan step's conversation with the model, and the
+	// attempt under way in it.
+	Conversation Conversation `json:"conversation"`
+	// Fenced is set once the model proved unable to call tools: from then
+	// on attempts ask for fenced file blocks in one answer.
+	Fenced bool `json:"fenced,omitempty"`
+}
+
+// Conversation names a plan step's conversation; its messages live in the
+// store. A retry of the step continues it, so the model sees its own
+// earlier work; the step opened again after a rollback starts another.
+type Conversation struct {
+	Transcript string `json:"transcript,omitempty"` // "" until the step's opens
+	Step       int    `json:"step,omitempty"`
+	Length     int    `json:"length,omitempty"` // the transcript's length
+	// Summary stands for the older turns once they no longer fit.
+	Summary *activities.TurnSummary `json:"summary,omitempty"`
+	// Guided counts the people's guidance (Status.Feedback) the model has
+	// been shown.
+	Guided int `json:"guided,omitempty"`
+	// Working is set while an attempt is under way: a run that continues
+	// as new resumes it at Length, with the workspace as its tool calls
+	// left it (Snapshot) and Status.Turn turns made.
+	Working  bool   `json:"working,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // Budget is what the task may spend before a person is asked; approval
