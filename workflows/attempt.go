@@ -70,7 +70,11 @@ type attemptEnd struct {
 func (t *task) startAttempt(ctx workflow.Context) error {
 	c := &t.Conversation
 	t.Status.Turn = 0
-	t.setPhase(ctx, PhaseGenerating)
+	phase := PhaseGenerating
+	if t.ReflectOn != nil {
+		phase = PhaseReflecting // the model starts from its failure
+	}
+	t.setPhase(ctx, phase)
 	if c.Transcript == "" || c.Step != t.Status.Step {
 		if err := t.openStep(ctx); err != nil {
 			return err
@@ -197,6 +201,11 @@ func (t *task) turns(ctx workflow.Context) (*attemptEnd, error) {
 		if err != nil || turn == nil {
 			return &attemptEnd{}, err
 		}
+		// A cancel or rollback that came while the model thought stops the
+		// attempt before its calls run: the conversation is not continued.
+		if stop, err := t.interrupted(ctx, c.Snapshot); stop {
+			return nil, err
+		}
 		if len(turn.Calls) == 0 {
 			return t.applyAnswer(ctx)
 		}
@@ -278,6 +287,7 @@ func (t *task) route(ctx workflow.Context, calls []activities.CallSummary) (fini
 			err = t.sandboxCall(ctx, call)
 			i++
 		case activities.ToolFinish:
+			t.doing(ctx, "finish")
 			err = t.appendResult(ctx, call, "finished", false)
 			finished = true
 			i++

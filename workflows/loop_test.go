@@ -72,7 +72,7 @@ func (s *codingTaskSuite) TestCallsRouteInOrder() {
 		"SandboxCall: run pytest -x tests/test_api.py",
 		"RunTools: write app/models.py",
 		"SandboxCall: run the tests",
-		"AppendMessages: run the tests",
+		"AppendMessages: finish",
 		"Check: ",
 		"SaveLessons: ",
 	}, *trace)
@@ -282,4 +282,24 @@ func (s *codingTaskSuite) TestContinueAsNewMidAttempt() {
 	s.Empty(s.opened)
 	s.Require().Len(s.appended, 1)
 	s.Equal(5, s.appended[0].Position)
+}
+
+// TestCancelWhileTheModelThinks: a cancel during a model turn stops the
+// task once the turn is in: its calls never run, and the attempt is
+// checkpointed untested.
+func (s *codingTaskSuite) TestCancelWhileTheModelThinks() {
+	s.onPlan("step")
+	s.onTurn(activities.ModelTurnOutput{Calls: []activities.CallSummary{writeCall, finishCall}}).After(time.Minute)
+	s.at(30*time.Second, s.signal(SignalCancel, CancelSignal{Reason: "wrong repo"}))
+	in := input
+	in.InputSnapshot = "in"
+	s.env.ExecuteWorkflow(CodingTask, in)
+
+	app := s.requireAppError(ErrTypeCancelled)
+	s.Contains(app.Message(), "wrong repo")
+	st := s.queryStatus()
+	s.Require().Len(st.Checkpoints, 1)
+	s.Equal("in", st.Checkpoints[0].SnapshotID)
+	s.Empty(s.tools)
+	s.Empty(s.appended)
 }
