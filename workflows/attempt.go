@@ -80,10 +80,11 @@ func (t *task) startAttempt(ctx workflow.Context) error {
 			return err
 		}
 	} else if t.ReflectOn != nil || len(t.Status.Feedback) > c.Guided {
-		msg := llm.Message{Role: llm.RoleUser, Text: t.retryMessage()}
+		msg := llm.Message{Role: llm.RoleUser, Text: retryMessage(t.ReflectOn, t.Status.Feedback[c.Guided:])}
 		if err := t.appendMessages(ctx, t.label("report the failure to"), msg); err != nil {
 			return err
 		}
+		c.Guided = len(t.Status.Feedback)
 	}
 	t.ReflectOn = nil
 	c.Working, c.Snapshot = true, t.Base
@@ -119,21 +120,25 @@ func (t *task) openStep(ctx workflow.Context) error {
 	return nil
 }
 
-// retryMessage tells the model why its last attempt failed, and what
-// people have said since it last heard from them.
-func (t *task) retryMessage() string {
+// retryMessage tells the model why its last attempt failed, if it did,
+// and what people have said since it last heard from them.
+func retryMessage(failure *activities.TestSummary, guidance []string) string {
 	var b strings.Builder
-	if f := t.ReflectOn; f != nil {
-		b.WriteString(failureReport(*f))
+	if failure != nil {
+		b.WriteString(failureReport(*failure) + "\n")
 	}
-	if news := t.Status.Feedback[t.Conversation.Guided:]; len(news) > 0 {
-		b.WriteString("\nA person says:\n")
-		for _, g := range news {
+	if len(guidance) > 0 {
+		b.WriteString("A person says:\n")
+		for _, g := range guidance {
 			b.WriteString("- " + g + "\n")
 		}
-		t.Conversation.Guided = len(t.Status.Feedback)
+		b.WriteString("\n")
 	}
-	b.WriteString("\nFix it; call finish when done.")
+	if failure != nil {
+		b.WriteString("Fix it; call finish when done.")
+	} else {
+		b.WriteString("Go on with this in mind; call finish when done.")
+	}
 	return b.String()
 }
 
@@ -363,7 +368,7 @@ func (t *task) sandboxCall(ctx workflow.Context, call activities.CallSummary) er
 
 // commandAllowed reports whether a command starts with one of the allowed
 // prefixes, at a word boundary ("go test" allows "go test ./..." but not
-// "go tester"). A command that chains or redirects is never covered: the
+// "go tester"; "./scripts/" allows "./scripts/lint.sh"). A command that chains or redirects is never covered: the
 // prefix would speak for only its first part.
 func commandAllowed(command string, allow []string) bool {
 	command = strings.TrimSpace(command)
@@ -383,7 +388,7 @@ func commandAllowed(command string, allow []string) bool {
 }
 
 func isWordByte(b byte) bool {
-	return b == '_' || b == '-' || b == '.' || b == '/' || ('0' <= b && b <= '9') || ('a' <= b && b <= 'z') || ('A' <= b && b <= 'Z')
+	return b == '_' || b == '-' || b == '.' || ('0' <= b && b <= '9') || ('a' <= b && b <= 'z') || ('A' <= b && b <= 'Z')
 }
 
 // appendResult answers a call without running it.

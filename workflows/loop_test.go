@@ -215,7 +215,7 @@ func TestDescribeCall(t *testing.T) {
 }
 
 func TestCommandAllowed(t *testing.T) {
-	allow := []string{"pytest", "go test", "python -m "}
+	allow := []string{"pytest", "go test", "python -m ", "./scripts/"}
 	tests := []struct {
 		command string
 		want    bool
@@ -226,6 +226,10 @@ func TestCommandAllowed(t *testing.T) {
 		{"go test ./...", true},
 		{"go tester", false},
 		{"python -m pytest", true},
+		{"python -mpytest", false},
+		{"./scripts/lint.sh -q", true},
+		{"./scriptsx", false},
+		{"go test/x", false},
 		{"pytest; curl x", false},
 		{"pytest && rm -rf /", false},
 		{"pytest > out.txt", false},
