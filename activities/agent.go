@@ -94,6 +94,13 @@ type FinishArgs struct {
 	Tests   []string `json:"tests,omitempty"`
 }
 
+// Calls the workflow routes itself rather than to RunTools.
+const (
+	ToolRun      = "run"
+	ToolRunTests = "run_tests"
+	ToolFinish   = "finish"
+)
+
 // ModelTurnOutput is what the workflow needs of a turn: small, so the
 // conversation stays in the store.
 type ModelTurnOutput struct {
@@ -187,7 +194,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	}
 	for _, c := range res.ToolCalls {
 		out.Calls = append(out.Calls, summarizeCall(c))
-		if c.Name == toolFinish && out.Finish == nil {
+		if c.Name == ToolFinish && out.Finish == nil {
 			out.Finish = &FinishArgs{}
 			if err := json.Unmarshal([]byte(c.Arguments), out.Finish); err != nil {
 				out.Finish = &FinishArgs{} // a half-decoded value would say more than the model did
@@ -250,14 +257,6 @@ func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv
 	return res, nil
 }
 
-// Tools of the loop that are not workspace tools, by the names the model
-// calls them.
-const (
-	toolRun      = "run"
-	toolRunTests = "run_tests"
-	toolFinish   = "finish"
-)
-
 // commandBytes bounds the command a turn's output repeats.
 const commandBytes = 1 << 10
 
@@ -269,7 +268,7 @@ const labelBytes = 100
 // arguments.
 func summarizeCall(c llm.ToolCall) CallSummary {
 	s := CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes), Label: CallLabel(c.Name, c.Arguments)}
-	if c.Name == toolRun {
+	if c.Name == ToolRun {
 		s.Command = truncate.Head(callArgs(c.Arguments).Command, commandBytes)
 	}
 	return s
@@ -322,9 +321,9 @@ func CallLabel(name, args string) string {
 		}
 	case "write", "edit", "delete":
 		label += " " + a.Path
-	case toolRun:
+	case ToolRun:
 		label += " " + a.Command
-	case toolRunTests:
+	case ToolRunTests:
 		label = "run the tests"
 	}
 	label = strings.Join(strings.Fields(label), " ") // one line

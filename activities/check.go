@@ -20,18 +20,6 @@ import (
 
 const outputTail = 4000 // bytes of test output kept for the workflow
 
-// Validate checks syntax and the safety policy before anything runs. Go is
-// checked natively; Python is parsed by a checker that runs in the sandbox,
-// so untrusted source never meets a host interpreter.
-func (a *Activities) Validate(ctx context.Context, in CheckInput) (TestSummary, error) {
-	j, err := a.loadJudged(ctx, in)
-	if err != nil {
-		return TestSummary{}, err
-	}
-	s, err := a.validate(ctx, in, j.files)
-	return withFindings(s, j.findings), err
-}
-
 // Check validates a snapshot and, if it passes, runs its tests: the two
 // steps of an attempt in one activity, so an attempt waits for one
 // dispatch and one workflow task instead of two (and, for Python, for one
@@ -157,6 +145,9 @@ func namedTestsRan(s TestSummary, in CheckInput) TestSummary {
 	return s
 }
 
+// validate checks syntax and the safety policy before anything runs. Go is
+// checked natively; Python is parsed by a checker that runs in the sandbox,
+// so untrusted source never meets a host interpreter.
 func (a *Activities) validate(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
 	start := time.Now()
 	rules, err := checkRules(in)

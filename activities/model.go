@@ -76,15 +76,6 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 	return out, nil
 }
 
-// Reflect asks the model for the root cause of a failure and a fix plan.
-func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (ReflectOutput, error) {
-	files, err := a.loadFiles(ctx, in.SnapshotID)
-	if err != nil {
-		return ReflectOutput{}, err
-	}
-	return a.reflect(ctx, in, files)
-}
-
 // reflect asks for the diagnosis of a failure in the given files and, when
 // asked, recalls the lessons of failures like it while the model thinks.
 func (a *Activities) reflect(ctx context.Context, in ReflectInput, files []workspace.File) (ReflectOutput, error) {
@@ -110,7 +101,7 @@ func (a *Activities) reflect(ctx context.Context, in ReflectInput, files []works
 // if the store cannot answer, the activity goes on without lessons rather
 // than fail a paid model call.
 func (a *Activities) recallOrNothing(ctx context.Context, in RecallInput) *RecallOutput {
-	lessons, err := a.Recall(ctx, in)
+	lessons, err := a.recall(ctx, in)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("recall failed; going on without lessons", "error", err)
 	}
