@@ -16,7 +16,7 @@ func runCLI(t *testing.T, cfg config, args ...string) (code int, stdout, stderr 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	f := &factory{cfg: cfg, stdout: &out, stderr: &errOut}
+	f := NewFactory(cfg, IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	defer f.Close()
 	code = execute(ctx, f, args)
 	return code, out.String(), errOut.String()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/owner"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
 )
@@ -27,12 +28,12 @@ type embedded struct {
 
 // useEmbedded reports local mode: the user named no Temporal server, so
 // commands use the data dir's local server.
-func (f *factory) useEmbedded() bool { return !f.cfg.addressSet }
+func (f *Factory) useEmbedded() bool { return !f.cfg.addressSet }
 
 // hostIfNeeded, in local mode, connects to the data dir's local server,
 // starting it in the background when none runs. The server outlives this
 // process, so the returned stop has nothing to stop.
-func (f *factory) hostIfNeeded(ctx context.Context) (stop func(), err error) {
+func (f *Factory) hostIfNeeded(ctx context.Context) (stop func(), err error) {
 	if f.useEmbedded() {
 		if err := f.connectLocal(ctx); err != nil {
 			return nil, err
@@ -43,13 +44,13 @@ func (f *factory) hostIfNeeded(ctx context.Context) (stop func(), err error) {
 
 // startEmbedded starts the local services and a worker, and points the
 // factory at them. The returned stop shuts everything down in order.
-func (f *factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedded, error) {
+func (f *Factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedded, error) {
 	srv, err := devserver.Start(ctx, devserver.Options{
 		DataDir:            f.cfg.DataDir,
 		FrontendPort:       f.cfg.devPort,
 		UIPort:             f.cfg.uiPort,
 		Namespace:          f.cfg.Namespace,
-		SearchAttributes:   worker.SearchAttributes,
+		SearchAttributes:   taskclient.SearchAttributes,
 		Logger:             slog.Default(),
 		FallBackToFreePort: true,
 	})
@@ -72,7 +73,7 @@ func (f *factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedd
 		}
 		return nil, err
 	}
-	c, err := f.Client(ctx)
+	c, err := f.temporalClient(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -101,7 +102,7 @@ func (f *factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedd
 // removed when it stops. lock is the held start lock: it is released once
 // the address file is written, and held again while an idle server stops,
 // so that a client never finds a server that is going away.
-func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, ready func()) error {
+func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, ready func()) error {
 	defer func() { lock.Close() }()
 	// No Warm: each language warms up once first used, so a Python task on
 	// a fresh server does not share the CPU with Go warm-ups.
@@ -145,7 +146,7 @@ func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 		<-ctx.Done()
 		return stopping()
 	}
-	c, err := f.Client(ctx)
+	c, err := f.temporalClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -190,7 +191,7 @@ func lockForStop(ctx context.Context, dataDir string) *os.File {
 	return lock
 }
 
-func newDevCmd(f *factory) *cobra.Command {
+func newDevCmd(f *Factory) *cobra.Command {
 	var background bool
 	var idle time.Duration
 	cmd := &cobra.Command{
@@ -228,7 +229,7 @@ func newDevCmd(f *factory) *cobra.Command {
 					errUnavailable, f.cfg.DataDir, a.PID, a.Frontend)
 			}
 			return f.serve(ctx, lock, idle, func() {
-				fmt.Fprintf(f.stdout, "Temporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\nPress Ctrl-C to stop.\n",
+				fmt.Fprintf(f.IO.Out, "Temporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\nPress Ctrl-C to stop.\n",
 					f.cfg.TemporalAddress, f.cfg.Namespace, f.cfg.UIURL, f.cfg.DataDir, f.cfg.logFile())
 			})
 		},

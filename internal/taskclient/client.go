@@ -44,17 +44,23 @@ type FailedError struct {
 	err       error
 }
 
-func (e *FailedError) Error() string { return e.err.Error() }
+func (e *FailedError) Error() string {
+	if e.err == nil {
+		return e.Message
+	}
+	return e.err.Error()
+}
 func (e *FailedError) Unwrap() error { return e.err }
 
 // RejectedError is a request the task refused (a rollback to a checkpoint
 // it does not have, or after it ended); Message says why.
 type RejectedError struct {
+	Op      string // what was refused, e.g. "rollback task autocoder-1"
 	Message string
 	err     error
 }
 
-func (e *RejectedError) Error() string { return e.err.Error() }
+func (e *RejectedError) Error() string { return e.Op + ": " + e.Message }
 func (e *RejectedError) Unwrap() error { return e.err }
 
 // kindError adds one of the kinds above to Temporal's error, keeping its
@@ -267,7 +273,7 @@ func (c *Client) Rollback(ctx context.Context, id string, r workflows.RollbackRe
 	}
 	var app *temporal.ApplicationError
 	if err != nil && errors.As(err, &app) {
-		return st, &RejectedError{Message: app.Message(), err: fmt.Errorf("rollback task %s: %w", id, err)}
+		return st, &RejectedError{Op: "rollback task " + id, Message: app.Message(), err: err}
 	}
 	if err != nil {
 		return st, fmt.Errorf("rollback task %s: %w", id, classify(err))

@@ -13,8 +13,11 @@ import (
 	"github.com/autocoder/autocoder/workflows"
 )
 
-// ListStatuses are the states List filters by, with Temporal's names.
-var ListStatuses = map[string]string{
+// ListStatuses are the states List filters by.
+var ListStatuses = []string{"running", "completed", "failed", "cancelled", "terminated", "timed-out"}
+
+// executionStatus maps ListStatuses to Temporal's names.
+var executionStatus = map[string]string{
 	"running":    "Running",
 	"completed":  "Completed",
 	"failed":     "Failed",
@@ -25,7 +28,7 @@ var ListStatuses = map[string]string{
 
 // ListOptions choose the tasks List returns.
 type ListOptions struct {
-	Status string // a key of ListStatuses; "" for all
+	Status string // one of ListStatuses; "" for all
 	Limit  int
 }
 
@@ -49,7 +52,7 @@ type Task struct {
 func (c *Client) List(ctx context.Context, o ListOptions) ([]Task, error) {
 	query := fmt.Sprintf("WorkflowType = '%s'", workflows.WorkflowName)
 	if o.Status != "" {
-		s, ok := ListStatuses[o.Status]
+		s, ok := executionStatus[o.Status]
 		if !ok {
 			return nil, fmt.Errorf("list tasks: unknown status %q", o.Status)
 		}
