@@ -28,17 +28,14 @@ func NewCmdLessons(f *Factory, runF func(name string, o *LessonsOptions) error) 
 	cmd := &cobra.Command{
 		Use:   "lessons",
 		Short: "Inspect what autocoder has learned: verified fixes, failure records, success patterns",
-		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				o.ID = args[0]
-			}
-			return cmd.Root().PersistentPreRunE(cmd, args)
-		},
 	}
 	cmd.PersistentFlags().BoolVar(asJSON, "json", false, "print JSON")
 	// intercept hands the parsed options to runF instead of running.
 	intercept := func(run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				o.ID = args[0]
+			}
 			if runF != nil {
 				return runF(cmd.Name(), &o)
 			}

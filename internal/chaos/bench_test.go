@@ -15,8 +15,8 @@ import (
 
 	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/llmtest"
-	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/taskclient"
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/workflows"
 )
 
