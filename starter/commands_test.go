@@ -106,7 +106,7 @@ func (c *fakeClient) List(_ context.Context, o taskclient.ListOptions) ([]taskcl
 	return c.tasks[:min(o.Limit, len(c.tasks))], nil
 }
 
-func (c *fakeClient) CheckHealth(context.Context) error { return nil }
+func (c *fakeClient) Reachable(context.Context) error { return nil }
 
 func (c *fakeClient) Approve(_ context.Context, id string, s workflows.ApproveSignal) error {
 	return errors.Join(c.known(id), c.record("approve %s %+v", id, s))

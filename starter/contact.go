@@ -38,7 +38,7 @@ func newContact(f *Factory, id string, before func()) *contact {
 
 // healthChecker asks the server whether it serves.
 type healthChecker interface {
-	CheckHealth(ctx context.Context) error
+	Reachable(ctx context.Context) error
 }
 
 // check is called after a call failed with cause: it asks the server for
@@ -46,7 +46,7 @@ type healthChecker interface {
 // still bounded, and the lost-contact error once the wait is over.
 func (k *contact) check(ctx context.Context, c healthChecker, cause error) error {
 	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
-	err := c.CheckHealth(hctx)
+	err := c.Reachable(hctx)
 	cancel()
 	if err == nil || ctx.Err() != nil {
 		k.ok()

@@ -90,7 +90,7 @@ type TaskClient interface {
 	Wait(ctx context.Context, id string) (workflows.TaskResult, error)
 	ModelCall(ctx context.Context, id string) (*taskclient.ModelCall, error)
 	List(ctx context.Context, o taskclient.ListOptions) ([]taskclient.Task, error)
-	CheckHealth(ctx context.Context) error
+	Reachable(ctx context.Context) error
 	Approve(ctx context.Context, id string, s workflows.ApproveSignal) error
 	Reject(ctx context.Context, id string, s workflows.RejectSignal) error
 	Feedback(ctx context.Context, id string, s workflows.FeedbackSignal) error

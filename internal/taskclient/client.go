@@ -110,7 +110,8 @@ type Client struct {
 	namespace string
 }
 
-// New wraps c, connected to namespace.
+// New wraps c; namespace is c's, which listing and registering search
+// attributes name.
 func New(c client.Client, namespace string) *Client {
 	return &Client{sdk: c, namespace: namespace}
 }
@@ -281,8 +282,8 @@ func (c *Client) Rollback(ctx context.Context, id string, r workflows.RollbackRe
 	return st, nil
 }
 
-// CheckHealth asks the server whether it serves.
-func (c *Client) CheckHealth(ctx context.Context) error {
+// Reachable asks the server whether it serves.
+func (c *Client) Reachable(ctx context.Context) error {
 	_, err := c.sdk.CheckHealth(ctx, &client.CheckHealthRequest{})
 	return err
 }
