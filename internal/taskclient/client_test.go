@@ -96,7 +96,9 @@ func TestClientSpeaksTheWorkflowsNames(t *testing.T) {
 		func() error {
 			return c.Answer(ctx, id, workflows.Answer{Words: []string{"y"}, Signal: workflows.SignalApprove}, "y")
 		},
-		func() error { return c.Answer(ctx, id, workflows.Answer{Signal: workflows.SignalReject}, "use argparse") },
+		func() error {
+			return c.Answer(ctx, id, workflows.Answer{Signal: workflows.SignalReject}, "use argparse")
+		},
 		func() error { return c.Answer(ctx, id, workflows.Answer{Signal: workflows.SignalFeedback}, "go on") },
 	}
 	for i, send := range sends {
