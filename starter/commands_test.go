@@ -310,13 +310,19 @@ func TestRollbackCommand(t *testing.T) {
 	runFake(t, c, "rollback", "t1", "--to", "0").want(t, exitUsage, nil, []string{"--to 0: checkpoints are numbered from 1"})
 }
 
-func TestWatchCommand(t *testing.T) {
+// askingToRun is a client whose task t1 asks before running command.
+func askingToRun(command string) *fakeClient {
 	c := newFakeClient()
 	waiting := working
 	waiting.Phase = workflows.PhaseWaiting
-	waiting.Pending = &workflows.Approval{Kind: workflows.GateCommand, Question: "Run `rm -rf build`?",
+	waiting.Pending = &workflows.Approval{Kind: workflows.GateCommand, Question: "Run `" + command + "`?",
 		Answers: workflows.GateAnswers(workflows.GateCommand), Deadline: time.Now().Add(time.Hour)}
 	c.statuses["t1"] = waiting
+	return c
+}
+
+func TestWatchCommand(t *testing.T) {
+	c := askingToRun("rm -rf build")
 	runFake(t, c, "watch", "t1").want(t, exitWaiting, nil,
 		[]string{"turn 4: read app/models.py", "? task t1 is waiting for approval (command): Run `rm -rf build`?", "autocoder approve t1"})
 
@@ -334,12 +340,7 @@ func TestWatchCommand(t *testing.T) {
 // TestWatchAnswersACommandGate: on a terminal, watch asks the command gate
 // like the others and sends what the task says the answer means.
 func TestWatchAnswersACommandGate(t *testing.T) {
-	c := newFakeClient()
-	waiting := working
-	waiting.Phase = workflows.PhaseWaiting
-	waiting.Pending = &workflows.Approval{Kind: workflows.GateCommand, Question: "Run `make deploy`?",
-		Answers: workflows.GateAnswers(workflows.GateCommand), Deadline: time.Now().Add(time.Hour)}
-	c.statuses["t1"] = waiting
+	c := askingToRun("make deploy")
 	f, _, errOut := fakeFactory(t, c)
 	f.IO.In, f.IO.InTTY, f.IO.ErrTTY = strings.NewReader("\nno deploys\n"), true, true
 	ctx, cancel := context.WithCancel(context.Background())
