@@ -410,6 +410,7 @@ func TestRunCommand(t *testing.T) {
 // function instead of running it.
 func TestCommandsParseFlags(t *testing.T) {
 	f, _, _ := fakeFactory(t, newFakeClient())
+	local := NewFactory(config{DataDir: t.TempDir()}, f.IO) // local mode: no Temporal address
 	var got any
 	capture := func(o any) error { got = o; return nil }
 	tests := []struct {
@@ -430,6 +431,7 @@ func TestCommandsParseFlags(t *testing.T) {
 		{NewCmdExport(f, func(o *ExportOptions) error { return capture(*o) }), []string{"t1", "dir", "--git", "--checkpoint", "2"}, ExportOptions{ID: "t1", Dir: "dir", Git: true, Checkpoint: 2}},
 		{NewCmdTranscript(f, func(o *TranscriptOptions) error { return capture(*o) }), []string{"t1", "-f"}, TranscriptOptions{ID: "t1", Follow: true}},
 		{NewCmdWorker(f, func(o *WorkerOptions) error { return capture(o.Slots) }), []string{"--sandbox-slots", "3"}, 3},
+		{NewCmdDev(local, func(o *DevOptions) error { return capture(*o) }), []string{"--idle-timeout", "5m"}, DevOptions{IdleTimeout: 5 * time.Minute}},
 		{NewCmdRun(f, func(o *RunOptions) error { return capture(o.AllowCommands) }), []string{"--allow-command", "a,b", "--allow-command", "c", "t"}, []string{"a,b", "c"}},
 		{NewCmdLessons(f, func(name string, o *LessonsOptions) error { return capture(name + " " + o.Kind) }), []string{"list", "--kind", "fix"}, "list fix"},
 	}

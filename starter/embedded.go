@@ -191,9 +191,14 @@ func lockForStop(ctx context.Context, dataDir string) *os.File {
 	return lock
 }
 
-func newDevCmd(f *Factory) *cobra.Command {
-	var background bool
-	var idle time.Duration
+// DevOptions are dev's arguments.
+type DevOptions struct {
+	Background  bool
+	IdleTimeout time.Duration
+}
+
+func NewCmdDev(f *Factory, runF func(*DevOptions) error) *cobra.Command {
+	var o DevOptions
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the local server (Temporal, Web UI, worker) in the foreground; `dev status|stop` for the background one",
@@ -206,10 +211,14 @@ func newDevCmd(f *Factory) *cobra.Command {
 			if f.cfg.addressSet {
 				return usageError("dev starts its own Temporal: unset %s", envTemporalAddress)
 			}
-			if idle < 0 {
+			if o.IdleTimeout < 0 {
 				return usageError("--idle-timeout must not be negative")
 			}
-			if background {
+			if runF != nil {
+				return runF(&o)
+			}
+			idle := o.IdleTimeout
+			if o.Background {
 				lock, err := devserver.AdoptStartLock(f.cfg.DataDir, startLockFD)
 				if err != nil {
 					return fmt.Errorf("%w: %v", errUnavailable, err)
@@ -234,9 +243,9 @@ func newDevCmd(f *Factory) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&background, "background", false, "run as the background server a client started")
+	cmd.Flags().BoolVar(&o.Background, "background", false, "run as the background server a client started")
 	_ = cmd.Flags().MarkHidden("background")
-	cmd.Flags().DurationVar(&idle, "idle-timeout", 0,
+	cmd.Flags().DurationVar(&o.IdleTimeout, "idle-timeout", 0,
 		"stop after this long with no task running or waiting and no client (0: never; the background server uses "+envIdleTimeout+", default "+defaultIdleTimeout.String()+")")
 	cmd.AddCommand(newDevStatusCmd(f), newDevStopCmd(f))
 	return cmd
