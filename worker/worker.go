@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -126,7 +127,7 @@ func registerSandbox(w sdkworker.Worker, acts *activities.Activities) {
 
 // Run runs the worker until ctx is done, then stops it gracefully.
 func Run(ctx context.Context, c client.Client, acts *activities.Activities, opts Options) error {
-	if _, err := EnsureSearchAttributes(ctx, c, opts.Namespace); err != nil {
+	if _, err := taskclient.EnsureSearchAttributes(ctx, c, opts.Namespace); err != nil {
 		slog.Warn("custom search attributes unavailable", "error", err)
 	}
 	w := New(c, acts, opts)
