@@ -109,6 +109,18 @@ func TestClientSpeaksTheWorkflowsNames(t *testing.T) {
 	if err := c.Answer(ctx, id, workflows.Answer{Signal: "dance"}, ""); err == nil {
 		t.Error("an answer with an unknown signal was sent")
 	}
+	// Signals are handled one per selection; the update could overtake
+	// the last ones, so it waits until all five are in.
+	for {
+		st, err := c.Status(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Feedback) >= len(sends) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	st, err := c.Rollback(ctx, id, workflows.RollbackRequest{Checkpoint: 1, Feedback: "again"})
 	if err != nil {
 		t.Fatal(err)
