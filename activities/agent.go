@@ -124,9 +124,12 @@ const summaryBytes = 200
 // after a crash never pays for the turn twice; an answer already in the
 // transcript is reused too.
 func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTurnOutput, error) {
-	offered, err := toolSet(in.Tools)
-	if err != nil {
-		return ModelTurnOutput{}, err
+	var offered []llm.Tool
+	if in.Tools != ToolSetNone {
+		var err error
+		if offered, err = toolSet(in.Tools); err != nil {
+			return ModelTurnOutput{}, err
+		}
 	}
 	msgs, err := a.conversation(ctx, in.Transcript)
 	if err != nil {
@@ -139,7 +142,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	if err != nil {
 		return ModelTurnOutput{}, err
 	}
-	if !model.ToolCalling() {
+	if len(offered) > 0 && !model.ToolCalling() {
 		return ModelTurnOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("model %s has no native tool calling", spec), ErrTypeNoToolCalling, nil)
 	}
