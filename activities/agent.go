@@ -185,7 +185,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 		CostUSD: llm.Cost(spec.Model, res.Usage.InputTokens, res.Usage.OutputTokens),
 	}
 	for _, c := range res.ToolCalls {
-		out.Calls = append(out.Calls, summarizeCall(c))
+		out.Calls = append(out.Calls, callSummary(c))
 		if c.Name == toolFinish && out.Finish == nil {
 			out.Finish = &FinishArgs{}
 			if err := json.Unmarshal([]byte(c.Arguments), out.Finish); err != nil {
@@ -263,10 +263,10 @@ const commandBytes = 1 << 10
 // labelBytes bounds a call's label: one status line.
 const labelBytes = 100
 
-// summarizeCall names a call for the workflow: a run call's command whole
+// callSummary names a call for the workflow: a run call's command whole
 // (within commandBytes), the rest by their label and the start of their
 // arguments.
-func summarizeCall(c llm.ToolCall) CallSummary {
+func callSummary(c llm.ToolCall) CallSummary {
 	s := CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes), Label: CallLabel(c.Name, c.Arguments)}
 	if c.Name == toolRun {
 		s.Command = truncate.Head(callArgs(c.Arguments).Command, commandBytes)

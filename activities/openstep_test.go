@@ -78,6 +78,7 @@ func TestOpenStepLargeRepository(t *testing.T) {
 		t.Error("first message quotes instructions off the way to the work")
 	}
 	mapText := first[strings.Index(first, "Repository map: "):]
+	t.Logf("repository: %d files, %d bytes; first message: %d tokens, its map %d", len(files), r.Size(), repomap.Tokens(first), repomap.Tokens(mapText))
 	if repomap.Tokens(mapText) > in.MapTokens {
 		t.Errorf("map of %d tokens, budget %d", repomap.Tokens(mapText), in.MapTokens)
 	}
