@@ -135,9 +135,12 @@ const summaryBytes = 200
 // after a crash never pays for the turn twice; an answer already in the
 // transcript is reused too.
 func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTurnOutput, error) {
-	offered, err := toolSet(in.Tools)
-	if err != nil {
-		return ModelTurnOutput{}, err
+	var offered []llm.Tool
+	if in.Tools != ToolSetNone {
+		var err error
+		if offered, err = toolSet(in.Tools); err != nil {
+			return ModelTurnOutput{}, err
+		}
 	}
 	msgs, err := a.conversation(ctx, in.Transcript)
 	if err != nil {
@@ -150,7 +153,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	if err != nil {
 		return ModelTurnOutput{}, err
 	}
-	if !model.ToolCalling() {
+	if len(offered) > 0 && !model.ToolCalling() {
 		return ModelTurnOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("model %s has no native tool calling", spec), ErrTypeNoToolCalling, nil)
 	}
@@ -193,7 +196,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 		CostUSD: llm.Cost(spec.Model, res.Usage.InputTokens, res.Usage.OutputTokens),
 	}
 	for _, c := range res.ToolCalls {
-		out.Calls = append(out.Calls, summarizeCall(c))
+		out.Calls = append(out.Calls, callSummary(c))
 		if c.Name == ToolFinish && out.Finish == nil {
 			out.Finish = &FinishArgs{}
 			if err := json.Unmarshal([]byte(c.Arguments), out.Finish); err != nil {
@@ -263,10 +266,10 @@ const commandBytes = 1 << 10
 // labelBytes bounds a call's label: one status line.
 const labelBytes = 100
 
-// summarizeCall names a call for the workflow: a run call's command whole
+// callSummary names a call for the workflow: a run call's command whole
 // (within commandBytes), the rest by their label and the start of their
 // arguments.
-func summarizeCall(c llm.ToolCall) CallSummary {
+func callSummary(c llm.ToolCall) CallSummary {
 	s := CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes), Label: CallLabel(c.Name, c.Arguments)}
 	if c.Name == ToolRun {
 		s.Command = truncate.Head(callArgs(c.Arguments).Command, commandBytes)

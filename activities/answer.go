@@ -10,6 +10,10 @@ import (
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
+// ToolSetNone offers a turn no tools: a model without tool calling
+// answers with fenced blocks, which ApplyAnswer applies.
+const ToolSetNone = "none"
+
 // ApplyAnswerInput applies the files of a fenced answer: the conversation
 // of a model without tool calling.
 type ApplyAnswerInput struct {

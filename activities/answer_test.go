@@ -67,3 +67,31 @@ func TestPlanReadsProjectInstructions(t *testing.T) {
 		t.Fatalf("plan = %+v", out)
 	}
 }
+
+// A model without tool calling takes its turns with no tools on offer and
+// answers in fenced blocks, which ApplyAnswer applies: the loop's fallback.
+func TestFencedTurnWithoutToolCalling(t *testing.T) {
+	srv := llmtest.New(t, func(r llmtest.ChatRequest) llmtest.Reply {
+		if len(r.Tools) != 0 || !strings.Contains(r.LastUser(), "Output format:") {
+			return llmtest.Fail("tools %v, prompt:\n%s", r.Tools, r.LastUser())
+		}
+		return llmtest.Reply{Content: "```path=app/models.py\n<<<<<<< SEARCH\n    return sum(items) + 1\n=======\n    return sum(items)\n>>>>>>> REPLACE\n```\n"}
+	})
+	e := newEnvAt(t, "")
+	e.acts.Models = func(name string) (llm.Model, llm.Spec, error) {
+		spec, err := llm.ParseSpec(name)
+		if err != nil {
+			return nil, spec, err
+		}
+		m, err := llm.New(spec, llm.Env{OllamaHost: strings.TrimSuffix(srv.URL(), "/v1")})
+		return m, spec, err
+	}
+	snap := e.snapshot(t, map[string]string{"app/models.py": modelsPy})
+	open := run[OpenStepOutput](t, e, e.acts.OpenStep, OpenStepInput{Transcript: "tr", Task: "total() is off by one.", Language: "python",
+		Plan: []string{"Fix total."}, Step: 1, Snapshot: snap, Fenced: true})
+	turn := run[ModelTurnOutput](t, e, e.acts.ModelTurn, ModelTurnInput{Transcript: "tr", Position: open.Length, Tools: ToolSetNone, Model: "ollama:codellama:7b"})
+	out := run[ApplyAnswerOutput](t, e, e.acts.ApplyAnswer, ApplyAnswerInput{Transcript: "tr", Position: turn.Length - 1, Snapshot: snap})
+	if out.Rejected != "" || !slices.Equal(out.Changed, []string{"app/models.py"}) {
+		t.Fatalf("turn %+v, apply %+v", turn, out)
+	}
+}

@@ -48,11 +48,11 @@ type OpenStepOutput struct {
 // turn sends in their place when they no longer fit its context budget.
 type TurnSummary struct {
 	Key    string `json:"key"`    // the memo holding the summary's text
-	Covers int    `json:"covers"` // it stands for messages [1, Covers) of the transcript
+	Covers int    `json:"covers"` // it stands for messages [2, Covers): those after the opening system and user messages
 }
 
 // SummarizeInput asks for a summary of a transcript's messages before
-// Position, past its opening message.
+// Position (a ModelTurnOutput's SummarizeTo), past its opening messages.
 type SummarizeInput struct {
 	Transcript string `json:"transcript"`
 	Position   int    `json:"position"`

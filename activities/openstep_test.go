@@ -2,11 +2,13 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/repogen"
 	"github.com/autocoder/autocoder/internal/repomap"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -76,6 +78,7 @@ func TestOpenStepLargeRepository(t *testing.T) {
 		t.Error("first message quotes instructions off the way to the work")
 	}
 	mapText := first[strings.Index(first, "Repository map: "):]
+	t.Logf("repository: %d files, %d bytes; first message: %d tokens, its map %d", len(files), r.Size(), repomap.Tokens(first), repomap.Tokens(mapText))
 	if repomap.Tokens(mapText) > in.MapTokens {
 		t.Errorf("map of %d tokens, budget %d", repomap.Tokens(mapText), in.MapTokens)
 	}
@@ -106,7 +109,7 @@ func TestOpenStepSmallProject(t *testing.T) {
 		t.Fatalf("OpenStep = %+v", out)
 	}
 	first := e.messages(t, "s")[1].Text
-	for _, want := range []string{"Use tabs.", "App code has docstrings.", "This is the last step", "here are its files whole",
+	for _, want := range []string{"The project's instructions (CLAUDE.md, app/CLAUDE.md)", "### app/CLAUDE.md\nApp code has docstrings.", "This is the last step", "here are its files whole",
 		"```path=app/models.py\ndef total(items):", "Output format:"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first message lacks %q:\n%s", want, first)
@@ -118,4 +121,39 @@ func TestOpenStepSmallProject(t *testing.T) {
 	if sys := e.messages(t, "s")[0].Text; sys != systemPrompt {
 		t.Errorf("fenced system prompt = %q", sys)
 	}
+}
+
+// A rule only AGENTS.md states reaches the model in the step's first
+// message, and a model that obeys it writes what the rule asks: the path
+// from the project's file to the workspace, through OpenStep, a turn and
+// its tool call.
+func TestInstructionsReachTheModel(t *testing.T) {
+	const rule = "Every new Python file starts with the line: # Copyright Acme"
+	srv := llmtest.New(t, func(r llmtest.ChatRequest) llmtest.Reply {
+		content := "CENTS = 100\n"
+		if len(r.Messages) >= 2 && strings.Contains(r.Messages[1].Content, "### AGENTS.md\n"+rule) {
+			content = "# Copyright Acme\n" + content
+		}
+		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "w", Name: "write", Arguments: fmt.Sprintf(`{"path":"app/money.py","content":%q}`, content)}}}
+	})
+	e, model := newEnvAt(t, srv.URL()), "openai:gpt-4.1-mini"
+	snap := e.snapshot(t, map[string]string{"AGENTS.md": rule + "\n", "app/models.py": modelsPy})
+	open := run[OpenStepOutput](t, e, e.acts.OpenStep, OpenStepInput{Transcript: "tr", Task: "Add a money module.", Language: "python",
+		Plan: []string{"Add app/money.py."}, Step: 1, Snapshot: snap})
+	turn := run[ModelTurnOutput](t, e, e.acts.ModelTurn, ModelTurnInput{Transcript: "tr", Position: open.Length, Tools: ToolSetWorkspace, Model: model})
+	ran := run[RunToolsOutput](t, e, e.acts.RunTools, RunToolsInput{Transcript: "tr", Position: turn.Length, Snapshot: snap})
+	files, err := e.acts.Store.GetSnapshot(context.Background(), ran.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written string
+	for _, f := range files {
+		if f.Path == "app/money.py" {
+			written = string(f.Data)
+		}
+	}
+	if strings.HasPrefix(written, "# Copyright Acme\n") && slices.Equal(open.Instructions, []string{"AGENTS.md"}) {
+		return
+	}
+	t.Fatalf("instructions %v; the model wrote app/money.py as %q", open.Instructions, written)
 }
