@@ -241,7 +241,8 @@ func (t *task) maxTurns() int {
 func (t *task) modelTurn(ctx workflow.Context) (*activities.ModelTurnOutput, error) {
 	c := &t.Conversation
 	t.Status.Turn++
-	for summarized := false; ; summarized = true {
+	summarizedTo := 0
+	for {
 		t.doing(ctx, "waiting for the model")
 		var out activities.ModelTurnOutput
 		err := workflow.ExecuteActivity(modelCtx(ctx, t.turnLabel("model turn")), a.ModelTurn, activities.ModelTurnInput{
@@ -256,23 +257,27 @@ func (t *task) modelTurn(ctx workflow.Context) (*activities.ModelTurnOutput, err
 			c.Length = out.Length
 			return &out, t.spend(ctx, out.Usage)
 		}
-		if summarized {
+		// ModelTurn asks for summaries reaching further each time (the
+		// latest turn's start, then the end); one that does not is a
+		// conversation no summary can make fit.
+		if out.SummarizeTo <= summarizedTo {
 			workflow.GetLogger(ctx).Warn("the conversation does not fit the context budget even summarized; checking the attempt's work")
 			return nil, nil
 		}
-		if err := t.summarize(ctx); err != nil {
+		summarizedTo = out.SummarizeTo
+		if err := t.summarize(ctx, out.SummarizeTo); err != nil {
 			return nil, err
 		}
 	}
 }
 
 // summarize replaces the conversation's older turns with a summary.
-func (t *task) summarize(ctx workflow.Context) error {
+func (t *task) summarize(ctx workflow.Context, to int) error {
 	c := &t.Conversation
 	t.doing(ctx, "summarize older turns")
 	var out activities.SummarizeOutput
 	err := workflow.ExecuteActivity(modelCtx(ctx, t.label("summarize")), a.Summarize, activities.SummarizeInput{
-		Transcript: c.Transcript, Position: c.Length, Model: t.in.Model, Previous: c.Summary,
+		Transcript: c.Transcript, Position: to, Model: t.in.Model, Previous: c.Summary,
 	}).Get(ctx, &out)
 	if err != nil {
 		return fmt.Errorf("summarize: %w", err)

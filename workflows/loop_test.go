@@ -103,7 +103,7 @@ func (s *codingTaskSuite) TestAttemptEndsAfterMaxTurns() {
 func (s *codingTaskSuite) TestSummarizeWhenTheConversationOutgrowsTheBudget() {
 	summary := activities.TurnSummary{Key: "memo", Covers: 2}
 	s.onPlan("step")
-	s.onTurn(activities.ModelTurnOutput{NeedsSummary: true})
+	s.onTurn(activities.ModelTurnOutput{NeedsSummary: true, SummarizeTo: 2})
 	s.env.OnActivity(a.Summarize, mock.Anything, activities.SummarizeInput{Transcript: "default-test-workflow-id/1", Position: 2}).
 		Return(activities.SummarizeOutput{Summary: summary, Usage: turnUsage}, nil).Once()
 	s.env.OnActivity(a.ModelTurn, mock.Anything, mock.MatchedBy(func(in activities.ModelTurnInput) bool {
