@@ -104,6 +104,10 @@ func TestCollectOnlyWhenAsked(t *testing.T) {
 			if res.Files != nil || res.FilesErr != nil || res.Stdout != "hi\n" {
 				t.Fatalf("without Collect: files %q, error %v, stdout %q", paths(res.Files), res.FilesErr, res.Stdout)
 			}
+			res = run(t, r, Spec{Profile: "python", Files: files("a.txt", "a", "b/c.txt", "c"), Cmd: sh("cat a.txt"), Collect: true})
+			if got := paths(res.Files); res.FilesErr != nil || !slices.Equal(got, []string{"a.txt", "b/c.txt"}) || string(res.Files[1].Data) != "c" {
+				t.Fatalf("a run that writes nothing: files %q, error %v", got, res.FilesErr)
+			}
 			lim := DefaultLimits()
 			lim.Timeout = 500 * time.Millisecond
 			res = run(t, r, Spec{Profile: "python", Cmd: sh("echo hi > b.txt; sleep 30"), Limits: lim, Collect: true})

@@ -68,7 +68,8 @@ const (
 // they are read), and writes to stdout a newline, the files marker with the
 // token, the workdir's regular files as NUL-terminated paths ending with an
 // empty one (missing if they could not be listed), and a tar of the files
-// the run wrote: one find and one tar, each a process the run waits for. Both backends keep the
+// the run wrote: one find and, if it wrote any, one tar, each a process the
+// run waits for. Both backends keep the
 // workdir on a tmpfs that ends with the sandbox, so the files leave on the
 // stream that carries the output. The workspace is unpacked with
 // modification times of 0, so a file with a later one was written by the
@@ -105,7 +106,7 @@ kill -s KILL -1 2>/dev/null
 printf '\n%s %s\n' "` + collectMarker + `" "$collect"
 written=` + tmpDir + `/.written-$collect
 find . -type f -print0 -newermt @0 -fprint0 "$written" 2>/dev/null && printf '\0' &&
-	tar -c -f - --null --no-recursion -T "$written" 2>/dev/null
+	{ [ ! -s "$written" ] || tar -c -f - --null --no-recursion -T "$written" 2>/dev/null; }
 exit $status
 `
 

@@ -10,7 +10,7 @@ const (
 
 // RunArgs are the arguments of run.
 type RunArgs struct {
-	Command        string `json:"command" desc:"shell command line, run with sh -c in the project's root, e.g. \"python -m pytest -x tests/test_api.py\" or \"go build ./... && go vet ./...\""`
+	Command        string `json:"command" desc:"shell command line, run with sh -c in the project's root, e.g. \"python3 -m pytest -x tests/test_api.py\" or \"go build ./... && go vet ./...\""`
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" desc:"wall-clock limit in seconds; the command and everything it started is killed then (default and maximum: the sandbox's limit, a few minutes)"`
 }
 
