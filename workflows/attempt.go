@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -432,74 +431,14 @@ func (t *task) applyAnswer(ctx workflow.Context) (*attemptEnd, error) {
 	return &attemptEnd{rejected: out.Rejected}, nil
 }
 
-// describeCall names a call for people: "read app/models.py",
-// "run pytest -x tests/test_api.py", "run the tests".
+// describeCall names a call for status and the Web UI: the label the
+// turn gave it ("read app/models.py", "run pytest -x tests/test_api.py").
 func describeCall(call activities.CallSummary) string {
-	switch call.Name {
-	case activities.ToolRunTests:
-		return "run the tests"
-	case activities.ToolRun:
-		return "run " + oneLine(call.Command, 120)
-	}
-	path, pattern := callTarget(call.Args)
-	switch {
-	case pattern != "" && path != "":
-		return fmt.Sprintf("%s %s in %s", call.Name, oneLine(pattern, 60), oneLine(path, 120))
-	case path != "":
-		return call.Name + " " + oneLine(path, 120)
-	case pattern != "":
-		return call.Name + " " + oneLine(pattern, 60)
+	if call.Label != "" {
+		return call.Label
 	}
 	return call.Name
 }
-
-// callTarget reads the path and pattern arguments of a call from the start
-// of its arguments, which may be cut short (a write's content): the
-// arguments before the cut still count. Decoding a string in memory is
-// deterministic; workflowcheck cannot tell, as the decoder takes a reader.
-//
-//workflowcheck:ignore
-func callTarget(args string) (path, pattern string) {
-	dec := json.NewDecoder(strings.NewReader(args))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return "", ""
-	}
-	for {
-		key, err := dec.Token()
-		if err != nil {
-			return path, pattern
-		}
-		val, err := dec.Token()
-		if err != nil {
-			return path, pattern
-		}
-		switch v := val.(type) {
-		case string:
-			switch key {
-			case "path":
-				path = v
-			case "pattern":
-				pattern = v
-			}
-		case json.Delim: // a nested value: no tool names its target inside one
-			return path, pattern
-		}
-	}
-}
-
-// oneLine squeezes s onto one line of at most n bytes.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // doing records what the attempt is doing now, for status and the Web UI.
 func (t *task) doing(ctx workflow.Context, what string) {
