@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,12 +15,13 @@ import (
 //	AUTOCODER_RECORD_HISTORY=1 go test ./internal/e2e -run TestTaskEndToEnd
 //
 // and keep the old files too when the change is guarded by GetVersion.
+// With AUTOCODER_REQUIRE_HISTORIES set, as in CI, an empty testdata/ fails.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) == 0 {
+	if len(files) == 0 && os.Getenv("AUTOCODER_REQUIRE_HISTORIES") != "" {
 		t.Fatal("no recorded histories in testdata/")
 	}
 	for _, f := range files {
