@@ -469,14 +469,22 @@ var geometrySteps = []struct{ step, code string }{
 
 // stepWorker does one plan step of the geometry task per conversation. It
 // reads geometry.py to see how far the work is, adds the next function,
-// and finishes: step 1 naming no tests, step 2 naming the one test its
-// function passes, step 3 after running the whole suite.
+// and finishes: step 1 naming no tests; step 2 naming the one test its
+// function should pass, which its first version fails, so the failed check
+// comes back in the same conversation and it fixes the function; step 3
+// after running the whole suite.
 func stepWorker(p *problems) agent {
 	return func(v turnView) llmtest.Reply {
-		switch v.turn() {
-		case 0:
+		step := 0
+		if v.turn() > 1 {
+			step = stepOf(v.calls[1][0])
+		}
+		finishPerimeter := call("finish", map[string]any{"summary": "square_perimeter added.",
+			"tests": []string{"test_geometry.py::test_square_perimeter"}})
+		switch {
+		case v.turn() == 0:
 			return calls(v, "", call("read", map[string]any{"path": "geometry.py"}))
-		case 1:
+		case v.turn() == 1:
 			done := 0
 			for _, name := range []string{"def square_area", "def square_perimeter", "def describe_square"} {
 				if strings.Contains(v.lastResults()[0], name) {
@@ -490,29 +498,39 @@ func stepWorker(p *problems) agent {
 			if done == 0 {
 				return calls(v, "", call("write", map[string]any{"path": "geometry.py", "content": next}))
 			}
+			if done == 1 {
+				next = strings.Replace(next, perimeterFixed, perimeterWrong, 1)
+			}
 			// The function goes after the last one: append by editing the
 			// file's last line.
 			lines := strings.Split(strings.TrimRight(geometryFile(done), "\n"), "\n")
 			tail := lines[len(lines)-1] + "\n"
 			return calls(v, "", call("edit", map[string]any{"path": "geometry.py", "old_text": tail, "new_text": tail + next}))
-		case 2:
-			switch step := stepOf(v.calls[1][0]); step {
-			case 1:
-				return calls(v, "", call("finish", map[string]any{"summary": "square_area written."}))
-			case 2:
-				return calls(v, "", call("finish", map[string]any{"summary": "square_perimeter added.",
-					"tests": []string{"test_geometry.py::test_square_perimeter"}}))
-			default:
-				return calls(v, "", call("run_tests", map[string]any{}))
+		case v.turn() == 2 && step == 1:
+			return calls(v, "", call("finish", map[string]any{"summary": "square_area written."}))
+		case v.turn() == 2 && step == 2:
+			return calls(v, "", finishPerimeter)
+		case v.turn() == 2 && step == 3:
+			return calls(v, "", call("run_tests", map[string]any{}))
+		case v.turn() == 3 && step == 2:
+			if !strings.Contains(v.last, "test_square_perimeter") || v.last == v.first {
+				return p.fail("step 2's failed check did not come back naming its test; the last user message:\n%s", clipText(v.last, 2000))
 			}
-		case 3:
-			if stepOf(v.calls[1][0]) == 3 && strings.Contains(v.lastResults()[0], "3 passed") {
-				return calls(v, "", call("finish", map[string]any{"summary": "describe_square added; the suite passes."}))
-			}
+			return calls(v, "The perimeter is four sides.", call("edit", map[string]any{"path": "geometry.py", "old_text": perimeterWrong, "new_text": perimeterFixed}))
+		case v.turn() == 4 && step == 2:
+			return calls(v, "", finishPerimeter)
+		case v.turn() == 3 && step == 3 && strings.Contains(v.lastResults()[0], "3 passed"):
+			return calls(v, "", call("finish", map[string]any{"summary": "describe_square added; the suite passes."}))
 		}
 		return p.unexpected(v)
 	}
 }
+
+// The first version of square_perimeter, and its fix.
+const (
+	perimeterWrong = "return 3 * side"
+	perimeterFixed = "return 4 * side"
+)
 
 // geometryFile is geometry.py after the first n steps.
 func geometryFile(n int) string {
@@ -537,8 +555,9 @@ func stepOf(c llmtest.ToolCall) int {
 
 // TestThreeStepPlanOnlyFinishedWorkPasses: the user's suite fails until
 // all three functions exist, yet a three-step plan completes: steps 1 and 2
-// are judged by the compile check and the tests they name, only step 3 by
-// the whole suite.
+// are judged by the compile check and the tests they name (step 2's first
+// finish fails its named test, and the failure comes back in the same
+// conversation), only step 3 by the whole suite.
 func TestThreeStepPlanOnlyFinishedWorkPasses(t *testing.T) {
 	requireBackend(t, "bwrap")
 	started := time.Now()
@@ -565,14 +584,16 @@ func TestThreeStepPlanOnlyFinishedWorkPasses(t *testing.T) {
 		t.Fatalf("run --json printed %q: %v", out, err)
 	}
 	st := c.status(res.ID)
-	var passed []int
+	var passed, failed []int
 	for _, cp := range st.Checkpoints {
 		if cp.Passed {
 			passed = append(passed, cp.Step)
+		} else {
+			failed = append(failed, cp.Step)
 		}
 	}
-	if st.Phase != workflows.PhaseSucceeded || !slices.Equal(passed, []int{1, 2, 3}) {
-		t.Errorf("task %s with checkpoints %+v; want steps 1, 2 and 3 passed", st.Phase, st.Checkpoints)
+	if st.Phase != workflows.PhaseSucceeded || !slices.Equal(passed, []int{1, 2, 3}) || !slices.Equal(failed, []int{2}) {
+		t.Errorf("task %s with checkpoints %+v; want steps 1, 2 and 3 passed, and one failure of step 2 (its named test)", st.Phase, st.Checkpoints)
 	}
 	if got, err := os.ReadFile(filepath.Join(proj, "geometry.py")); err != nil || string(got) != geometryFile(3) {
 		t.Errorf("geometry.py after run: %q, %v; want\n%s", got, err, geometryFile(3))
@@ -620,9 +641,16 @@ func TestAgentsMdRuleReachesModel(t *testing.T) {
 		}
 		return follow.answer("1. Write add in calc.py.", v)
 	}, "AUTOCODER_SANDBOX=bwrap")
+	// helpers.py makes the project too large to be shown whole: the rule
+	// can reach the model's first turn only as the project's instructions.
+	var helpers strings.Builder
+	for i := range 800 {
+		fmt.Fprintf(&helpers, "def helper_%d(x):\n    return x + %d\n\n\n", i, i)
+	}
 	proj := t.TempDir()
 	writeProject(t, proj, map[string]string{
 		"AGENTS.md":    "# Notes for coding agents\n\n" + rule + "\n",
+		"helpers.py":   helpers.String(),
 		"test_calc.py": calcTest,
 	})
 
