@@ -59,12 +59,28 @@ func (a *Activities) limits() sandbox.Limits {
 // answer is memoized before it is used, so an activity retried after a
 // crash reuses it instead of paying for it again.
 func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt string, iteration int) (llm.Response, Usage, error) {
-	model, spec, err := a.Models(modelSpec)
+	model, spec, err := a.model(modelSpec)
 	if err != nil {
-		return llm.Response{}, Usage{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModelConfig, err)
+		return llm.Response{}, Usage{}, err
 	}
+	key := memoKey("llm", activity.GetInfo(ctx).WorkflowExecution.ID, spec.String(), system, prompt, fmt.Sprint(iteration))
+	return a.completeOnce(ctx, key, model, spec, llm.Request{System: system, Prompt: prompt, Stream: true})
+}
+
+// model builds the named model; a spec it cannot build is permanent.
+func (a *Activities) model(name string) (llm.Model, llm.Spec, error) {
+	model, spec, err := a.Models(name)
+	if err != nil {
+		return nil, spec, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModelConfig, err)
+	}
+	return model, spec, nil
+}
+
+// completeOnce makes the model call req once per memo key: the answer is
+// memoized before it is used, and a key already answered is not asked
+// again.
+func (a *Activities) completeOnce(ctx context.Context, key string, model llm.Model, spec llm.Spec, req llm.Request) (llm.Response, Usage, error) {
 	info := activity.GetInfo(ctx)
-	key := memoKey("llm", info.WorkflowExecution.ID, spec.String(), system, prompt, fmt.Sprint(iteration))
 	var resp llm.Response
 	if raw, err := a.Store.GetMemo(ctx, key); err == nil {
 		if err := json.Unmarshal(raw, &resp); err == nil {
@@ -85,7 +101,7 @@ func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt str
 	// for the server, which a short call would pay for with nothing gained.
 	// Their details say since when the model is awaited, for `status`.
 	stop := heartbeatWhile(ctx, ModelCall{Since: time.Now()})
-	resp, err = model.Complete(ctx, llm.Request{System: system, Prompt: prompt, Stream: true})
+	resp, err := model.Complete(ctx, req)
 	stop()
 	if err != nil {
 		return llm.Response{}, Usage{}, modelError(err)

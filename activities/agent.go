@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -14,6 +15,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/tools"
+	"github.com/autocoder/autocoder/internal/truncate"
 )
 
 // ErrTypeNoToolCalling is a model that cannot call tools: the workflow
@@ -29,15 +31,19 @@ const (
 // toolSet returns the named set's definitions in the model's terms.
 func toolSet(name string) ([]llm.Tool, error) {
 	var out []llm.Tool
-	for _, d := range tools.Defs() {
+	for _, d := range tools.AgentDefs() {
 		switch name {
+		case ToolSetAgent:
 		case ToolSetWorkspace:
+			if tools.KindOf(d.Name) != tools.Workspace {
+				continue
+			}
 		case ToolSetReadOnly:
 			if !tools.ReadOnly(d.Name) {
 				continue
 			}
 		default:
-			return nil, badInput("unknown tool set %q; the sets are %s and %s", name, ToolSetWorkspace, ToolSetReadOnly)
+			return nil, badInput("unknown tool set %q; the sets are %s, %s and %s", name, ToolSetAgent, ToolSetWorkspace, ToolSetReadOnly)
 		}
 		params, err := json.Marshal(d.Parameters)
 		if err != nil {
@@ -74,7 +80,26 @@ type CallSummary struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 	Args string `json:"args,omitempty"` // the start of the arguments
+	// Label says what the call does, for people: "read app/models.py".
+	Label string `json:"label,omitempty"`
+	// Command is a run call's whole command (up to commandBytes), for
+	// approval and the allow-list.
+	Command string `json:"command,omitempty"`
 }
+
+// FinishArgs are the arguments of the model's finish call: what it did and
+// the tests the step made pass, which judge a step before the last.
+type FinishArgs struct {
+	Summary string   `json:"summary"`
+	Tests   []string `json:"tests,omitempty"`
+}
+
+// Calls the workflow routes itself rather than to RunTools.
+const (
+	ToolRun      = "run"
+	ToolRunTests = "run_tests"
+	ToolFinish   = "finish"
+)
 
 // ModelTurnOutput is what the workflow needs of a turn: small, so the
 // conversation stays in the store.
@@ -90,8 +115,15 @@ type ModelTurnOutput struct {
 	Reused bool `json:"reused,omitempty"`
 	// NeedsSummary is set, and the model not called, when the request does
 	// not fit the context budget even with older tool outputs elided: the
-	// workflow summarizes the older turns (Summarize) and asks again.
+	// workflow summarizes the older turns (Summarize, with Position
+	// SummarizeTo and Previous the summary in use) and asks again. It is
+	// never set twice for the same SummarizeTo: once every turn is
+	// summarized the request goes out as it is.
 	NeedsSummary bool `json:"needsSummary,omitempty"`
+	SummarizeTo  int  `json:"summarizeTo,omitempty"`
+	// Finish holds the arguments of a finish call, when the turn made one;
+	// arguments that do not decode leave its fields empty.
+	Finish *FinishArgs `json:"finish,omitempty"`
 }
 
 // summaryBytes bounds the text and arguments a turn's output repeats.
@@ -103,9 +135,12 @@ const summaryBytes = 200
 // after a crash never pays for the turn twice; an answer already in the
 // transcript is reused too.
 func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTurnOutput, error) {
-	offered, err := toolSet(in.Tools)
-	if err != nil {
-		return ModelTurnOutput{}, err
+	var offered []llm.Tool
+	if in.Tools != ToolSetNone {
+		var err error
+		if offered, err = toolSet(in.Tools); err != nil {
+			return ModelTurnOutput{}, err
+		}
 	}
 	msgs, err := a.conversation(ctx, in.Transcript)
 	if err != nil {
@@ -114,16 +149,21 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	if err := upTo(in.Transcript, msgs, in.Position); err != nil {
 		return ModelTurnOutput{}, err
 	}
-	model, spec, err := a.Models(in.Model)
+	model, spec, err := a.model(in.Model)
 	if err != nil {
-		return ModelTurnOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModelConfig, err)
+		return ModelTurnOutput{}, err
 	}
-	if !model.ToolCalling() {
+	if len(offered) > 0 && !model.ToolCalling() {
 		return ModelTurnOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("model %s has no native tool calling", spec), ErrTypeNoToolCalling, nil)
 	}
 	log := activity.GetLogger(ctx)
-	request, elided := fitContext(sendableArguments(msgs[:in.Position]), messageBudget(in.ContextTokens, offered))
+	sent, covers, err := a.summarized(ctx, in.Transcript, msgs[:in.Position], in.Summary)
+	if err != nil {
+		return ModelTurnOutput{}, err
+	}
+	budget := messageBudget(in.ContextTokens, offered)
+	request, elided := fitContext(sendableArguments(sent), budget)
 	if elided > 0 {
 		log.Info("older tool outputs elided from the request", "elided", elided, "task", in.TaskID, "step", in.Step, "attempt", in.Attempt)
 	}
@@ -133,12 +173,19 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	if err != nil {
 		return ModelTurnOutput{}, err
 	}
-	if !reused {
+	if reused {
+		log.Info("model turn reused from an earlier try", "transcript", in.Transcript, "position", in.Position)
+	} else {
+		if requestTokens(request) > budget {
+			if to := summarizeTo(msgs[:in.Position], covers); to > 0 {
+				log.Info("request over the context budget: older turns to summarize", "to", to, "task", in.TaskID, "step", in.Step, "attempt", in.Attempt)
+				return ModelTurnOutput{NeedsSummary: true, SummarizeTo: to, Elided: elided, Length: in.Position}, nil
+			}
+			log.Warn("request over the context budget with every older turn summarized; sending it", "tokens", requestTokens(request), "budget", budget)
+		}
 		if res, err = a.turn(ctx, model, key, request, offered, in.MaxOutputTokens); err != nil {
 			return ModelTurnOutput{}, err
 		}
-	} else {
-		log.Info("model turn reused from an earlier try", "transcript", in.Transcript, "position", in.Position)
 	}
 	if err := a.appendMessages(ctx, in.Transcript, in.Position, res.Message()); err != nil {
 		return ModelTurnOutput{}, err
@@ -149,7 +196,13 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 		CostUSD: llm.Cost(spec.Model, res.Usage.InputTokens, res.Usage.OutputTokens),
 	}
 	for _, c := range res.ToolCalls {
-		out.Calls = append(out.Calls, CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes)})
+		out.Calls = append(out.Calls, callSummary(c))
+		if c.Name == ToolFinish && out.Finish == nil {
+			out.Finish = &FinishArgs{}
+			if err := json.Unmarshal([]byte(c.Arguments), out.Finish); err != nil {
+				out.Finish = &FinishArgs{} // a half-decoded value would say more than the model did
+			}
+		}
 	}
 	return out, nil
 }
@@ -205,4 +258,80 @@ func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv
 		activity.GetLogger(ctx).Warn("model turn not memoized", "error", err)
 	}
 	return res, nil
+}
+
+// commandBytes bounds the command a turn's output repeats.
+const commandBytes = 1 << 10
+
+// labelBytes bounds a call's label: one status line.
+const labelBytes = 100
+
+// callSummary names a call for the workflow: a run call's command whole
+// (within commandBytes), the rest by their label and the start of their
+// arguments.
+func callSummary(c llm.ToolCall) CallSummary {
+	s := CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes), Label: CallLabel(c.Name, c.Arguments)}
+	if c.Name == ToolRun {
+		s.Command = truncate.Head(callArgs(c.Arguments).Command, commandBytes)
+	}
+	return s
+}
+
+// labelArgs are the arguments of every tool a label names. Arguments that
+// do not decode leave it empty.
+type labelArgs struct {
+	Path      string `json:"path"`
+	Pattern   string `json:"pattern"`
+	StartLine int    `json:"start_line"`
+	EndLine   int    `json:"end_line"`
+	Command   string `json:"command"`
+}
+
+func callArgs(args string) labelArgs {
+	var a labelArgs
+	if json.Unmarshal([]byte(args), &a) != nil {
+		return labelArgs{}
+	}
+	return a
+}
+
+// CallLabel says in a few words what a tool call does, for status lines:
+// "read app/models.py:10-40", "search TODO in *.py", "run pytest -x
+// tests/test_api.py", "edit app/models.py". A call whose arguments do not
+// decode is named by its tool.
+func CallLabel(name, args string) string {
+	a := callArgs(args)
+	label := name
+	switch name {
+	case "read":
+		label += " " + a.Path
+		if a.StartLine > 0 || a.EndLine > 0 {
+			label += fmt.Sprintf(":%d-", max(a.StartLine, 1))
+			if a.EndLine > 0 {
+				label += strconv.Itoa(a.EndLine)
+			}
+		}
+	case "search":
+		label += " " + a.Pattern
+		if a.Path != "" {
+			label += " in " + a.Path
+		}
+	case "list":
+		if a.Pattern != "" {
+			label += " " + a.Pattern
+		} else {
+			label += " files"
+		}
+	case "write", "edit", "delete":
+		label += " " + a.Path
+	case ToolRun:
+		label += " " + a.Command
+	case ToolRunTests:
+		label = "run the tests"
+	}
+	label = strings.Join(strings.Fields(label), " ") // one line
+	if head := truncate.Head(label, labelBytes); len(head) < len(label) {
+		return head + "…"
+	}
+	return label
 }

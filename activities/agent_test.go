@@ -171,7 +171,7 @@ func TestToolTurns(t *testing.T) {
 
 			turn := run[ModelTurnOutput](t, e, e.acts.ModelTurn, in)
 			if turn.StopReason != llm.StopToolUse || turn.Length != 3 || turn.Reused || len(turn.Calls) != 2 ||
-				turn.Calls[0] != (CallSummary{ID: "call_search", Name: "search", Args: `{"pattern":"def total"}`}) ||
+				turn.Calls[0] != (CallSummary{ID: "call_search", Name: "search", Args: `{"pattern":"def total"}`, Label: "search def total"}) ||
 				turn.Calls[1].ID != "call_read" || turn.Text != "Let me look." || turn.Usage.PromptTokens == 0 {
 				t.Fatalf("first turn = %+v", turn)
 			}

@@ -20,18 +20,6 @@ import (
 
 const outputTail = 4000 // bytes of test output kept for the workflow
 
-// Validate checks syntax and the safety policy before anything runs. Go is
-// checked natively; Python is parsed by a checker that runs in the sandbox,
-// so untrusted source never meets a host interpreter.
-func (a *Activities) Validate(ctx context.Context, in CheckInput) (TestSummary, error) {
-	j, err := a.loadJudged(ctx, in)
-	if err != nil {
-		return TestSummary{}, err
-	}
-	s, err := a.validate(ctx, in, j.files)
-	return withFindings(s, j.findings), err
-}
-
 // Check validates a snapshot and, if it passes, runs its tests: the two
 // steps of an attempt in one activity, so an attempt waits for one
 // dispatch and one workflow task instead of two (and, for Python, for one
@@ -46,18 +34,120 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, err
 	if err != nil {
 		return TestSummary{}, err
 	}
+	test, err := checkCommand(in)
+	if err != nil {
+		return TestSummary{}, err
+	}
 	var s TestSummary
 	if in.Language == "python" {
-		s, err = a.checkAndTestPython(ctx, in, j.files)
+		s, err = a.checkAndTestPython(ctx, in, j.files, test)
 	} else if s, err = a.validate(ctx, in, j.files); err == nil && s.Passed {
-		s, err = a.execute(ctx, in, j.files)
+		s, err = a.runTests(ctx, in, j.files, test)
 	}
 	if err != nil {
 		return s, err
 	}
-	return a.judge(ctx, in, j, s)
+	if s, err = a.judge(ctx, in, j, s); err != nil || in.Scope != ScopeStep {
+		return s, err
+	}
+	return namedTestsRan(s, in), nil
 }
 
+// checkCommand is what runs once a check's validation passes. ScopeAll
+// runs the test command. ScopeStep runs the language's compile check and
+// the tests the step named: for Go, `go test -run` with those names (or
+// none) over every package, which compiles the code and its tests and
+// vets them as the final run will, so a step is never failed for what the
+// last one would pass; for Python the checker has already parsed every
+// file, and pytest runs the named tests, if any (nil: nothing more runs).
+func checkCommand(in CheckInput) ([]string, error) {
+	if in.Scope == ScopeAll {
+		return judgeCommand(in)
+	}
+	if in.Scope != ScopeStep {
+		return nil, badInput("unknown check scope %q", in.Scope)
+	}
+	if in.Language == "python" && len(in.Tests) == 0 {
+		return nil, nil
+	}
+	cmd, err := testsCommand(in.Language, in.Tests)
+	if err != nil {
+		return nil, badInput("%v", err)
+	}
+	// go test -v lists the tests that ran, for namedTestsRan.
+	return integrity.ReportCommand(cmd), nil
+}
+
+// testsCommand runs the named tests, as the language names them: pytest
+// paths and node ids; Go test names (their top-level part: subtests run
+// with their parent) and package patterns, which start with a dot. With no
+// names, Go compiles and vets every package and runs no test.
+func testsCommand(lang string, tests []string) ([]string, error) {
+	for _, t := range tests {
+		if t == "" || strings.HasPrefix(t, "-") || strings.ContainsAny(t, "\x00\n") {
+			return nil, fmt.Errorf("%q is not a test name", t)
+		}
+	}
+	switch lang {
+	case "python":
+		p, err := sandbox.LookupProfile(lang)
+		if err != nil {
+			return nil, err
+		}
+		return append(slices.Clone(p.TestCmd), tests...), nil
+	case "go":
+		var names, pkgs []string
+		for _, t := range tests {
+			if strings.HasPrefix(t, ".") {
+				pkgs = append(pkgs, t)
+				continue
+			}
+			top, _, _ := strings.Cut(t, "/")
+			if q := regexp.QuoteMeta(top); !slices.Contains(names, q) {
+				names = append(names, q)
+			}
+		}
+		if len(pkgs) == 0 {
+			pkgs = []string{"./..."}
+		}
+		run := "^$"
+		if len(names) > 0 {
+			run = "^(" + strings.Join(names, "|") + ")$"
+		}
+		return append([]string{"go", "test", "-count=1", "-run", run}, pkgs...), nil
+	default:
+		return nil, fmt.Errorf("unsupported language %q (want python or go)", lang)
+	}
+}
+
+// namedTestsRan fails a passing step check in which a Go test the step
+// named did not run: `go test -run` passes when nothing matches, so a
+// misspelt or missing test would pass unseen. (pytest fails by itself on a
+// path or node id it cannot find.)
+func namedTestsRan(s TestSummary, in CheckInput) TestSummary {
+	if !s.Passed || in.Language != "go" || s.ran == nil {
+		return s
+	}
+	var missing []string
+	for _, t := range in.Tests {
+		if strings.HasPrefix(t, ".") {
+			continue
+		}
+		if !slices.Contains(s.ran.Passed, t) {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) == 0 {
+		return s
+	}
+	s.Passed, s.TestsPassed, s.ExitCode = false, false, 1
+	s.Output = strings.TrimSpace("the tests the step named did not run (no such test?): " + joinLimited(missing, 5) + "\n" + s.Output)
+	return s
+}
+
+// validate checks syntax and the safety policy before anything runs. Go is
+// checked natively; Python is parsed by a checker that runs in the sandbox,
+// so untrusted source never meets a host interpreter.
 func (a *Activities) validate(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
 	start := time.Now()
 	rules, err := checkRules(in)
@@ -110,12 +200,8 @@ func validation(findings []policy.Finding, took time.Duration) TestSummary {
 // the code runs, then hands over to the test command (policy.PythonCheck).
 // One sandbox instead of two saves a container's start and removal per
 // attempt.
-func (a *Activities) checkAndTestPython(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
+func (a *Activities) checkAndTestPython(ctx context.Context, in CheckInput, files []workspace.File, test []string) (TestSummary, error) {
 	rules, err := checkRules(in)
-	if err != nil {
-		return TestSummary{}, err
-	}
-	test, err := judgeCommand(in)
 	if err != nil {
 		return TestSummary{}, err
 	}
@@ -127,7 +213,7 @@ func (a *Activities) checkAndTestPython(ctx context.Context, in CheckInput, file
 	if err != nil {
 		return TestSummary{}, pythonCheckError(res, err)
 	}
-	if len(findings) > 0 {
+	if len(findings) > 0 || len(test) == 0 {
 		return validation(findings, res.Duration), nil
 	}
 	res.Stdout = rest
@@ -192,16 +278,29 @@ func (a *Activities) execute(ctx context.Context, in CheckInput, files []workspa
 	if err != nil {
 		return TestSummary{}, err
 	}
+	return a.runTests(ctx, in, files, cmd)
+}
+
+func (a *Activities) runTests(ctx context.Context, in CheckInput, files []workspace.File, cmd []string) (TestSummary, error) {
+	res, err := a.runSandbox(ctx, in.SnapshotID, sandbox.Spec{Profile: in.Language, Files: files, Cmd: cmd, Limits: a.limits()})
+	if err != nil {
+		return TestSummary{}, err
+	}
+	return summarize(res), nil
+}
+
+// runSandbox runs a spec over a snapshot's files, heartbeating meanwhile.
+func (a *Activities) runSandbox(ctx context.Context, snapshot string, spec sandbox.Spec) (sandbox.Result, error) {
 	stop := heartbeatWhile(ctx)
-	res, err := a.Sandbox.Run(ctx, sandbox.Spec{Profile: in.Language, Files: files, Cmd: cmd, Limits: a.limits()})
+	res, err := a.Sandbox.Run(ctx, spec)
 	stop()
 	if err != nil {
 		if errors.Is(err, workspace.ErrUnsafePath) {
-			return TestSummary{}, badInput("snapshot %s: %v", in.SnapshotID, err)
+			return res, badInput("snapshot %s: %v", snapshot, err)
 		}
-		return TestSummary{}, fmt.Errorf("run tests: %w", err)
+		return res, fmt.Errorf("run in the sandbox: %w", err)
 	}
-	return summarize(res), nil
+	return res, nil
 }
 
 func testCommand(lang, testCmd string) ([]string, error) {

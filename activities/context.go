@@ -44,21 +44,25 @@ func messageTokens(m llm.Message) int {
 	return approxTokens(n) + 4
 }
 
+// requestTokens estimates what messages cost in a request.
+func requestTokens(msgs []llm.Message) int {
+	total := 0
+	for _, m := range msgs {
+		total += messageTokens(m)
+	}
+	return total
+}
+
 // fitContext returns the conversation to send when the stored one costs
 // more than budget tokens (see messageBudget): the outputs of older tool calls, oldest first,
 // are replaced by a marker naming the call, so the model knows what it no
 // longer sees and how to see it again. The results answering the last
 // assistant message, which the model is about to read, are kept. The
 // stored transcript is not touched: msgs is copied before any change. It
-// also returns how many outputs were elided.
-//
-// TODO: when eliding every older output is not enough, summarize the
-// oldest turns (a memoized model call) instead of sending too much.
+// also returns how many outputs were elided. When that is not enough,
+// ModelTurn has the older turns summarized (see Summarize).
 func fitContext(msgs []llm.Message, budget int) ([]llm.Message, int) {
-	total := 0
-	for _, m := range msgs {
-		total += messageTokens(m)
-	}
+	total := requestTokens(msgs)
 	if total <= budget {
 		return msgs, 0
 	}

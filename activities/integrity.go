@@ -66,7 +66,8 @@ func judgeCommand(in CheckInput) ([]string, error) {
 // cannot be read fails closed: nothing shows the user's tests ran.
 func (a *Activities) judge(ctx context.Context, in CheckInput, j judged, s TestSummary) (TestSummary, error) {
 	findings := j.findings
-	if j.input != nil && s.Passed && s.Stage == "test" {
+	// A step check runs the tests the step named, not all of the user's.
+	if j.input != nil && s.Passed && s.Stage == "test" && in.Scope == ScopeAll {
 		f, err := a.ranAll(ctx, in, j, s)
 		if err != nil {
 			return TestSummary{}, err

@@ -26,6 +26,9 @@ type OpenStepInput struct {
 	// Failure is the last failed check's output, when there is one: it
 	// ranks the map's files and is shown to the model.
 	Failure string `json:"failure,omitempty"`
+	// Fenced is set for a model without tool calling: the first message
+	// then asks for files in fenced blocks (see ApplyAnswer), not tools.
+	Fenced bool `json:"fenced,omitempty"`
 	// Budgets in tokens; zero means the defaults.
 	MapTokens          int `json:"mapTokens,omitempty"`
 	InstructionsTokens int `json:"instructionsTokens,omitempty"`
@@ -45,11 +48,11 @@ type OpenStepOutput struct {
 // turn sends in their place when they no longer fit its context budget.
 type TurnSummary struct {
 	Key    string `json:"key"`    // the memo holding the summary's text
-	Covers int    `json:"covers"` // it stands for messages [1, Covers) of the transcript
+	Covers int    `json:"covers"` // it stands for messages [2, Covers): those after the opening system and user messages
 }
 
 // SummarizeInput asks for a summary of a transcript's messages before
-// Position, past its opening message.
+// Position (a ModelTurnOutput's SummarizeTo), past its opening messages.
 type SummarizeInput struct {
 	Transcript string `json:"transcript"`
 	Position   int    `json:"position"`

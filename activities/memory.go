@@ -35,9 +35,9 @@ type RecallOutput struct {
 	Text   string    `json:"text,omitempty"`
 }
 
-// Recall finds lessons from earlier tasks: by task similarity before
-// planning, by error-signature similarity before a retry.
-func (a *Activities) Recall(ctx context.Context, in RecallInput) (RecallOutput, error) {
+// recall finds lessons from earlier tasks: by task similarity for a plan,
+// by error-signature similarity for a retry.
+func (a *Activities) recall(ctx context.Context, in RecallInput) (RecallOutput, error) {
 	var found []store.ScoredLesson
 	var err error
 	if in.FailureOutput != "" {

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -27,7 +26,8 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanOutput, error)
 		lessons = a.recallOrNothing(ctx, RecallInput{Task: in.Task, Language: in.Language})
 		in.Lessons = lessons.Text
 	}
-	resp, usage, err := a.complete(ctx, in.Model, systemPrompt, planPrompt(in, files), 0)
+	instr := projectInstructions(files, 0, in.Task)
+	resp, usage, err := a.complete(ctx, in.Model, systemPrompt, planPrompt(in, files, instr), 0)
 	if err != nil {
 		return PlanOutput{}, err
 	}
@@ -36,7 +36,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanOutput, error)
 		activity.GetLogger(ctx).Warn("plan unreadable, using a single step", "error", err)
 		steps = fallbackPlan
 	}
-	return PlanOutput{Steps: steps, Usage: usage, Lessons: lessons}, nil
+	return PlanOutput{Steps: steps, Usage: usage, Lessons: lessons, Instructions: instr.Paths()}, nil
 }
 
 // Generate asks the model for the code of one step, applies its files and
@@ -68,37 +68,12 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 		return GenerateOutput{}, err
 	}
 	out.Usage.Add(usage)
-	out.SnapshotID = in.BaseSnapshot
-	rejected := func(err error) (GenerateOutput, error) {
-		out.Rejected = err.Error()
-		return out, nil
-	}
 	parsed, err := modelout.Parse(resp.Text)
+	out.SnapshotID, out.Changed, out.Rejected, err = a.applyParsed(ctx, in.BaseSnapshot, files, parsed, err)
 	if err != nil {
-		return rejected(err)
+		return GenerateOutput{}, err
 	}
-	updated, changed, err := modelout.Apply(files, parsed)
-	if err != nil {
-		return rejected(err)
-	}
-	id, err := a.Store.PutSnapshot(ctx, updated)
-	if err != nil {
-		if isLimitError(err) {
-			return rejected(err)
-		}
-		return GenerateOutput{}, fmt.Errorf("store snapshot: %w", err)
-	}
-	out.SnapshotID, out.Changed = id, changed
 	return out, nil
-}
-
-// Reflect asks the model for the root cause of a failure and a fix plan.
-func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (ReflectOutput, error) {
-	files, err := a.loadFiles(ctx, in.SnapshotID)
-	if err != nil {
-		return ReflectOutput{}, err
-	}
-	return a.reflect(ctx, in, files)
 }
 
 // reflect asks for the diagnosis of a failure in the given files and, when
@@ -126,7 +101,7 @@ func (a *Activities) reflect(ctx context.Context, in ReflectInput, files []works
 // if the store cannot answer, the activity goes on without lessons rather
 // than fail a paid model call.
 func (a *Activities) recallOrNothing(ctx context.Context, in RecallInput) *RecallOutput {
-	lessons, err := a.Recall(ctx, in)
+	lessons, err := a.recall(ctx, in)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("recall failed; going on without lessons", "error", err)
 	}

@@ -5,7 +5,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/instructions"
 	"github.com/autocoder/autocoder/internal/integrity"
+	"github.com/autocoder/autocoder/internal/repomap"
+	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
@@ -14,6 +17,16 @@ const promptFileBudget = 48 << 10
 
 const systemPrompt = `You are autocoder, a careful senior software engineer working autonomously.
 You write complete, working code with tests, and you follow the output format exactly.`
+
+// agentSystemPrompt opens an attempt's conversation with tools.
+const agentSystemPrompt = `You are autocoder, a careful senior software engineer working autonomously on a project through tools.
+How to work:
+- Look before you edit: the repository map in the first message is a start; use list, search and read to find the code that matters.
+- Change files with edit, whose old_text must match the file exactly once (copy it from a read, with enough lines to be unique); use write for new files and delete to remove one.
+- After a change, run a targeted test with run (one test file or function), then run_tests to run the task's tests as the judge does.
+- When the step is done, call finish with a short summary of what you changed and the tests this step made pass.
+- Commands run without network access: use what the project and the standard library already have.
+- The user's tests are the judge: never weaken, skip or delete them to make them pass; fix the code instead.`
 
 const outputFormat = `Output format:
 - Send every file you create or replace whole as a fenced code block whose info string is its path
@@ -51,7 +64,7 @@ func testGuide(testCmd string) string {
 	return "There are no tests yet: write focused tests for the behaviour you implement; they decide success."
 }
 
-func planPrompt(in PlanInput, files []workspace.File) string {
+func planPrompt(in PlanInput, files []workspace.File, instr instructions.Set) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Task:\n%s\n\n%s\n%s\n\n", in.Task, languageGuide(in.Language), testGuide(in.TestCmd))
 	if len(files) > 0 {
@@ -61,23 +74,18 @@ func planPrompt(in PlanInput, files []workspace.File) string {
 		}
 		b.WriteString("\n")
 	}
+	writeInstructions(&b, instr)
 	writeGuidance(&b, in.Guidance)
 	writeLessons(&b, in.Lessons)
-	b.WriteString(`Write a short plan as numbered steps (1. 2. 3.), at most 5, each one line.
-Every step must leave the tests passing, so each step includes its own tests. Small tasks need one step.`)
+	b.WriteString(`Write a short plan as numbered steps (1. 2. 3.), at most 5, each one line. Small tasks need one step.
+Only the last step is judged by the whole test command; each earlier step must compile and pass the tests it names, so give each step its own tests.`)
 	return b.String()
 }
 
 func generatePrompt(in GenerateInput, files []workspace.File) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Task:\n%s\n\n%s\n%s\n\nPlan:\n", in.Task, languageGuide(in.Language), testGuide(in.TestCmd))
-	for i, s := range in.Plan {
-		marker := "  "
-		if i+1 == in.Step {
-			marker = "->"
-		}
-		fmt.Fprintf(&b, "%s %d. %s\n", marker, i+1, s)
-	}
+	fmt.Fprintf(&b, "Task:\n%s\n\n%s\n%s\n\n", in.Task, languageGuide(in.Language), testGuide(in.TestCmd))
+	writePlan(&b, in.Plan, in.Step)
 	fmt.Fprintf(&b, "\nNow do step %d.\n\n", in.Step)
 	writeFiles(&b, files, in.Feedback)
 	if in.Feedback != "" {
@@ -103,6 +111,63 @@ Hypothesis: why the code behaves this way.
 Fix: the concrete changes to make, file by file.
 Do not write the full code.`)
 	return b.String()
+}
+
+// openStepPrompt is the first user message of a plan step's conversation:
+// the task and its step, the project's instructions, what people and
+// earlier tasks said, the last failure, and the repository map. A fenced
+// conversation (a model without tool calling) ends with the output format.
+func openStepPrompt(in OpenStepInput, instr instructions.Set, m repomap.Map) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task:\n%s\n\n%s\n%s\n\n", in.Task, languageGuide(in.Language), testGuide(in.TestCmd))
+	writePlan(&b, in.Plan, in.Step)
+	fmt.Fprintf(&b, "\nStep %d of %d: %s\n", in.Step, len(in.Plan), stepText(in.Plan, in.Step))
+	if in.Step < len(in.Plan) {
+		b.WriteString("This step is judged by the language's compile check and the tests you name when you finish it; the whole test command judges the last step. Do this step only.\n\n")
+	} else {
+		b.WriteString("This is the last step: the whole test command judges it.\n\n")
+	}
+	writeInstructions(&b, instr)
+	writeGuidance(&b, in.Guidance)
+	writeLessons(&b, in.Lessons)
+	if in.Failure != "" {
+		fmt.Fprintf(&b, "The last attempt failed. Output:\n```\n%s\n```\n\n", tailClip(in.Failure, failureBytes))
+	}
+	switch {
+	case m.Whole && len(m.Entries) == 0:
+		b.WriteString("The project has no files yet.\n")
+	case m.Whole:
+		b.WriteString("The project is small; here are its files whole:\n")
+	}
+	b.WriteString(m.Text)
+	if in.Fenced {
+		b.WriteString("\n" + outputFormat)
+	}
+	return b.String()
+}
+
+// failureBytes bounds the failure output an opening message quotes: its
+// end, where test runners put their summaries.
+const failureBytes = 6 << 10
+
+// tailClip keeps the last n bytes of s and marks a cut.
+func tailClip(s string, n int) string {
+	if tail := truncate.Tail(s, n); len(tail) < len(s) {
+		return "…\n" + tail
+	}
+	return s
+}
+
+// writePlan lists the plan with an arrow at the current step.
+func writePlan(b *strings.Builder, plan []string, step int) {
+	b.WriteString("Plan:\n")
+	for i, s := range plan {
+		marker := "  "
+		if i+1 == step {
+			marker = "->"
+		}
+		fmt.Fprintf(b, "%s %d. %s\n", marker, i+1, s)
+	}
 }
 
 func stepText(plan []string, step int) string {
@@ -168,6 +233,15 @@ func writeGuidance(b *strings.Builder, guidance []string) {
 		fmt.Fprintf(b, "- %s\n", g)
 	}
 	b.WriteString("\n")
+}
+
+// writeInstructions quotes the project's own instructions, naming their
+// files, as rules to follow.
+func writeInstructions(b *strings.Builder, instr instructions.Set) {
+	if instr.Text == "" {
+		return
+	}
+	fmt.Fprintf(b, "The project's instructions (%s); follow them:\n%s\n\n", strings.Join(instr.Paths(), ", "), instr.Text)
 }
 
 func writeLessons(b *strings.Builder, lessons string) {

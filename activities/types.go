@@ -120,6 +120,9 @@ type PlanOutput struct {
 	Usage Usage    `json:"usage"`
 	// Lessons are the lessons recalled for the task, when asked for.
 	Lessons *RecallOutput `json:"lessons,omitempty"`
+	// Instructions are the project instruction files the plan was made
+	// with (AGENTS.md and the like), for `status`.
+	Instructions []string `json:"instructions,omitempty"`
 }
 
 // GenerateInput asks for the code of one plan step.
@@ -139,8 +142,7 @@ type GenerateInput struct {
 	Lessons string `json:"lessons,omitempty"`
 	Model   string `json:"model,omitempty"`
 	// Failure is the previous attempt's failed check, made on BaseSnapshot.
-	// When set, Generate first reflects on it (in place of Feedback), the
-	// way Reflect does, saving the workflow an activity per retry.
+	// When set, Generate first reflects on it (in place of Feedback).
 	Failure *TestSummary `json:"failure,omitempty"`
 	// RecallLessons asks, with Failure, for the lessons of failures like
 	// it too; they are added to Lessons and returned.
@@ -155,8 +157,7 @@ type GenerateOutput struct {
 	Changed    []string `json:"changed,omitempty"`
 	Rejected   string   `json:"rejected,omitempty"`
 	Usage      Usage    `json:"usage"` // of both calls when it reflected
-	// Reflection and Lessons answer Failure and RecallLessons, as Reflect
-	// would.
+	// Reflection and Lessons answer Failure and RecallLessons.
 	Reflection string        `json:"reflection,omitempty"`
 	Lessons    *RecallOutput `json:"lessons,omitempty"`
 }
@@ -190,7 +191,7 @@ const (
 	ScopeStep = "step"
 )
 
-// ReflectInput describes a failed attempt.
+// ReflectInput describes a failed attempt, for Generate's reflection.
 type ReflectInput struct {
 	Task       string      `json:"task"`
 	Language   string      `json:"language"`
@@ -200,8 +201,7 @@ type ReflectInput struct {
 	SnapshotID string      `json:"snapshotId"`
 	Failure    TestSummary `json:"failure"`
 	Model      string      `json:"model,omitempty"`
-	// RecallLessons asks for the lessons of failures like this one too,
-	// saving the workflow a Recall activity per failed attempt.
+	// RecallLessons asks for the lessons of failures like this one too.
 	RecallLessons bool `json:"recallLessons,omitempty"`
 }
 

@@ -370,8 +370,8 @@ func (r *bwrapRunner) exec(ctx context.Context, pr *proc, j job) (Result, error)
 		return Result{}, fmt.Errorf("%w: exited before its input: %v", errStale, pr.err)
 	default:
 	}
-	out := newOutputs(j.limits.OutputBytes)
-	pr.stdout.attach(out.stdout)
+	out := newOutputs(j)
+	pr.stdout.attach(out.stdoutWriter())
 	pr.stderr.attach(out.stderr)
 	var timedOut atomic.Bool
 	start := time.Now()

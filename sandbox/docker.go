@@ -395,7 +395,10 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 }
 
 // exec feeds a started container its input and collects the outcome. The
-// container is removed afterwards on every path. The wait for its exit is
+// container is removed afterwards on every path. Collected files come on
+// the attach stream with the output, not through the archive API: the
+// workdir is a tmpfs, which that API does not see and which is gone once
+// the container stops. The wait for its exit is
 // asked for before the input goes in, so that the exit code arrives with the
 // end of the output instead of one more round trip after it.
 func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err error) {
@@ -403,10 +406,10 @@ func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err
 	wctx, stopWait := context.WithCancel(ctx)
 	defer stopWait()
 	wait := d.cli.ContainerWait(wctx, b.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
-	out := newOutputs(j.limits.OutputBytes)
+	out := newOutputs(j)
 	copied := make(chan error, 1)
 	go func() {
-		_, err := stdcopy.StdCopy(out.stdout, out.stderr, b.conn.Reader)
+		_, err := stdcopy.StdCopy(out.stdoutWriter(), out.stderr, b.conn.Reader)
 		copied <- err
 	}()
 	start := time.Now()

@@ -47,6 +47,8 @@ type Spec struct {
 	Files   []workspace.File
 	Cmd     []string // argv, run in the workdir
 	Limits  Limits
+	// Collect asks for the workdir as the run left it (Result.Files).
+	Collect bool
 }
 
 // Result is what the program did. A failing, timed-out or OOM-killed program
@@ -60,6 +62,16 @@ type Result struct {
 	TimedOut        bool
 	OOMKilled       bool
 	Duration        time.Duration
+	// Files is, with Spec.Collect, the workdir as the run left it: its
+	// regular files in workspace order. Symbolic links, devices and other
+	// special files the program made are left out, never followed, as are
+	// version-control metadata paths. It holds the workdir only when
+	// FilesErr is nil.
+	Files []workspace.File
+	// FilesErr says why Files is not the workdir although Collect was
+	// asked: the run was killed before the end (timeout, out of memory),
+	// or it left more than the workspace limits allow (ErrTooLarge).
+	FilesErr error
 }
 
 // Runner runs specs in isolation.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,8 +38,9 @@ const (
 )
 
 // entryScript runs inside the sandbox as `sh -c entryScript sbx SEED WARM
-// READY WATCH`. Its stdin carries a line with the host's clock (unix seconds) and
-// the shell-quoted command, then a tar of the workspace. The command travels on stdin so that a container can be
+// READY WATCH`. Its stdin carries a line with the host's clock (unix
+// seconds), the collect token ("-" for none) and the shell-quoted command,
+// then a tar of the workspace. The command travels on stdin so that a container can be
 // started before the run it serves is known. Past the ready marker only
 // shell builtins and tar run before the command: every program started here
 // is latency the run pays.
@@ -60,6 +62,20 @@ const (
 // main process it is). The shell waits for the command instead of
 // becoming it, and exits with its status. The tar is padded to whole
 // records so that tar stops at its end without waiting for stdin to close.
+//
+// With a collect token the shell waits for the command too, then kills
+// whatever the command left running (so nothing changes the files while
+// they are read), and writes to stdout a newline, the files marker with the
+// token, the workdir's regular files as NUL-terminated paths ending with an
+// empty one (missing if they could not be listed), and a tar of the files
+// the run wrote: one find and, if it wrote any, one tar, each a process the
+// run waits for. Both backends keep the
+// workdir on a tmpfs that ends with the sandbox, so the files leave on the
+// stream that carries the output. The workspace is unpacked with
+// modification times of 0, so a file with a later one was written by the
+// run; the others are the input's and need not travel back. A program that
+// learned the token could only forge files it could have written anyway:
+// the host reads all this as untrusted input (collected).
 const entryScript = `watch=$4
 if [ -n "$1" ] && [ -d "$1" ]; then { cp -rs "$1" "$GOCACHE" && rm -f "$GOCACHE/trim.txt"; } 2>/dev/null || rm -rf "$GOCACHE"; fi
 if [ -n "$2" ]; then
@@ -67,7 +83,7 @@ if [ -n "$2" ]; then
 	rm -rf ` + prewarmDir + `
 fi
 [ -z "$3" ] || printf '%s\n' "$3" >&2
-read -r now cmd || exit ` + setupExitCodeText + `
+read -r now collect cmd || exit ` + setupExitCodeText + `
 [ ! -d "$GOCACHE" ] || echo "$now" > "$GOCACHE/trim.txt"
 nl='
 '
@@ -77,12 +93,26 @@ if ! err=$(tar -x -f - -C ` + workDir + ` --no-same-owner 2>&1); then
 fi
 cd ` + workDir + `
 eval "set -- $cmd"
-[ -n "$watch" ] || exec "$@" </dev/null
-exec 3<&0
-(while read -r _; do :; done; kill -KILL $$) <&3 &
+[ -n "$watch" ] || [ "$collect" != - ] || exec "$@" </dev/null
+if [ -n "$watch" ]; then
+	exec 3<&0
+	(while read -r _; do :; done; kill -KILL $$) <&3 &
+fi
 "$@" </dev/null 3<&- &
 wait $!
+status=$?
+[ "$collect" != - ] || exit $status
+kill -s KILL -1 2>/dev/null
+printf '\n%s %s\n' "` + collectMarker + `" "$collect"
+written=` + tmpDir + `/.written-$collect
+find . -type f -print0 -newermt @0 -fprint0 "$written" 2>/dev/null && printf '\0' &&
+	{ [ ! -s "$written" ] || tar -c -f - --null --no-recursion -T "$written" 2>/dev/null; }
+exit $status
 `
+
+// collectMarker, a space and the run's collect token start the workdir's
+// listing and tar on stdout.
+const collectMarker = "autocoder-sandbox: files"
 
 // withDefaults fills zero limits from DefaultLimits.
 func (l Limits) withDefaults() Limits {
@@ -112,6 +142,11 @@ type job struct {
 	argv    []string
 	// stdin is the entry script's input: command and workspace tar.
 	stdin []byte
+	// collect, when not empty, is the stdout marker before the tar of
+	// the workdir, unique to the run.
+	collect string
+	files   workspace.Limits // of the collected workdir
+	input   []workspace.File // the files the run starts with, when it collects
 }
 
 // prepare validates the spec and encodes its input. Nothing touches disk
@@ -144,9 +179,17 @@ func prepare(spec Spec) (job, error) {
 		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
 	quoted := shellQuote(argv)
+	token, collect, input := "-", "", []workspace.File(nil)
+	if spec.Collect {
+		input = spec.Files
+		token = randomHex(16)
+		collect = "\n" + collectMarker + " " + token + "\n"
+	}
 	var in bytes.Buffer
-	in.Grow(len(quoted) + len(tb) + 32)
+	in.Grow(len(quoted) + len(tb) + 64)
 	in.WriteString(strconv.FormatInt(time.Now().Unix(), 10))
+	in.WriteByte(' ')
+	in.WriteString(token)
 	in.WriteByte(' ')
 	in.WriteString(quoted)
 	in.WriteByte('\n')
@@ -155,7 +198,7 @@ func prepare(spec Spec) (job, error) {
 	if image == "" {
 		image = p.Image
 	}
-	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes()}, nil
+	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes(), collect: collect, files: collectLimits(lim), input: input}, nil
 }
 
 // tarRecord is GNU tar's default record size (20 blocks of 512 bytes).
@@ -238,26 +281,57 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// bytes returns what was kept and whether anything was dropped.
+func (w *capWriter) bytes() ([]byte, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Bytes(), w.dropped > 0
+}
+
 func (w *capWriter) result() (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String(), w.dropped > 0
 }
 
-// outputs pairs the two capped streams of a run.
-type outputs struct{ stdout, stderr *capWriter }
-
-func newOutputs(max int64) outputs {
-	return outputs{stdout: newCapWriter(max), stderr: newCapWriter(max)}
+// outputs are the capped streams of a run and, when it collects files,
+// the splitter that takes the workdir's tar off stdout.
+type outputs struct {
+	stdout, stderr *capWriter
+	split          *splitter // nil unless the run collects files
+	files          workspace.Limits
+	input          []workspace.File
 }
 
-// fill copies the captured output into r and reports whether the entry
-// script failed before the user command ran.
+func newOutputs(j job) outputs {
+	o := outputs{stdout: newCapWriter(j.limits.OutputBytes), stderr: newCapWriter(j.limits.OutputBytes), files: j.files, input: j.input}
+	if j.collect != "" {
+		o.split = newSplitter(j.collect, o.stdout, newCapWriter(tarStreamMax(j.files)))
+	}
+	return o
+}
+
+// stdoutWriter is where the sandbox's stdout goes.
+func (o outputs) stdoutWriter() io.Writer {
+	if o.split != nil {
+		return o.split
+	}
+	return o.stdout
+}
+
+// fill copies the captured output and files into r and reports whether
+// the entry script failed before the user command ran.
 func (o outputs) fill(r *Result) error {
+	if o.split != nil {
+		o.split.flush()
+	}
 	r.Stdout, r.StdoutTruncated = o.stdout.result()
 	r.Stderr, r.StderrTruncated = o.stderr.result()
 	if r.ExitCode == setupExitCode && strings.HasPrefix(r.Stderr, setupMarker) && !r.TimedOut {
 		return fmt.Errorf("%w: %s", ErrSetup, strings.TrimSpace(r.Stderr))
+	}
+	if o.split != nil {
+		r.Files, r.FilesErr = o.split.files(o.input, o.files, r.TimedOut || r.OOMKilled)
 	}
 	return nil
 }

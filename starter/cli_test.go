@@ -3,6 +3,7 @@ package starter
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func runCLI(t *testing.T, cfg config, args ...string) (code int, stdout, stderr 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	f := &factory{cfg: cfg, stdout: &out, stderr: &errOut}
+	f := NewFactory(cfg, IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	defer f.Close()
 	code = execute(ctx, f, args)
 	return code, out.String(), errOut.String()
@@ -78,6 +79,9 @@ func TestUnknownIDsAreNotFound(t *testing.T) {
 		{"cancel force", []string{"cancel", id, "--force"}},
 		{"rollback", []string{"rollback", id, "--to", "1"}},
 		{"export", []string{"export", id, t.TempDir()}},
+		{"export transcript", []string{"export", id, "--transcript", filepath.Join(t.TempDir(), "t.json")}},
+		{"transcript", []string{"transcript", id}},
+		{"transcript json", []string{"transcript", id, "--json"}},
 		{"lessons show", []string{"lessons", "show", "0123456789ab"}},
 		{"lessons forget", []string{"lessons", "forget", "0123456789ab"}},
 	}

@@ -7,10 +7,7 @@ import (
 	"io"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
-
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -34,17 +31,22 @@ type contact struct {
 	lostAt time.Time
 }
 
-func newContact(f *factory, id string, before func()) *contact {
-	return &contact{w: f.stderr, before: before, addr: f.cfg.TemporalAddress, id: id,
+func newContact(f *Factory, id string, before func()) *contact {
+	return &contact{w: f.IO.ErrOut, before: before, addr: f.cfg.TemporalAddress, id: id,
 		limit: durationFromEnv(envContactTimeout, defaultContactTimeout)}
+}
+
+// healthChecker asks the server whether it serves.
+type healthChecker interface {
+	Reachable(ctx context.Context) error
 }
 
 // check is called after a call failed with cause: it asks the server for
 // its health and returns nil while the server answers or the wait is
 // still bounded, and the lost-contact error once the wait is over.
-func (k *contact) check(ctx context.Context, c client.Client, cause error) error {
+func (k *contact) check(ctx context.Context, c healthChecker, cause error) error {
 	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
-	_, err := c.CheckHealth(hctx, &client.CheckHealthRequest{})
+	err := c.Reachable(hctx)
 	cancel()
 	if err == nil || ctx.Err() != nil {
 		k.ok()
@@ -80,9 +82,10 @@ func (k *contact) ok() {
 // awaitResult waits for the task's result. Calls that get no answer are
 // retried with backoff until ctx ends or they have failed for limit: only
 // the workflow's own end, or its absence, is an answer.
-func awaitResult(ctx context.Context, c client.Client, id string, result *workflows.TaskResult, limit time.Duration) error {
-	return untilAnswer(ctx, limit, func() error {
-		return c.GetWorkflow(ctx, id, "").Get(ctx, result)
+func awaitResult(ctx context.Context, c TaskClient, id string, result *workflows.TaskResult, limit time.Duration) error {
+	return untilAnswer(ctx, limit, func() (err error) {
+		*result, err = c.Wait(ctx, id)
+		return err
 	}, nil)
 }
 
@@ -117,29 +120,20 @@ func untilAnswer(ctx context.Context, limit time.Duration, call func() error, fa
 	}
 }
 
-// cannotReach tells a failed call to the server from an answer. Only a
-// workflow that ended badly, failed a query, or does not exist, is an
-// answer:
-// a server going down fails calls in many ways (unavailable, cancelled
-// streams, "transport is closing", refused or reset connections,
-// exhausted resources), none of which says anything about the task.
-func cannotReach(err error) bool {
-	var ended *temporal.WorkflowExecutionError
-	var notFound *serviceerror.NotFound
-	var queryFailed *serviceerror.QueryFailed // the workflow's own answer to a query
-	return !errors.As(err, &ended) && !errors.As(err, &notFound) && !errors.As(err, &queryFailed)
-}
+// cannotReach tells a failed call to the server from the task's answer
+// (see taskclient.ErrUnreachable).
+func cannotReach(err error) bool { return errors.Is(err, taskclient.ErrUnreachable) }
 
-// queryStatusBounded is queryStatus with a time limit per call.
-func queryStatusBounded(ctx context.Context, c client.Client, id string) (workflows.Status, error) {
+// queryStatusBounded is a status query with a time limit per call.
+func queryStatusBounded(ctx context.Context, c TaskClient, id string) (workflows.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	return queryStatus(ctx, c, id)
+	return c.Status(ctx, id)
 }
 
 // queryStatusPatiently queries a task's status, retrying with backoff
 // while the server cannot be reached, up to the lost-contact limit.
-func queryStatusPatiently(ctx context.Context, f *factory, c client.Client, id string) (workflows.Status, error) {
+func queryStatusPatiently(ctx context.Context, f *Factory, c TaskClient, id string) (workflows.Status, error) {
 	k := newContact(f, id, func() {})
 	var st workflows.Status
 	err := untilAnswer(ctx, k.limit, func() (err error) {

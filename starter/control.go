@@ -6,164 +6,231 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/workflows"
 )
 
-// signalCmd builds a command that sends one signal to a task.
-func signalCmd(f *factory, use, short, signal string, args cobra.PositionalArgs, payload func(args []string) (any, error), flags func(*cobra.Command)) *cobra.Command {
+// ApproveOptions are approve's arguments.
+type ApproveOptions struct {
+	ID      string
+	Comment string
+}
+
+func NewCmdApprove(f *Factory, runF func(*ApproveOptions) error) *cobra.Command {
+	var o ApproveOptions
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  args,
+		Use:   "approve ID",
+		Short: "Approve what a task is waiting for (plan, flagged code, budget, more iterations, a command)",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := payload(args)
-			if err != nil {
-				return err
+			o.ID = args[0]
+			if runF != nil {
+				return runF(&o)
 			}
-			return sendSignal(cmd.Context(), f, args[0], signal, p)
+			return sendSignal(cmd.Context(), f, o.ID, workflows.SignalApprove, func(c TaskClient) error {
+				return c.Approve(cmd.Context(), o.ID, workflows.ApproveSignal{Comment: o.Comment})
+			})
 		},
 	}
-	if flags != nil {
-		flags(cmd)
-	}
+	cmd.Flags().StringVar(&o.Comment, "comment", "", "note kept with the approval")
 	return cmd
 }
 
-func sendSignal(ctx context.Context, f *factory, id, signal string, payload any) error {
-	c, err := f.Client(ctx)
+// RejectOptions are reject's arguments.
+type RejectOptions struct {
+	ID     string
+	Reason string
+}
+
+func NewCmdReject(f *Factory, runF func(*RejectOptions) error) *cobra.Command {
+	var o RejectOptions
+	cmd := &cobra.Command{
+		Use:   "reject ID",
+		Short: "Reject what a task is waiting for; the reason guides the next attempt",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ID = args[0]
+			if runF != nil {
+				return runF(&o)
+			}
+			return sendSignal(cmd.Context(), f, o.ID, workflows.SignalReject, func(c TaskClient) error {
+				return c.Reject(cmd.Context(), o.ID, workflows.RejectSignal{Reason: o.Reason})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&o.Reason, "reason", "", "why (sent to the model)")
+	return cmd
+}
+
+// FeedbackOptions are feedback's arguments.
+type FeedbackOptions struct {
+	ID   string
+	Text string
+}
+
+func NewCmdFeedback(f *Factory, runF func(*FeedbackOptions) error) *cobra.Command {
+	var o FeedbackOptions
+	return &cobra.Command{
+		Use:   "feedback ID TEXT",
+		Short: "Give a task guidance; it reaches the next prompt",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ID, o.Text = args[0], args[1]
+			if runF != nil {
+				return runF(&o)
+			}
+			return sendSignal(cmd.Context(), f, o.ID, workflows.SignalFeedback, func(c TaskClient) error {
+				return c.Feedback(cmd.Context(), o.ID, workflows.FeedbackSignal{Text: o.Text})
+			})
+		},
+	}
+}
+
+// sendSignal sends one signal through send and says so.
+func sendSignal(ctx context.Context, f *Factory, id, name string, send func(TaskClient) error) error {
+	c, err := f.TaskClient(ctx)
 	if err != nil {
 		return err
 	}
-	if err := c.SignalWorkflow(ctx, id, "", signal, payload); err != nil {
-		return fmt.Errorf("send %s to task %s: %w", signal, id, err)
+	if err := send(c); err != nil {
+		return err
 	}
-	fmt.Fprintf(f.stderr, "sent %s to task %s\n", signal, id)
+	fmt.Fprintf(f.IO.ErrOut, "sent %s to task %s\n", name, id)
 	return nil
 }
 
-func newApproveCmd(f *factory) *cobra.Command {
-	var comment string
-	return signalCmd(f, "approve ID", "Approve what a task is waiting for (plan, flagged code, budget, more iterations)",
-		workflows.SignalApprove, cobra.ExactArgs(1),
-		func([]string) (any, error) { return workflows.ApproveSignal{Comment: comment}, nil },
-		func(c *cobra.Command) { c.Flags().StringVar(&comment, "comment", "", "note kept with the approval") })
+// CancelOptions are cancel's arguments.
+type CancelOptions struct {
+	ID     string
+	Reason string
+	Force  bool
 }
 
-func newRejectCmd(f *factory) *cobra.Command {
-	var reason string
-	return signalCmd(f, "reject ID", "Reject what a task is waiting for; the reason guides the next attempt",
-		workflows.SignalReject, cobra.ExactArgs(1),
-		func([]string) (any, error) { return workflows.RejectSignal{Reason: reason}, nil },
-		func(c *cobra.Command) { c.Flags().StringVar(&reason, "reason", "", "why (sent to the model)") })
-}
-
-func newFeedbackCmd(f *factory) *cobra.Command {
-	return signalCmd(f, "feedback ID TEXT", "Give a task guidance; it reaches the next prompt",
-		workflows.SignalFeedback, cobra.ExactArgs(2),
-		func(args []string) (any, error) { return workflows.FeedbackSignal{Text: args[1]}, nil }, nil)
-}
-
-func newCancelCmd(f *factory) *cobra.Command {
-	var reason string
-	var force bool
+func NewCmdCancel(f *Factory, runF func(*CancelOptions) error) *cobra.Command {
+	var o CancelOptions
 	cmd := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Stop a task after its current step, keeping its checkpoints (--force: at once)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !force {
-				return sendSignal(cmd.Context(), f, args[0], workflows.SignalCancel, workflows.CancelSignal{Reason: reason})
+			o.ID = args[0]
+			if runF != nil {
+				return runF(&o)
 			}
-			c, err := f.Client(cmd.Context())
+			ctx := cmd.Context()
+			if !o.Force {
+				return sendSignal(ctx, f, o.ID, workflows.SignalCancel, func(c TaskClient) error {
+					return c.Cancel(ctx, o.ID, workflows.CancelSignal{Reason: o.Reason})
+				})
+			}
+			c, err := f.TaskClient(ctx)
 			if err != nil {
 				return err
 			}
-			if err := c.CancelWorkflow(cmd.Context(), args[0], ""); err != nil {
-				return fmt.Errorf("cancel task %s: %w", args[0], err)
+			if err := c.CancelNow(ctx, o.ID); err != nil {
+				return err
 			}
-			fmt.Fprintf(f.stderr, "cancellation requested for task %s\n", args[0])
+			fmt.Fprintf(f.IO.ErrOut, "cancellation requested for task %s\n", o.ID)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, kept in the task's status")
-	cmd.Flags().BoolVar(&force, "force", false, "cancel through Temporal at once, interrupting the running activity")
+	cmd.Flags().StringVar(&o.Reason, "reason", "", "why, kept in the task's status")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "cancel through Temporal at once, interrupting the running activity")
 	return cmd
 }
 
-func newRollbackCmd(f *factory) *cobra.Command {
-	var to int
-	var feedback string
-	var asJSON bool
+// RollbackOptions are rollback's arguments.
+type RollbackOptions struct {
+	ID       string
+	To       int
+	Feedback string
+	JSON     bool
+}
+
+func NewCmdRollback(f *Factory, runF func(*RollbackOptions) error) *cobra.Command {
+	var o RollbackOptions
 	cmd := &cobra.Command{
 		Use:   "rollback ID --to N",
 		Short: "Move a running task back to checkpoint N and continue from there",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if to < 1 {
-				return usageError("--to %d: checkpoints are numbered from 1 (see autocoder status %s)", to, args[0])
+			o.ID = args[0]
+			if o.To < 1 {
+				return usageError("--to %d: checkpoints are numbered from 1 (see autocoder status %s)", o.To, o.ID)
 			}
-			ctx := cmd.Context()
-			c, err := f.Client(ctx)
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(&o)
 			}
-			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-				WorkflowID:   args[0],
-				UpdateName:   workflows.UpdateRollback,
-				Args:         []any{workflows.RollbackRequest{Checkpoint: to, Feedback: feedback}},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			})
-			if err != nil {
-				return fmt.Errorf("rollback task %s: %w", args[0], err)
-			}
-			var st workflows.Status
-			if err := h.Get(ctx, &st); err != nil {
-				var rejected *temporal.ApplicationError
-				if errors.As(err, &rejected) {
-					// The task refused the request: no such checkpoint, or it has ended.
-					return usageError("rollback task %s: %s", args[0], rejected.Message())
-				}
-				return fmt.Errorf("rollback task %s: %w", args[0], err)
-			}
-			if asJSON {
-				return writeJSON(f.stdout, st)
-			}
-			fmt.Fprintf(f.stderr, "task %s continues from checkpoint %d\n", args[0], to)
-			printStatus(f.stdout, args[0], st)
-			return nil
+			return rollback(cmd.Context(), f, &o)
 		},
 	}
-	cmd.Flags().IntVar(&to, "to", 0, "checkpoint number (see `autocoder status`)")
-	cmd.Flags().StringVar(&feedback, "feedback", "", "guidance for the attempts after the rollback")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new status as JSON")
+	cmd.Flags().IntVar(&o.To, "to", 0, "checkpoint number (see `autocoder status`)")
+	cmd.Flags().StringVar(&o.Feedback, "feedback", "", "guidance for the attempts after the rollback")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the new status as JSON")
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
 }
 
-func newWatchCmd(f *factory) *cobra.Command {
-	var asJSON bool
+func rollback(ctx context.Context, f *Factory, o *RollbackOptions) error {
+	c, err := f.TaskClient(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := c.Rollback(ctx, o.ID, workflows.RollbackRequest{Checkpoint: o.To, Feedback: o.Feedback})
+	var rejected *taskclient.RejectedError
+	if errors.As(err, &rejected) {
+		// The task refused the request: no such checkpoint, or it has ended.
+		return usageError("%s", rejected.Error())
+	}
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return writeJSON(f.IO.Out, st)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "task %s continues from checkpoint %d\n", o.ID, o.To)
+	printStatus(f.IO.Out, o.ID, st)
+	return nil
+}
+
+// WatchOptions are watch's arguments.
+type WatchOptions struct {
+	ID   string
+	JSON bool
+}
+
+func NewCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
+	var o WatchOptions
 	cmd := &cobra.Command{
 		Use:   "watch ID",
 		Short: "Show a task live until it is done or waits for approval (asks inline on a terminal)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.Client(cmd.Context())
+			o.ID = args[0]
+			if runF != nil {
+				return runF(&o)
+			}
+			c, err := f.TaskClient(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return follow(cmd.Context(), f, c, args[0], followOptions{json: asJSON, interactive: true, noFiles: true, untilWait: !isTerminal(f.stderr)})
+			return follow(cmd.Context(), f, c, o.ID, followOptions{json: o.JSON, interactive: true, noFiles: true, untilWait: !f.IO.ErrTTY})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	return cmd
 }
 
-func newResumeCmd(f *factory) *cobra.Command {
-	var out string
-	var asJSON bool
+// ResumeOptions are resume's arguments.
+type ResumeOptions struct {
+	ID   string
+	Out  string
+	JSON bool
+}
+
+func NewCmdResume(f *Factory, runF func(*ResumeOptions) error) *cobra.Command {
+	var o ResumeOptions
 	cmd := &cobra.Command{
 		Use:   "resume ID",
 		Short: "Re-attach to a running or waiting task, follow it and write its files when done",
@@ -171,19 +238,23 @@ func newResumeCmd(f *factory) *cobra.Command {
 			"the data dir's local server if it is not running, and the task continues where it was.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ID = args[0]
+			if runF != nil {
+				return runF(&o)
+			}
 			stop, err := f.hostIfNeeded(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer stop()
-			c, err := f.Client(cmd.Context())
+			c, err := f.TaskClient(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return follow(cmd.Context(), f, c, args[0], followOptions{out: out, json: asJSON, interactive: true})
+			return follow(cmd.Context(), f, c, o.ID, followOptions{out: o.Out, json: o.JSON, interactive: true})
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "directory for the final files (default ./<task id>)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().StringVar(&o.Out, "out", "", "directory for the final files (default ./<task id>)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	return cmd
 }

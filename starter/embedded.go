@@ -13,6 +13,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/owner"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
 )
@@ -27,12 +28,12 @@ type embedded struct {
 
 // useEmbedded reports local mode: the user named no Temporal server, so
 // commands use the data dir's local server.
-func (f *factory) useEmbedded() bool { return !f.cfg.addressSet }
+func (f *Factory) useEmbedded() bool { return !f.cfg.addressSet }
 
 // hostIfNeeded, in local mode, connects to the data dir's local server,
 // starting it in the background when none runs. The server outlives this
 // process, so the returned stop has nothing to stop.
-func (f *factory) hostIfNeeded(ctx context.Context) (stop func(), err error) {
+func (f *Factory) hostIfNeeded(ctx context.Context) (stop func(), err error) {
 	if f.useEmbedded() {
 		if err := f.connectLocal(ctx); err != nil {
 			return nil, err
@@ -43,13 +44,13 @@ func (f *factory) hostIfNeeded(ctx context.Context) (stop func(), err error) {
 
 // startEmbedded starts the local services and a worker, and points the
 // factory at them. The returned stop shuts everything down in order.
-func (f *factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedded, error) {
+func (f *Factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedded, error) {
 	srv, err := devserver.Start(ctx, devserver.Options{
 		DataDir:            f.cfg.DataDir,
 		FrontendPort:       f.cfg.devPort,
 		UIPort:             f.cfg.uiPort,
 		Namespace:          f.cfg.Namespace,
-		SearchAttributes:   worker.SearchAttributes,
+		SearchAttributes:   taskclient.SearchAttributes,
 		Logger:             slog.Default(),
 		FallBackToFreePort: true,
 	})
@@ -72,7 +73,7 @@ func (f *factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedd
 		}
 		return nil, err
 	}
-	c, err := f.Client(ctx)
+	c, err := f.temporalClient(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -101,7 +102,7 @@ func (f *factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedd
 // removed when it stops. lock is the held start lock: it is released once
 // the address file is written, and held again while an idle server stops,
 // so that a client never finds a server that is going away.
-func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, ready func()) error {
+func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, ready func()) error {
 	defer func() { lock.Close() }()
 	// No Warm: each language warms up once first used, so a Python task on
 	// a fresh server does not share the CPU with Go warm-ups.
@@ -145,7 +146,7 @@ func (f *factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 		<-ctx.Done()
 		return stopping()
 	}
-	c, err := f.Client(ctx)
+	c, err := f.temporalClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -190,9 +191,14 @@ func lockForStop(ctx context.Context, dataDir string) *os.File {
 	return lock
 }
 
-func newDevCmd(f *factory) *cobra.Command {
-	var background bool
-	var idle time.Duration
+// DevOptions are dev's arguments.
+type DevOptions struct {
+	Background  bool
+	IdleTimeout time.Duration
+}
+
+func NewCmdDev(f *Factory, runF func(*DevOptions) error) *cobra.Command {
+	var o DevOptions
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the local server (Temporal, Web UI, worker) in the foreground; `dev status|stop` for the background one",
@@ -205,10 +211,14 @@ func newDevCmd(f *factory) *cobra.Command {
 			if f.cfg.addressSet {
 				return usageError("dev starts its own Temporal: unset %s", envTemporalAddress)
 			}
-			if idle < 0 {
+			if o.IdleTimeout < 0 {
 				return usageError("--idle-timeout must not be negative")
 			}
-			if background {
+			if runF != nil {
+				return runF(&o)
+			}
+			idle := o.IdleTimeout
+			if o.Background {
 				lock, err := devserver.AdoptStartLock(f.cfg.DataDir, startLockFD)
 				if err != nil {
 					return fmt.Errorf("%w: %v", errUnavailable, err)
@@ -228,14 +238,14 @@ func newDevCmd(f *factory) *cobra.Command {
 					errUnavailable, f.cfg.DataDir, a.PID, a.Frontend)
 			}
 			return f.serve(ctx, lock, idle, func() {
-				fmt.Fprintf(f.stdout, "Temporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\nPress Ctrl-C to stop.\n",
+				fmt.Fprintf(f.IO.Out, "Temporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\nPress Ctrl-C to stop.\n",
 					f.cfg.TemporalAddress, f.cfg.Namespace, f.cfg.UIURL, f.cfg.DataDir, f.cfg.logFile())
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&background, "background", false, "run as the background server a client started")
+	cmd.Flags().BoolVar(&o.Background, "background", false, "run as the background server a client started")
 	_ = cmd.Flags().MarkHidden("background")
-	cmd.Flags().DurationVar(&idle, "idle-timeout", 0,
+	cmd.Flags().DurationVar(&o.IdleTimeout, "idle-timeout", 0,
 		"stop after this long with no task running or waiting and no client (0: never; the background server uses "+envIdleTimeout+", default "+defaultIdleTimeout.String()+")")
 	cmd.AddCommand(newDevStatusCmd(f), newDevStopCmd(f))
 	return cmd

@@ -16,8 +16,8 @@ import (
 // the data dir free, not still locked by the one stopping.
 func TestSignalStopHoldsTheStartLock(t *testing.T) {
 	dir := t.TempDir()
-	f := &factory{cfg: config{DataDir: dir, Namespace: "default", Sandbox: "bwrap", uiPort: devserver.NoUI},
-		stdout: io.Discard, stderr: io.Discard}
+	f := NewFactory(config{DataDir: dir, Namespace: "default", Sandbox: "bwrap", uiPort: devserver.NoUI},
+		IOStreams{Out: io.Discard, ErrOut: io.Discard})
 	defer f.Close()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()

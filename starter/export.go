@@ -16,65 +16,83 @@ import (
 	"github.com/autocoder/autocoder/workflows"
 )
 
-type exportOptions struct {
-	checkpoint int
-	git        bool
-	patch      bool
+// ExportOptions are export's arguments.
+type ExportOptions struct {
+	ID         string
+	Dir        string
+	Checkpoint int
+	Git        bool
+	Patch      bool
+	// Transcript is a file for the task's conversations, as JSON.
+	Transcript string
 }
 
-func newExportCmd(f *factory) *cobra.Command {
-	var o exportOptions
+func NewCmdExport(f *Factory, runF func(*ExportOptions) error) *cobra.Command {
+	var o ExportOptions
 	cmd := &cobra.Command{
 		Use:   "export ID [DIR]",
-		Short: "Write a task's files (--git: one commit per checkpoint; --patch: diff against the input)",
+		Short: "Write a task's files (--git: one commit per checkpoint; --patch: diff against the input; --transcript: its conversations)",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := ""
+			o.ID = args[0]
 			if len(args) == 2 {
-				dir = args[1]
+				o.Dir = args[1]
 			}
-			if dir == "" && !o.patch {
-				return usageError("export needs a directory unless --patch is given")
+			if o.Dir == "" && !o.Patch && o.Transcript == "" {
+				return usageError("export needs a directory unless --patch or --transcript is given")
 			}
-			return exportTask(cmd.Context(), f, args[0], dir, o)
+			if runF != nil {
+				return runF(&o)
+			}
+			return exportTask(cmd.Context(), f, o)
 		},
 	}
-	cmd.Flags().IntVar(&o.checkpoint, "checkpoint", 0, "checkpoint to export (default: the last passing one, else the last)")
-	cmd.Flags().BoolVar(&o.git, "git", false, "make DIR a git repository with one commit per checkpoint up to the exported one")
-	cmd.Flags().BoolVar(&o.patch, "patch", false, "print a unified diff of the exported files against the input workspace")
+	cmd.Flags().IntVar(&o.Checkpoint, "checkpoint", 0, "checkpoint to export (default: the last passing one, else the last)")
+	cmd.Flags().BoolVar(&o.Git, "git", false, "make DIR a git repository with one commit per checkpoint up to the exported one")
+	cmd.Flags().BoolVar(&o.Patch, "patch", false, "print a unified diff of the exported files against the input workspace")
+	cmd.Flags().StringVar(&o.Transcript, "transcript", "", "also write the task's conversations to this file, as `autocoder transcript --json` prints them")
 	return cmd
 }
 
-func exportTask(ctx context.Context, f *factory, id, dir string, o exportOptions) error {
-	c, err := f.Client(ctx)
+func exportTask(ctx context.Context, f *Factory, o ExportOptions) error {
+	c, err := f.TaskClient(ctx)
 	if err != nil {
 		return err
 	}
-	st, err := queryStatus(ctx, c, id)
+	id := o.ID
+	st, err := c.Status(ctx, id)
 	if err != nil {
 		return fmt.Errorf("query task %s: %w", id, err)
-	}
-	cp, err := pickCheckpoint(st, o.checkpoint)
-	if err != nil {
-		return err
 	}
 	store, err := f.Store(ctx)
 	if err != nil {
 		return err
 	}
+	if o.Transcript != "" {
+		if err := exportTranscript(ctx, f, st, store, o.Transcript); err != nil {
+			return err
+		}
+		if o.Dir == "" && !o.Patch {
+			return nil
+		}
+	}
+	cp, err := pickCheckpoint(st, o.Checkpoint)
+	if err != nil {
+		return err
+	}
 	load := func(snapshot string) ([]workspace.File, error) { return loadSnapshot(ctx, store, snapshot) }
-	if dir != "" {
-		if o.git {
-			err = exportGit(ctx, dir, st, cp.N, store)
+	if o.Dir != "" {
+		if o.Git {
+			err = exportGit(ctx, o.Dir, st, cp.N, store)
 		} else {
-			_, err = writeSnapshot(ctx, f, id, st, cp.SnapshotID, dir, false)
+			_, err = writeSnapshot(ctx, f, id, st, cp.SnapshotID, o.Dir, false)
 		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(f.stderr, "exported checkpoint #%d of task %s to %s\n", cp.N, id, dir)
+		fmt.Fprintf(f.IO.ErrOut, "exported checkpoint #%d of task %s to %s\n", cp.N, id, o.Dir)
 	}
-	if o.patch {
+	if o.Patch {
 		before, err := load(st.InputSnapshot)
 		if err != nil {
 			return err
@@ -83,7 +101,7 @@ func exportTask(ctx context.Context, f *factory, id, dir string, o exportOptions
 		if err != nil {
 			return err
 		}
-		return writePatch(ctx, f.stdout, isTerminal(f.stdout), st, before, after)
+		return writePatch(ctx, f.IO.Out, f.IO.OutTTY, st, before, after)
 	}
 	return nil
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -30,15 +28,15 @@ var errWaiting = errors.New("waiting for approval")
 // follow shows a task's progress until it ends (or waits, when asked), then
 // writes its files. On a terminal it redraws one status line and asks gate
 // questions inline; piped, it prints a plain line per change.
-func follow(ctx context.Context, f *factory, c client.Client, id string, o followOptions) error {
+func follow(ctx context.Context, f *Factory, c TaskClient, id string, o followOptions) error {
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	defer stopWaiting()
 	done := make(chan error, 1)
 	var result workflows.TaskResult
-	v := newView(f.stderr, isTerminal(f.stderr))
+	v := newView(f.IO.ErrOut, f.IO.ErrTTY)
 	k := newContact(f, id, v.clear)
 	go func() { done <- awaitResult(waitCtx, c, id, &result, k.limit) }()
-	ask := o.interactive && isTerminal(os.Stdin) && isTerminal(f.stderr)
+	ask := o.interactive && f.IO.InTTY && f.IO.ErrTTY
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	asked := ""
@@ -70,14 +68,14 @@ loop:
 			case ask && asked != key:
 				asked = key
 				v.clear()
-				if err := answerGate(ctx, c, id, st.Pending, bufio.NewReader(os.Stdin), f.stderr); err != nil {
+				if err := answerGate(ctx, c, id, st.Pending, bufio.NewReader(f.IO.In), f.IO.ErrOut); err != nil {
 					return err
 				}
 			case o.untilWait || !ask:
 				if asked != key {
 					asked = key
 					v.clear()
-					printGate(f.stderr, id, st.Pending)
+					printGate(f.IO.ErrOut, id, st.Pending)
 				}
 				if o.untilWait {
 					return errWaiting
@@ -105,17 +103,17 @@ loop:
 		}
 	}
 	if o.json {
-		return writeJSON(f.stdout, map[string]any{"id": id, "out": out, "files": n, "result": result})
+		return writeJSON(f.IO.Out, map[string]any{"id": id, "out": out, "files": n, "result": result})
 	}
 	note := ""
 	if result.TestsByModel {
 		note = " (tests written by the model: review them, they decide what passed)"
 	}
-	fmt.Fprintf(f.stdout, "✔ task %s succeeded in %d iteration(s)%s\n", id, result.Iterations, note)
+	fmt.Fprintf(f.IO.Out, "✔ task %s succeeded in %d iteration(s)%s\n", id, result.Iterations, note)
 	if !o.noFiles {
-		fmt.Fprintf(f.stdout, "  %d file(s) written to %s\n", n, out)
+		fmt.Fprintf(f.IO.Out, "  %d file(s) written to %s\n", n, out)
 	}
-	fmt.Fprintf(f.stdout, "  tokens: %d in, %d out, $%.4f\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, result.Status.Usage.CostUSD)
+	fmt.Fprintf(f.IO.Out, "  tokens: %d in, %d out, $%.4f\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, result.Status.Usage.CostUSD)
 	return nil
 }
 
@@ -142,15 +140,15 @@ func printGate(w io.Writer, id string, p *workflows.Approval) {
 	fmt.Fprintf(w, "  (no answer by %s counts as a rejection)\n", p.Deadline.Local().Format(time.DateTime))
 }
 
-// signaler is the part of the Temporal client a gate answer needs.
-type signaler interface {
-	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+// answerer sends a typed answer to a task's question.
+type answerer interface {
+	Answer(ctx context.Context, id string, a workflows.Answer, text string) error
 }
 
 // answerGate asks the pending question on the terminal until the reply is
 // one the workflow says the question accepts, then sends it. An empty reply
 // decides nothing: the question is asked again.
-func answerGate(ctx context.Context, c signaler, id string, p *workflows.Approval, in *bufio.Reader, w io.Writer) error {
+func answerGate(ctx context.Context, c answerer, id string, p *workflows.Approval, in *bufio.Reader, w io.Writer) error {
 	printGate(w, id, p)
 	if len(p.Answers) == 0 {
 		return nil // a task that lists no answers is answered with the commands above
@@ -188,24 +186,8 @@ func answerGate(ctx context.Context, c signaler, id string, p *workflows.Approva
 	}
 }
 
-// sendAnswer signals the chosen answer; free text goes with it as the
-// reason or guidance.
-func sendAnswer(ctx context.Context, c signaler, id string, a workflows.Answer, text string, w io.Writer) error {
-	if len(a.Words) > 0 {
-		text = ""
-	}
-	var payload any
-	switch a.Signal {
-	case workflows.SignalApprove:
-		payload = workflows.ApproveSignal{Comment: text}
-	case workflows.SignalReject:
-		payload = workflows.RejectSignal{Reason: text}
-	case workflows.SignalFeedback:
-		payload = workflows.FeedbackSignal{Text: text}
-	default:
-		return fmt.Errorf("the task offers an answer this version cannot send (%s); answer with autocoder approve or reject", a.Signal)
-	}
-	if err := c.SignalWorkflow(ctx, id, "", a.Signal, payload); err != nil {
+func sendAnswer(ctx context.Context, c answerer, id string, a workflows.Answer, text string, w io.Writer) error {
+	if err := c.Answer(ctx, id, a, text); err != nil {
 		return fmt.Errorf("send %s: %w", a.Signal, err)
 	}
 	fmt.Fprintf(w, "  sent %s\n", a.Signal)
@@ -260,11 +242,16 @@ func (v *view) clear() {
 }
 
 // plainLine changes only when the task moves, so piped output stays short.
+// It names the model's turn and tool call while an attempt works.
 func plainLine(st workflows.Status) string {
-	if st.Step == 0 {
-		return fmt.Sprintf("[%s]", st.Phase)
+	line := fmt.Sprintf("[%s]", st.Phase)
+	if st.Step > 0 {
+		line += fmt.Sprintf(" step %d/%d · iteration %d/%d", st.Step, len(st.Plan), st.Iteration, st.MaxIterations)
 	}
-	return fmt.Sprintf("[%s] step %d/%d · iteration %d/%d", st.Phase, st.Step, len(st.Plan), st.Iteration, st.MaxIterations)
+	if turn := turnLine(st); turn != "" {
+		line += " · " + turn
+	}
+	return line
 }
 
 func statusLine(st workflows.Status) string {

@@ -10,16 +10,17 @@ import (
 	"github.com/autocoder/autocoder/workflows"
 )
 
-// sentSignal is one signal a gate prompt sent.
+// sentSignal is one answer a gate prompt sent: its signal and the text
+// typed with it.
 type sentSignal struct {
-	name    string
-	payload any
+	name string
+	text string
 }
 
-type recordingSignaler struct{ sent []sentSignal }
+type recordingAnswerer struct{ sent []sentSignal }
 
-func (r *recordingSignaler) SignalWorkflow(_ context.Context, _, _, name string, arg any) error {
-	r.sent = append(r.sent, sentSignal{name, arg})
+func (r *recordingAnswerer) Answer(_ context.Context, _ string, a workflows.Answer, text string) error {
+	r.sent = append(r.sent, sentSignal{a.Signal, text})
 	return nil
 }
 
@@ -39,30 +40,30 @@ func TestAnswerGate(t *testing.T) {
 		screen []string     // parts of what the person sees
 	}{
 		{name: "enter at the policy gate asks again", kind: workflows.GatePolicy, typed: "\n\nyes\n",
-			want:   []sentSignal{{workflows.SignalApprove, workflows.ApproveSignal{}}},
+			want:   []sentSignal{{workflows.SignalApprove, "yes"}},
 			screen: []string{"[yes] run it anyway", "an empty answer decides nothing"}},
 		{name: "y at the policy gate asks for yes in full", kind: workflows.GatePolicy, typed: "y\nYES\n",
-			want:   []sentSignal{{workflows.SignalApprove, workflows.ApproveSignal{}}},
+			want:   []sentSignal{{workflows.SignalApprove, "YES"}},
 			screen: []string{`type "yes" in full`}},
 		{name: "enter then end of input approves nothing", kind: workflows.GatePolicy, typed: "\n",
 			err: "the task still waits"},
 		{name: "no input approves nothing", kind: workflows.GatePlan, typed: "",
 			err: "read answer"},
 		{name: "free text at the policy gate rejects with it", kind: workflows.GatePolicy, typed: "no subprocesses\n",
-			want: []sentSignal{{workflows.SignalReject, workflows.RejectSignal{Reason: "no subprocesses"}}}},
+			want: []sentSignal{{workflows.SignalReject, "no subprocesses"}}},
 		{name: "enter at the plan gate asks again", kind: workflows.GatePlan, typed: "\ny\n",
-			want: []sentSignal{{workflows.SignalApprove, workflows.ApproveSignal{}}}},
-		{name: "n rejects without a reason", kind: workflows.GateBudget, typed: "n\n",
-			want: []sentSignal{{workflows.SignalReject, workflows.RejectSignal{}}}},
+			want: []sentSignal{{workflows.SignalApprove, "y"}}},
+		{name: "n rejects", kind: workflows.GateBudget, typed: "n\n",
+			want: []sentSignal{{workflows.SignalReject, "n"}}},
 		{name: "free text at a stuck task is guidance", kind: workflows.GateStuck, typed: "add, don't subtract\n",
-			want:   []sentSignal{{workflows.SignalFeedback, workflows.FeedbackSignal{Text: "add, don't subtract"}}},
+			want:   []sentSignal{{workflows.SignalFeedback, "add, don't subtract"}},
 			screen: []string{"[other text] go on, with the text as guidance"}},
 		{name: "an answer on the last line without a newline counts", kind: workflows.GatePlan, typed: "yes",
-			want: []sentSignal{{workflows.SignalApprove, workflows.ApproveSignal{}}}},
+			want: []sentSignal{{workflows.SignalApprove, "yes"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var sig recordingSignaler
+			var sig recordingAnswerer
 			var screen strings.Builder
 			err := answerGate(context.Background(), &sig, "task-1", gateWithAnswers(tt.kind),
 				bufio.NewReader(strings.NewReader(tt.typed)), &screen)

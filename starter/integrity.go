@@ -112,9 +112,9 @@ func writePatch(ctx context.Context, w io.Writer, forTerminal bool, st workflows
 
 // announceUsersTests says, when a task starts from a project, which of its
 // files are the user's tests, or that the task may change them.
-func announceUsersTests(ctx context.Context, f *factory, in workflows.TaskInput) {
+func announceUsersTests(ctx context.Context, f *Factory, in workflows.TaskInput) {
 	if in.AllowTestEdits {
-		fmt.Fprintln(f.stderr, "test edits allowed: the task may change your tests, and its result overwrites them")
+		fmt.Fprintln(f.IO.ErrOut, "test edits allowed: the task may change your tests, and its result overwrites them")
 		return
 	}
 	s, err := f.Store(ctx)
@@ -128,9 +128,9 @@ func announceUsersTests(ctx context.Context, f *factory, in workflows.TaskInput)
 	paths := usersTests(workflows.Status{TestCmd: in.TestCmd, Protect: in.Protect}, input).Paths()
 	switch {
 	case len(paths) == 0 && in.TestCmd != "":
-		fmt.Fprintln(f.stderr, "none of the uploaded files look like tests; name yours with --protect GLOB so the task cannot change them")
+		fmt.Fprintln(f.IO.ErrOut, "none of the uploaded files look like tests; name yours with --protect GLOB so the task cannot change them")
 	case len(paths) > 0:
-		fmt.Fprintf(f.stderr, "your tests (checks run them as they were; the task may not change them): %s\n", termsafe.Line(listLimited(paths, 5)))
+		fmt.Fprintf(f.IO.ErrOut, "your tests (checks run them as they were; the task may not change them): %s\n", termsafe.Line(listLimited(paths, 5)))
 	}
 }
 

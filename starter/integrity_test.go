@@ -67,7 +67,8 @@ func TestFinalWriteKeepsTheUsersTests(t *testing.T) {
 		t.Run(map[bool]string{false: "guarded", true: "edits allowed"}[allowed], func(t *testing.T) {
 			st, in, out := storeWith(t)
 			var stderr bytes.Buffer
-			f := &factory{store: st, stderr: &stderr}
+			f := NewFactory(config{}, IOStreams{ErrOut: &stderr})
+			f.store = st
 			dir := t.TempDir()
 			if err := workspace.WriteDir(dir, inputFiles); err != nil {
 				t.Fatal(err)

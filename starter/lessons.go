@@ -12,21 +12,43 @@ import (
 	"github.com/autocoder/autocoder/internal/termsafe"
 )
 
-func newLessonsCmd(f *factory) *cobra.Command {
-	var asJSON bool
+// LessonsOptions are the arguments of the lessons commands.
+type LessonsOptions struct {
+	JSON  bool
+	Kind  string // list
+	Limit int    // list
+	ID    string // show, forget
+}
+
+// NewCmdLessons groups lessons list, show and forget; runF, when set, gets
+// the options of whichever runs, with the command's name.
+func NewCmdLessons(f *Factory, runF func(name string, o *LessonsOptions) error) *cobra.Command {
+	var o LessonsOptions
+	asJSON, kind, limit := &o.JSON, &o.Kind, &o.Limit
 	cmd := &cobra.Command{
 		Use:   "lessons",
 		Short: "Inspect what autocoder has learned: verified fixes, failure records, success patterns",
 	}
-	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.PersistentFlags().BoolVar(asJSON, "json", false, "print JSON")
+	// intercept hands the parsed options to runF instead of running.
+	intercept := func(run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				o.ID = args[0]
+			}
+			if runF != nil {
+				return runF(cmd.Name(), &o)
+			}
+			return run(cmd, args)
+		}
+	}
 
-	var kind string
-	var limit int
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List lessons, most recently updated first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			kind, limit := *kind, *limit
 			if kind != "" && kind != store.LessonFix && kind != store.LessonFailure && kind != store.LessonSuccess {
 				return usageError("--kind %q: want fix, failure or success", kind)
 			}
@@ -41,20 +63,20 @@ func newLessonsCmd(f *factory) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("list lessons: %w", err)
 			}
-			if asJSON {
-				return writeJSON(f.stdout, ls)
+			if *asJSON {
+				return writeJSON(f.IO.Out, ls)
 			}
-			tw := tabwriter.NewWriter(f.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tKIND\tLANG\tSIGNATURE\tRECALLED\tHELPED\tMISLED\tUPDATED\tTASK")
 			for _, l := range ls {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", l.ID[:12], l.Kind, l.Language, orDefault(termsafe.Line(l.SigKind), "-"),
-					l.Recalled, l.Succeeded, l.Misled, l.UpdatedAt.Local().Format(time.DateTime), clipLine(l.Task, 50))
+					l.Recalled, l.Succeeded, l.Misled, l.UpdatedAt.Local().Format(time.DateTime), termsafe.Clip(l.Task, 50))
 			}
 			return tw.Flush()
 		},
 	}
-	list.Flags().StringVar(&kind, "kind", "", "only this kind: fix, failure or success")
-	list.Flags().IntVar(&limit, "limit", 50, "at most this many")
+	list.Flags().StringVar(kind, "kind", "", "only this kind: fix, failure or success")
+	list.Flags().IntVar(limit, "limit", 50, "at most this many")
 
 	show := &cobra.Command{
 		Use:   "show ID",
@@ -65,19 +87,19 @@ func newLessonsCmd(f *factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSON(f.stdout, l)
+			if *asJSON {
+				return writeJSON(f.IO.Out, l)
 			}
-			fmt.Fprintf(f.stdout, "id:         %s\nkind:       %s\nlanguage:   %s\nsignature:  %s | %s\ntask:       %s\nrecalled:   %d (helped %d, misled %d)\nupdated:    %s\n",
+			fmt.Fprintf(f.IO.Out, "id:         %s\nkind:       %s\nlanguage:   %s\nsignature:  %s | %s\ntask:       %s\nrecalled:   %d (helped %d, misled %d)\nupdated:    %s\n",
 				l.ID, l.Kind, l.Language, orDefault(termsafe.Line(l.SigKind), "-"), termsafe.Line(l.SigShape), termsafe.Line(l.Task), l.Recalled, l.Succeeded, l.Misled, l.UpdatedAt.Local().Format(time.DateTime))
 			if l.FailedExcerpt != "" {
-				fmt.Fprintf(f.stdout, "failure:\n%s\n", indent(termsafe.Text(l.FailedExcerpt)))
+				fmt.Fprintf(f.IO.Out, "failure:\n%s\n", indent(termsafe.Text(l.FailedExcerpt)))
 			}
 			if l.Reflection != "" {
-				fmt.Fprintf(f.stdout, "diagnosis:\n%s\n", indent(termsafe.Text(l.Reflection)))
+				fmt.Fprintf(f.IO.Out, "diagnosis:\n%s\n", indent(termsafe.Text(l.Reflection)))
 			}
 			if l.Fix != "" {
-				fmt.Fprintf(f.stdout, "fix:\n%s\n", indent(termsafe.Text(l.Fix)))
+				fmt.Fprintf(f.IO.Out, "fix:\n%s\n", indent(termsafe.Text(l.Fix)))
 			}
 			return nil
 		},
@@ -95,9 +117,12 @@ func newLessonsCmd(f *factory) *cobra.Command {
 			if err := st.ForgetLesson(cmd.Context(), l.ID); err != nil {
 				return fmt.Errorf("forget lesson: %w", err)
 			}
-			fmt.Fprintf(f.stderr, "forgot lesson %s\n", l.ID)
+			fmt.Fprintf(f.IO.ErrOut, "forgot lesson %s\n", l.ID)
 			return nil
 		},
+	}
+	for _, c := range []*cobra.Command{list, show, forget} {
+		c.RunE = intercept(c.RunE)
 	}
 	cmd.AddCommand(list, show, forget)
 	return cmd
@@ -107,7 +132,7 @@ func newLessonsCmd(f *factory) *cobra.Command {
 var errLessonNotFound = fmt.Errorf("lesson %w", store.ErrNotFound)
 
 // findLesson resolves a full id or a unique prefix of one.
-func findLesson(ctx context.Context, f *factory, id string) (store.Lesson, error) {
+func findLesson(ctx context.Context, f *Factory, id string) (store.Lesson, error) {
 	st, err := f.Store(ctx)
 	if err != nil {
 		return store.Lesson{}, err

@@ -37,7 +37,7 @@ const (
 // one in the background when none runs. Of clients starting at once, the
 // one holding the start lock starts the server and hands the lock to it;
 // the others wait for the lock, then find the address file.
-func (f *factory) connectLocal(ctx context.Context) error {
+func (f *Factory) connectLocal(ctx context.Context) error {
 	if f.connected {
 		return nil
 	}
@@ -75,7 +75,7 @@ func (f *factory) connectLocal(ctx context.Context) error {
 			return fmt.Errorf("%w: the local server did not start; the end of its log (%s):\n%s",
 				errUnavailable, f.cfg.logFile(), logTail(f.cfg.logFile(), 5))
 		}
-		fmt.Fprintf(f.stderr, "starting the local server for %s (log: %s)…\n", dir, f.cfg.logFile())
+		fmt.Fprintf(f.IO.ErrOut, "starting the local server for %s (log: %s)…\n", dir, f.cfg.logFile())
 		err = f.startBackground(lock)
 		lock.Close()
 		if err != nil {
@@ -85,7 +85,7 @@ func (f *factory) connectLocal(ctx context.Context) error {
 	}
 }
 
-func (f *factory) useServer(a devserver.Address, started bool) {
+func (f *Factory) useServer(a devserver.Address, started bool) {
 	f.connected = true
 	f.cfg.TemporalAddress = a.Frontend
 	f.cfg.Namespace = a.Namespace
@@ -93,7 +93,7 @@ func (f *factory) useServer(a devserver.Address, started bool) {
 		f.cfg.UIURL = a.UI
 	}
 	if started {
-		fmt.Fprintf(f.stderr, "local server at %s, Web UI at %s\n", a.Frontend, f.cfg.UIURL)
+		fmt.Fprintf(f.IO.ErrOut, "local server at %s, Web UI at %s\n", a.Frontend, f.cfg.UIURL)
 	}
 }
 
@@ -101,7 +101,7 @@ func (f *factory) useServer(a devserver.Address, started bool) {
 // in a session of its own so that no signal meant for this client reaches
 // it, with its output in the log file. It hands the held start lock to the
 // server, which releases it once it serves (or exits).
-func (f *factory) startBackground(lock *os.File) error {
+func (f *Factory) startBackground(lock *os.File) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find this program: %w", err)
@@ -130,7 +130,7 @@ func (f *factory) startBackground(lock *os.File) error {
 	return nil
 }
 
-func newDevStatusCmd(f *factory) *cobra.Command {
+func newDevStatusCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show the data dir's local server: address, Web UI, pid, log file",
@@ -143,14 +143,14 @@ func newDevStatusCmd(f *factory) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUnavailable, err)
 			}
-			fmt.Fprintf(f.stdout, "Server:   running, pid %d, since %s\nTemporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\n",
+			fmt.Fprintf(f.IO.Out, "Server:   running, pid %d, since %s\nTemporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\n",
 				a.PID, a.Started.Local().Format(time.DateTime), a.Frontend, a.Namespace, orDefault(a.UI, "none"), f.cfg.DataDir, a.LogFile)
 			return nil
 		},
 	}
 }
 
-func newDevStopCmd(f *factory) *cobra.Command {
+func newDevStopCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the data dir's local server; open tasks continue when it next starts",
@@ -158,7 +158,7 @@ func newDevStopCmd(f *factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := devserver.ReadAddress(f.cfg.DataDir)
 			if errors.Is(err, devserver.ErrNotRunning) {
-				fmt.Fprintf(f.stderr, "no local server runs for %s\n", f.cfg.DataDir)
+				fmt.Fprintf(f.IO.ErrOut, "no local server runs for %s\n", f.cfg.DataDir)
 				return nil
 			}
 			if err != nil {
@@ -171,7 +171,7 @@ func newDevStopCmd(f *factory) *cobra.Command {
 			deadline := time.Now().Add(stopTimeout)
 			for {
 				if gone, _ := owner.Gone(a.Owner, host); gone {
-					fmt.Fprintf(f.stderr, "stopped the local server (pid %d)\n", a.PID)
+					fmt.Fprintf(f.IO.ErrOut, "stopped the local server (pid %d)\n", a.PID)
 					return nil
 				}
 				if time.Now().After(deadline) {

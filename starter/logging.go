@@ -48,19 +48,19 @@ func openLog(path string) (*os.File, error) {
 // log file, and also to stderr when verbose. Without a log file, warnings
 // still reach stderr. The returned close flushes nothing: writes are not
 // buffered.
-func (f *factory) setupLogging(verbose bool) (closeLog func()) {
+func (f *Factory) setupLogging(verbose bool) (closeLog func()) {
 	var w io.Writer = io.Discard
 	level := slog.LevelInfo
 	logf, err := openLog(f.cfg.logFile())
 	switch {
 	case err == nil && verbose:
-		w = io.MultiWriter(logf, f.stderr)
+		w = io.MultiWriter(logf, f.IO.ErrOut)
 	case err == nil:
 		w = logf
 	case verbose:
-		w = f.stderr
+		w = f.IO.ErrOut
 	default:
-		w, level = f.stderr, slog.LevelWarn
+		w, level = f.IO.ErrOut, slog.LevelWarn
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})))
 	return func() {

@@ -113,22 +113,3 @@ func TestProgressAndGateShowEscapesVisibly(t *testing.T) {
 		}
 	}
 }
-
-func TestClipLine(t *testing.T) {
-	tests := []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"  many   spaces\nand\tlines ", 100, "many spaces and lines"},
-		{"abcdef", 3, "abc…"},
-		{"héllo", 2, "h…"}, // never half a rune
-		{"a" + eraseLine + "b", 100, `a\x1b[2Kb`},
-	}
-	for _, tt := range tests {
-		if got := clipLine(tt.in, tt.n); got != tt.want {
-			t.Errorf("clipLine(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-		}
-	}
-}

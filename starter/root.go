@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/termsafe"
+	"github.com/autocoder/autocoder/workflows"
 )
 
 // Exit codes, documented in the README. Errors map to them only in exitCode.
@@ -41,15 +41,34 @@ var (
 	errTaskFailed  = errors.New("task failed")
 )
 
-// factory builds dependencies on first use, so a command pays only for
-// what it touches and tests can replace any of them.
-type factory struct {
-	cfg    config
-	stdout io.Writer
-	stderr io.Writer
+// IOStreams are a command's input and outputs, and whether each is a
+// terminal (which decides redrawn lines, inline questions and colour).
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
 
-	client client.Client
-	store  store.Store
+	InTTY, OutTTY, ErrTTY bool
+}
+
+// SystemIO are the process's own streams.
+func SystemIO() IOStreams {
+	return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		InTTY: isTerminal(os.Stdin), OutTTY: isTerminal(os.Stdout), ErrTTY: isTerminal(os.Stderr)}
+}
+
+// Factory builds a command's dependencies on first use, so a command pays
+// only for what it touches; tests replace TaskClient and Store.
+type Factory struct {
+	IO  IOStreams
+	cfg config
+
+	// TaskClient reaches the tasks; Store opens the store.
+	TaskClient func(context.Context) (TaskClient, error)
+	Store      func(context.Context) (store.Store, error)
+
+	sdk   client.Client
+	store store.Store
 	// ran is set once a command's own code starts; an error before that
 	// came from cobra's argument checks and is a usage error.
 	ran bool
@@ -62,9 +81,45 @@ type factory struct {
 	closeLog func()
 }
 
-func (f *factory) Client(ctx context.Context) (client.Client, error) {
-	if f.client != nil {
-		return f.client, nil
+// TaskClient is what the commands ask of the tasks (taskclient.Client).
+type TaskClient interface {
+	Start(ctx context.Context, in workflows.TaskInput, o taskclient.StartOptions) (taskclient.Started, error)
+	EnsureSearchAttributes(ctx context.Context) (bool, error)
+	Status(ctx context.Context, id string) (workflows.Status, error)
+	Watch(ctx context.Context, id string, every time.Duration, fn func(workflows.Status) bool) error
+	Wait(ctx context.Context, id string) (workflows.TaskResult, error)
+	ModelCall(ctx context.Context, id string) (*taskclient.ModelCall, error)
+	List(ctx context.Context, o taskclient.ListOptions) ([]taskclient.Task, error)
+	Reachable(ctx context.Context) error
+	Approve(ctx context.Context, id string, s workflows.ApproveSignal) error
+	Reject(ctx context.Context, id string, s workflows.RejectSignal) error
+	Feedback(ctx context.Context, id string, s workflows.FeedbackSignal) error
+	Cancel(ctx context.Context, id string, s workflows.CancelSignal) error
+	CancelNow(ctx context.Context, id string) error
+	Answer(ctx context.Context, id string, a workflows.Answer, text string) error
+	Rollback(ctx context.Context, id string, r workflows.RollbackRequest) (workflows.Status, error)
+}
+
+// NewFactory returns a factory with cfg and streams that builds the real
+// dependencies.
+func NewFactory(cfg config, io IOStreams) *Factory {
+	f := &Factory{IO: io, cfg: cfg}
+	f.TaskClient = func(ctx context.Context) (TaskClient, error) {
+		c, err := f.temporalClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return taskclient.New(c, f.cfg.Namespace), nil
+	}
+	f.Store = f.openStore
+	return f
+}
+
+// temporalClient is the Temporal connection, which only the worker wiring
+// and the task client use.
+func (f *Factory) temporalClient(ctx context.Context) (client.Client, error) {
+	if f.sdk != nil {
+		return f.sdk, nil
 	}
 	if f.useEmbedded() && !f.local {
 		if err := f.connectLocal(ctx); err != nil {
@@ -87,11 +142,11 @@ func (f *factory) Client(ctx context.Context) (client.Client, error) {
 			"Set %s to your Temporal frontend (host:port), or unset it for local mode",
 			errUnavailable, f.cfg.TemporalAddress, err, envTemporalAddress)
 	}
-	f.client = c
+	f.sdk = c
 	return c, nil
 }
 
-func (f *factory) Store(ctx context.Context) (store.Store, error) {
+func (f *Factory) openStore(ctx context.Context) (store.Store, error) {
 	if f.store != nil {
 		return f.store, nil
 	}
@@ -103,14 +158,14 @@ func (f *factory) Store(ctx context.Context) (store.Store, error) {
 	return s, nil
 }
 
-func (f *factory) closeClient() {
-	if f.client != nil {
-		f.client.Close()
-		f.client = nil
+func (f *Factory) closeClient() {
+	if f.sdk != nil {
+		f.sdk.Close()
+		f.sdk = nil
 	}
 }
 
-func (f *factory) Close() {
+func (f *Factory) Close() {
 	f.closeClient()
 	if f.closeLog != nil {
 		f.closeLog()
@@ -127,13 +182,13 @@ func Execute() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go exitAfterInterrupt(ctx, stop, interruptGrace, os.Exit)
-	f := &factory{cfg: configFromEnv(), stdout: os.Stdout, stderr: os.Stderr}
+	f := NewFactory(configFromEnv(), SystemIO())
 	defer f.Close()
 	return execute(ctx, f, os.Args[1:])
 }
 
 // execute runs one command line with f's dependencies and streams.
-func execute(ctx context.Context, f *factory, args []string) int {
+func execute(ctx context.Context, f *Factory, args []string) int {
 	root := newRootCmd(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -143,7 +198,7 @@ func execute(ctx context.Context, f *factory, args []string) int {
 	code := exitCode(err, ctx)
 	if err != nil && code != exitOK && code != exitWaiting {
 		// Errors may quote what a model or a test printed.
-		fmt.Fprintln(f.stderr, "autocoder:", termsafe.Text(err.Error()))
+		fmt.Fprintln(f.IO.ErrOut, "autocoder:", termsafe.Text(err.Error()))
 	}
 	return code
 }
@@ -165,7 +220,7 @@ func exitAfterInterrupt(ctx context.Context, stop func(), grace time.Duration, e
 	exit(exitInterrupted)
 }
 
-func newRootCmd(f *factory) *cobra.Command {
+func newRootCmd(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "autocoder",
 		Short:         "A durable, self-improving autonomous coding agent",
@@ -185,22 +240,22 @@ func newRootCmd(f *factory) *cobra.Command {
 		},
 	}
 	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "also show the logs (SDK, server, sandbox) on stderr; they are always in <data dir>/"+logFileName)
-	root.SetOut(f.stdout)
-	root.SetErr(f.stderr)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		cmd.PrintErrln(cmd.UsageString())
 		return fmt.Errorf("%w: %v", errUsage, err)
 	})
-	root.AddCommand(newRunCmd(f), newStatusCmd(f), newWatchCmd(f), newListCmd(f),
-		newApproveCmd(f), newRejectCmd(f), newFeedbackCmd(f), newCancelCmd(f),
-		newRollbackCmd(f), newExportCmd(f), newResumeCmd(f), newWorkerCmd(f), newDevCmd(f), newLessonsCmd(f))
+	root.AddCommand(NewCmdRun(f, nil), NewCmdStatus(f, nil), NewCmdWatch(f, nil), NewCmdList(f, nil),
+		NewCmdApprove(f, nil), NewCmdReject(f, nil), NewCmdFeedback(f, nil), NewCmdCancel(f, nil),
+		NewCmdRollback(f, nil), NewCmdExport(f, nil), NewCmdResume(f, nil), NewCmdTranscript(f, nil),
+		NewCmdWorker(f, nil), NewCmdDev(f, nil), NewCmdLessons(f, nil))
 	return root
 }
 
 // exitCode is the one place errors become exit codes.
 func exitCode(err error, ctx context.Context) int {
-	var notFound *serviceerror.NotFound
-	var canceled *temporal.CanceledError
+	var failed *taskclient.FailedError
 	switch {
 	case err == nil:
 		return exitOK
@@ -210,11 +265,11 @@ func exitCode(err error, ctx context.Context) int {
 		return exitWaiting
 	case errors.Is(err, errUsage):
 		return exitUsage
-	case errors.As(err, &notFound), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, taskclient.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return exitNotFound
 	case errors.Is(err, errUnavailable):
 		return exitUnavailable
-	case errors.Is(err, errTaskFailed), errors.As(err, &canceled):
+	case errors.Is(err, errTaskFailed), errors.As(err, &failed):
 		return exitTaskFailed
 	default:
 		return exitTaskFailed

@@ -30,7 +30,8 @@ func TestFinalWriteHoldsBackSelfRunningFiles(t *testing.T) {
 		ctx := context.Background()
 		st, in, out := storeOf(t, input, result)
 		var stderr bytes.Buffer
-		f := &factory{store: st, stderr: &stderr}
+		f := NewFactory(config{}, IOStreams{ErrOut: &stderr})
+		f.store = st
 		dir := t.TempDir()
 		must(t, workspace.WriteDir(dir, input))
 		if _, err := writeSnapshot(ctx, f, "autocoder-1", workflows.Status{InputSnapshot: in}, out, dir, holdBack); err != nil {

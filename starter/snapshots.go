@@ -12,7 +12,7 @@ import (
 // writeSnapshot writes a task's files to dir, all or nothing, keeping the
 // user's tests (unless test edits were allowed) and, unless the user asked
 // for the files with export, configuration that tools run on their own.
-func writeSnapshot(ctx context.Context, f *factory, taskID string, task workflows.Status, snapshotID, dir string, holdBack bool) (int, error) {
+func writeSnapshot(ctx context.Context, f *Factory, taskID string, task workflows.Status, snapshotID, dir string, holdBack bool) (int, error) {
 	st, err := f.Store(ctx)
 	if err != nil {
 		return 0, err
@@ -27,9 +27,9 @@ func writeSnapshot(ctx context.Context, f *factory, taskID string, task workflow
 			return 0, fmt.Errorf("read input snapshot %s: %w", task.InputSnapshot, err)
 		}
 	}
-	files = keepUsersTests(task, input, files, f.stderr)
+	files = keepUsersTests(task, input, files, f.IO.ErrOut)
 	if holdBack {
-		files = holdBackSelfRunning(taskID, input, files, f.stderr)
+		files = holdBackSelfRunning(taskID, input, files, f.IO.ErrOut)
 	}
 	if err := workspace.WriteDir(dir, files); err != nil {
 		return 0, fmt.Errorf("write the files of task %s to %s: %w\n"+

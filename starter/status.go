@@ -5,34 +5,42 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
-	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/workflows"
 )
 
-func newStatusCmd(f *factory) *cobra.Command {
-	var asJSON bool
+// StatusOptions are status's arguments.
+type StatusOptions struct {
+	ID   string
+	JSON bool
+}
+
+func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
+	var o StatusOptions
 	cmd := &cobra.Command{
 		Use:   "status ID",
-		Short: "Show where a task is: phase, plan step, iteration, last test result, tokens",
+		Short: "Show where a task is: phase, plan step, iteration, turn and tool call, last test result, tokens",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return showStatus(cmd.Context(), f, args[0], asJSON)
+			o.ID = args[0]
+			if runF != nil {
+				return runF(&o)
+			}
+			return showStatus(cmd.Context(), f, o.ID, o.JSON)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the status as JSON")
 	return cmd
 }
 
-func showStatus(ctx context.Context, f *factory, id string, asJSON bool) error {
-	c, err := f.Client(ctx)
+func showStatus(ctx context.Context, f *Factory, id string, asJSON bool) error {
+	c, err := f.TaskClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -45,66 +53,26 @@ func showStatus(ctx context.Context, f *factory, id string, asJSON bool) error {
 	}
 	var call *modelCall
 	if !st.Phase.Done() {
-		call = pendingModelCall(ctx, c, id)
+		// The status is shown without the call when the server cannot say.
+		call, _ = c.ModelCall(ctx, id)
 	}
 	if asJSON {
-		return writeJSON(f.stdout, struct {
+		return writeJSON(f.IO.Out, struct {
 			workflows.Status
 			ModelCall *modelCall `json:"modelCall,omitempty"`
 		}{st, call})
 	}
-	printStatus(f.stdout, id, st)
+	printStatus(f.IO.Out, id, st)
 	if call != nil {
-		fmt.Fprintf(f.stdout, "model:     %s\n", call.describe(time.Now()))
+		fmt.Fprintf(f.IO.Out, "model:     %s\n", describeCall(call, time.Now()))
 	}
 	return nil
 }
 
-// modelCall is a model call in flight, or failed and waiting for its
-// retry, read from the task's pending activities: the activity's attempt
-// and, from its heartbeat, since when it waits.
-type modelCall struct {
-	Activity    string    `json:"activity"`
-	Attempt     int32     `json:"attempt"`
-	MaxAttempts int32     `json:"maxAttempts,omitempty"` // 0: unlimited
-	Since       time.Time `json:"since,omitzero"`        // the running attempt's call
-	RetryAt     time.Time `json:"retryAt,omitzero"`      // the next attempt, after a failure
-	LastFailure string    `json:"lastFailure,omitempty"`
-}
+// modelCall is the task's model call in flight or waiting for its retry.
+type modelCall = taskclient.ModelCall
 
-// pendingModelCall finds the task's model call, if any; the status is
-// shown without it when the server cannot say.
-func pendingModelCall(ctx context.Context, c client.Client, id string) *modelCall {
-	d, err := c.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
-		return nil
-	}
-	for _, pa := range d.GetPendingActivities() {
-		var hb activities.ModelCall
-		if pa.GetHeartbeatDetails() == nil || converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &hb) != nil || hb.Since.IsZero() {
-			continue // not an activity that calls the model
-		}
-		call := &modelCall{Activity: pa.GetActivityType().GetName(), Attempt: pa.GetAttempt(), MaxAttempts: pa.GetMaximumAttempts()}
-		switch {
-		case pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED:
-			call.Since = hb.Since
-			// Details from an earlier attempt: this one has only just
-			// started, and heartbeats within a second of its call.
-			if started := pa.GetLastStartedTime().AsTime(); pa.GetLastHeartbeatTime().AsTime().Before(started) {
-				call.Since = started
-			}
-		case pa.GetNextAttemptScheduleTime() != nil:
-			call.RetryAt = pa.GetNextAttemptScheduleTime().AsTime()
-			call.LastFailure = pa.GetLastFailure().GetMessage()
-		default:
-			return nil
-		}
-		return call
-	}
-	return nil
-}
-
-func (m *modelCall) describe(now time.Time) string {
+func describeCall(m *modelCall, now time.Time) string {
 	attempt := fmt.Sprintf("attempt %d", m.Attempt)
 	if m.MaxAttempts > 0 {
 		attempt += fmt.Sprintf(" of %d", m.MaxAttempts)
@@ -116,19 +84,25 @@ func (m *modelCall) describe(now time.Time) string {
 	if m.LastFailure == "" {
 		return "the model call failed; " + retry
 	}
-	// The failure may quote the provider: clipLine makes it safe to print.
-	return "the model call failed: " + clipLine(m.LastFailure, 200) + "; " + retry
+	// The failure may quote the provider: Clip makes it safe to print.
+	return "the model call failed: " + termsafe.Clip(m.LastFailure, 200) + "; " + retry
 }
 
 func printStatus(w io.Writer, id string, st workflows.Status) {
 	fmt.Fprintf(w, "task:      %s\n", id)
-	fmt.Fprintf(w, "goal:      %s\n", clipLine(st.Task, 100))
+	fmt.Fprintf(w, "goal:      %s\n", termsafe.Clip(st.Task, 100))
 	fmt.Fprintf(w, "language:  %s\n", st.Language)
 	fmt.Fprintf(w, "phase:     %s\n", st.Phase)
 	if len(st.Plan) > 0 {
 		fmt.Fprintf(w, "step:      %d/%d\n", st.Step, len(st.Plan))
 	}
 	fmt.Fprintf(w, "iteration: %d/%d\n", st.Iteration, st.MaxIterations)
+	if turn := turnLine(st); turn != "" {
+		fmt.Fprintf(w, "now:       %s\n", turn)
+	}
+	if len(st.Instructions) > 0 {
+		fmt.Fprintf(w, "instructions read: %s\n", termsafe.Line(strings.Join(st.Instructions, ", ")))
+	}
 	printTestGuard(w, st)
 	fmt.Fprintf(w, "tokens:    %d in, %d out (%d calls, $%.4f)\n", st.Usage.PromptTokens, st.Usage.CompletionTokens, st.Usage.Calls, st.Usage.CostUSD)
 	if len(st.Plan) > 0 {
@@ -157,4 +131,16 @@ func printStatus(w io.Writer, id string, st workflows.Status) {
 	if st.Error != "" {
 		fmt.Fprintf(w, "error:     %s\n", termsafe.Text(st.Error))
 	}
+}
+
+// turnLine names the model turn of the running attempt and what it does,
+// e.g. "turn 4: read app/models.py"; empty when no turn runs.
+func turnLine(st workflows.Status) string {
+	if st.Turn == 0 || st.Phase.Done() {
+		return ""
+	}
+	if st.Doing == "" {
+		return fmt.Sprintf("turn %d", st.Turn)
+	}
+	return fmt.Sprintf("turn %d: %s", st.Turn, termsafe.Clip(st.Doing, 100))
 }

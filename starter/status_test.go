@@ -19,7 +19,7 @@ func TestModelCallDescribed(t *testing.T) {
 			"the model call failed: model provider openai sent nothing for 2m0s\\x1b]52;c;aGk=\\x07; retrying in 4s (attempt 3 of 6)"},
 		{modelCall{Attempt: 2, MaxAttempts: 6, RetryAt: now.Add(-time.Second)}, "the model call failed; retrying in 0s (attempt 2 of 6)"},
 	} {
-		if got := tc.call.describe(now); got != tc.want {
+		if got := describeCall(&tc.call, now); got != tc.want {
 			t.Errorf("describe(%+v)\n got %q\nwant %q", tc.call, got, tc.want)
 		}
 	}

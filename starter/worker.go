@@ -13,40 +13,49 @@ import (
 	"github.com/autocoder/autocoder/worker"
 )
 
-func newWorkerCmd(f *factory) *cobra.Command {
-	var opts worker.Options
-	var pool, slots int
-	var warm []string
+// WorkerOptions are worker's arguments.
+type WorkerOptions struct {
+	Worker worker.Options
+	Pool   int
+	Slots  int
+	Warm   []string
+}
+
+func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
+	var o WorkerOptions
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a worker that executes coding tasks (stops gracefully on SIGINT/SIGTERM)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(&o)
+			}
 			ctx := cmd.Context()
-			c, err := f.Client(ctx)
+			c, err := f.temporalClient(ctx)
 			if err != nil {
 				return err
 			}
-			acts, closeActs, err := f.Activities(ctx, sandbox.Config{Backend: f.cfg.Sandbox, PoolSize: pool, Slots: slots, Warm: warm})
+			acts, closeActs, err := f.Activities(ctx, sandbox.Config{Backend: f.cfg.Sandbox, PoolSize: o.Pool, Slots: o.Slots, Warm: o.Warm})
 			if err != nil {
 				return err
 			}
 			defer closeActs()
-			opts.Namespace, opts.InFlightDir = f.cfg.Namespace, f.cfg.inFlightDir()
-			return worker.Run(ctx, c, acts, opts)
+			o.Worker.Namespace, o.Worker.InFlightDir = f.cfg.Namespace, f.cfg.inFlightDir()
+			return worker.Run(ctx, c, acts, o.Worker)
 		},
 	}
-	cmd.Flags().IntVar(&opts.MaxConcurrentActivities, "max-activities", 0, "activities run at once (0: SDK default)")
-	cmd.Flags().IntVar(&pool, "sandbox-pool", 0, "warm sandboxes kept per language (0: 2, negative: none)")
-	cmd.Flags().IntVar(&slots, "sandbox-slots", 0, "sandbox runs at once (0: number of CPUs)")
+	cmd.Flags().IntVar(&o.Worker.MaxConcurrentActivities, "max-activities", 0, "activities run at once (0: SDK default)")
+	cmd.Flags().IntVar(&o.Pool, "sandbox-pool", 0, "warm sandboxes kept per language (0: 2, negative: none)")
+	cmd.Flags().IntVar(&o.Slots, "sandbox-slots", 0, "sandbox runs at once (0: number of CPUs)")
 	// A fleet's worker is there to serve every language: warm them at once.
-	cmd.Flags().StringSliceVar(&warm, "sandbox-warm", sandbox.ProfileNames(), "languages whose sandboxes warm up at start; the others on first use")
+	cmd.Flags().StringSliceVar(&o.Warm, "sandbox-warm", sandbox.ProfileNames(), "languages whose sandboxes warm up at start; the others on first use")
 	return cmd
 }
 
 // Activities assembles the activities' dependencies: the store, a sandbox
 // (after reaping what a crashed worker left behind) and the model factory.
-func (f *factory) Activities(ctx context.Context, sc sandbox.Config) (*activities.Activities, func(), error) {
+func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activities.Activities, func(), error) {
 	st, err := f.Store(ctx)
 	if err != nil {
 		return nil, nil, err

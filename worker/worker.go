@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -33,7 +34,8 @@ type Options struct {
 }
 
 // Worker serves the task queue (the workflow, model and store activities)
-// and its sandbox task queue (validation and test runs). It takes no more
+// and its sandbox task queue (checks, and the tool loop's run and
+// run_tests calls). It takes no more
 // sandbox runs than the sandbox has slots, so runs beyond them wait in the
 // server, where any worker with a free slot takes them and a crashed
 // worker holds none.
@@ -110,8 +112,7 @@ type Registry interface {
 	RegisterActivity(a any)
 }
 
-// Register adds the workflow and activities to r. Sandbox activities are
-// among them for runs recorded before they moved to the sandbox task queue.
+// Register adds the workflow and activities to r.
 func Register(r Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.CodingTask, workflows.RegisterOptions())
 	r.RegisterActivity(acts)
@@ -119,14 +120,14 @@ func Register(r Registry, acts *activities.Activities) {
 
 // registerSandbox adds the activities that run in the sandbox.
 func registerSandbox(w sdkworker.Worker, acts *activities.Activities) {
-	for name, fn := range map[string]any{"Check": acts.Check, "Validate": acts.Validate, "Execute": acts.Execute} {
+	for name, fn := range map[string]any{"Check": acts.Check, "Execute": acts.Execute, "SandboxCall": acts.SandboxCall} {
 		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 }
 
 // Run runs the worker until ctx is done, then stops it gracefully.
 func Run(ctx context.Context, c client.Client, acts *activities.Activities, opts Options) error {
-	if _, err := EnsureSearchAttributes(ctx, c, opts.Namespace); err != nil {
+	if _, err := taskclient.EnsureSearchAttributes(ctx, c, opts.Namespace); err != nil {
 		slog.Warn("custom search attributes unavailable", "error", err)
 	}
 	w := New(c, acts, opts)

@@ -9,54 +9,105 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/suite"
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/llm"
 )
 
 type codingTaskSuite struct {
 	suite.Suite
 	testsuite.WorkflowTestSuite
 	env *testsuite.TestWorkflowEnvironment
+
+	// What the workflow wrote to conversations, in order.
+	opened   []activities.OpenStepInput
+	appended []activities.AppendMessagesInput
+	tools    []activities.RunToolsInput
 }
 
 func TestCodingTask(t *testing.T) { suite.Run(t, new(codingTaskSuite)) }
 
 func (s *codingTaskSuite) SetupTest() {
 	s.newEnv()
-	// Memory is exercised by its own test; elsewhere it recalls nothing.
-	s.env.OnActivity(a.Recall, mock.Anything, mock.Anything).Return(activities.RecallOutput{}, nil).Maybe()
+	// Memory is exercised by its own test; elsewhere it saves nothing.
 	s.env.OnActivity(a.SaveLessons, mock.Anything, mock.Anything).Return(nil, nil).Maybe()
 }
 
+// newEnv starts a test environment whose conversations open with two
+// messages and take every message the workflow appends.
 func (s *codingTaskSuite) newEnv() {
 	s.env = s.NewTestWorkflowEnvironment()
 	s.env.RegisterWorkflowWithOptions(CodingTask, RegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
+	s.opened, s.appended, s.tools = nil, nil, nil
+	s.env.OnActivity(a.OpenStep, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.OpenStepInput) (activities.OpenStepOutput, error) {
+		s.opened = append(s.opened, in)
+		return activities.OpenStepOutput{Length: 2}, nil
+	}).Maybe()
+	s.env.OnActivity(a.AppendMessages, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.AppendMessagesInput) (int, error) {
+		s.appended = append(s.appended, in)
+		return in.Position + len(in.Messages), nil
+	}).Maybe()
 }
 
 func (s *codingTaskSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
 
 var (
-	passing = activities.TestSummary{Stage: "test", Passed: true}
-	failing = activities.TestSummary{Stage: "test", ExitCode: 1, FailingTests: []string{"test_add"}, Output: "assert 3 == 4"}
-	input   = TaskInput{Task: "add two numbers", Language: "python", MaxIterations: 3}
+	passing   = activities.TestSummary{Stage: "test", Passed: true}
+	failing   = activities.TestSummary{Stage: "test", ExitCode: 1, FailingTests: []string{"test_add"}, Output: "assert 3 == 4"}
+	input     = TaskInput{Task: "add two numbers", Language: "python", MaxIterations: 3}
+	turnUsage = activities.Usage{PromptTokens: 100, CompletionTokens: 50, Calls: 1}
 )
 
 func (s *codingTaskSuite) onPlan(steps ...string) {
 	s.env.OnActivity(a.Plan, mock.Anything, mock.Anything).Return(activities.PlanOutput{Steps: steps, Usage: activities.Usage{PromptTokens: 10, CompletionTokens: 5, Calls: 1}}, nil).Once()
 }
 
-func (s *codingTaskSuite) onGenerate(snapshot string) *testsuite.MockCallWrapper {
-	return s.env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateOutput{SnapshotID: snapshot, Usage: activities.Usage{PromptTokens: 100, CompletionTokens: 50, Calls: 1}}, nil).Once()
+// onTurn expects one model turn answering with out, appended where the
+// workflow asks.
+func (s *codingTaskSuite) onTurn(out activities.ModelTurnOutput) *testsuite.MockCallWrapper {
+	if out.Usage == (activities.Usage{}) && !out.NeedsSummary {
+		out.Usage = turnUsage
+	}
+	return s.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ModelTurnInput) (activities.ModelTurnOutput, error) {
+		o := out
+		if !o.NeedsSummary {
+			o.Length = in.Position + 1
+		}
+		return o, nil
+	}).Once()
+}
+
+// onTools expects one RunTools that leaves the workspace as snapshot.
+func (s *codingTaskSuite) onTools(snapshot string) *testsuite.MockCallWrapper {
+	return s.env.OnActivity(a.RunTools, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.RunToolsInput) (activities.RunToolsOutput, error) {
+		s.tools = append(s.tools, in)
+		return activities.RunToolsOutput{Snapshot: snapshot, Length: in.Position + len(in.CallIDs)}, nil
+	}).Once()
+}
+
+var (
+	writeCall  = activities.CallSummary{ID: "w", Name: "write", Args: `{"path":"calc.py","content":"def add(a, b):`}
+	finishCall = activities.CallSummary{ID: "f", Name: activities.ToolFinish}
+)
+
+// onAttempt expects an attempt whose model writes a file and finishes in
+// one turn, leaving the workspace as snapshot.
+func (s *codingTaskSuite) onAttempt(snapshot string) {
+	s.onTurn(activities.ModelTurnOutput{Calls: []activities.CallSummary{writeCall, finishCall},
+		Finish: &activities.FinishArgs{Summary: "wrote " + snapshot, Tests: []string{"test_calc.py"}}})
+	s.onTools(snapshot)
+}
+
+func (s *codingTaskSuite) onCheck(snapshot string, result activities.TestSummary) *testsuite.MockCallWrapper {
+	return s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == snapshot })).Return(result, nil).Once()
 }
 
 func (s *codingTaskSuite) TestHappyPath() {
 	s.onPlan("implement add with tests")
-	s.onGenerate("snap1")
+	s.onAttempt("snap1")
 	s.env.OnActivity(a.Check, mock.Anything, activities.CheckInput{SnapshotID: "snap1", Language: "python"}).Return(passing, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)
@@ -72,64 +123,82 @@ func (s *codingTaskSuite) TestHappyPath() {
 	s.Len(res.Status.Checkpoints, 1)
 	s.Equal(110, res.Status.Usage.PromptTokens)
 	s.Equal(2, res.Status.Usage.Calls)
+	s.Equal([]TranscriptRef{{ID: "default-test-workflow-id/1", Step: 1}}, res.Status.Transcripts)
+	s.Require().Len(s.opened, 1)
+	s.Equal(activities.OpenStepInput{Transcript: "default-test-workflow-id/1", Task: input.Task, Language: "python",
+		Plan: []string{"implement add with tests"}, Step: 1}, s.opened[0])
+	// The finish call got its result, after the write's, and nothing else
+	// was written to the conversation.
+	s.Require().Len(s.appended, 1)
+	s.Equal(4, s.appended[0].Position)
+	s.Equal([]llm.Message{{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: "f", Name: "finish", Content: "finished"}}}, s.appended[0].Messages)
 }
 
-// onRetry expects the Generate of a retry: it reflects on the given
-// failure first and answers with the reflection.
-func (s *codingTaskSuite) onRetry(failure activities.TestSummary, reflection, snapshot string) *testsuite.MockCallWrapper {
-	return s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Failure != nil && in.Failure.Stage == failure.Stage && in.Failure.Output == failure.Output
-	})).Return(activities.GenerateOutput{SnapshotID: snapshot, Reflection: reflection}, nil).Once()
-}
-
-func (s *codingTaskSuite) TestReflectLoopFeedsTheNextAttempt() {
+// TestRetryContinuesTheConversation: a failed check is reported to the
+// same conversation, after the model's last turn, and the retry starts
+// from the failed attempt's files.
+func (s *codingTaskSuite) TestRetryContinuesTheConversation() {
 	s.onPlan("implement add with tests")
-	s.onGenerate("snap1")
-	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap1" })).Return(failing, nil).Once()
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Iteration == 2 && in.BaseSnapshot == "snap1" && in.Failure != nil && in.Failure.Output == "assert 3 == 4" && in.Feedback == ""
-	})).Return(activities.GenerateOutput{SnapshotID: "snap2", Reflection: "Root cause: off by one"}, nil).Once()
-	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap2" })).Return(failing, nil).Once()
-	// The retry after that reflects on its own failure, not the first one's.
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Iteration == 3 && in.BaseSnapshot == "snap2" && in.Failure != nil
-	})).Return(activities.GenerateOutput{SnapshotID: "snap3", Reflection: "Root cause: sign"}, nil).Once()
-	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "snap3" })).Return(passing, nil).Once()
-	var phases []Phase
-	s.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name == "Generate" {
-			phases = append(phases, s.queryStatus().Phase)
-		}
-	})
+	s.onAttempt("snap1")
+	s.onCheck("snap1", failing)
+	s.onAttempt("snap2")
+	s.onCheck("snap2", passing)
 
 	s.env.ExecuteWorkflow(CodingTask, input)
-	s.Equal([]Phase{PhaseGenerating, PhaseReflecting, PhaseReflecting}, phases)
 
 	s.NoError(s.env.GetWorkflowError())
 	var res TaskResult
 	s.NoError(s.env.GetWorkflowResult(&res))
-	s.Equal("snap3", res.SnapshotID)
-	s.Equal(3, res.Iterations)
-	s.Require().Len(res.Status.Checkpoints, 3)
-	s.False(res.Status.Checkpoints[0].Passed)
-	s.Equal("tests failed: test_add", res.Status.Checkpoints[0].Summary)
-	s.True(res.Status.Checkpoints[2].Passed)
+	s.Equal("snap2", res.SnapshotID)
+	s.Equal(2, res.Iterations)
+	s.Len(s.opened, 1, "the retry opened a new conversation")
+	s.Len(res.Status.Transcripts, 1)
+	// Opening (0, 1), turn (2), write (3), finish (4), the failure (5),
+	// turn (6), write (7), finish (8).
+	s.Require().Len(s.appended, 3)
+	failure := s.appended[1]
+	s.Equal("default-test-workflow-id/1", failure.Transcript)
+	s.Equal(5, failure.Position)
+	s.Require().Len(failure.Messages, 1)
+	s.Equal(llm.RoleUser, failure.Messages[0].Role)
+	for _, want := range []string{"tests failed: test_add", "assert 3 == 4", "call finish"} {
+		s.Contains(failure.Messages[0].Text, want)
+	}
+	s.Equal(8, s.appended[2].Position)
+	s.Require().Len(s.tools, 2)
+	s.Equal("snap1", s.tools[1].Snapshot)
+	s.Equal(7, s.tools[1].Position)
 }
 
-func (s *codingTaskSuite) TestRejectedModelOutputIsReflectedOn() {
+// TestAnswerWithoutToolCalls: a turn without calls ends the attempt and
+// its fenced blocks are applied; blocks that cannot be applied fail the
+// attempt untested, and the retry hears why.
+func (s *codingTaskSuite) TestAnswerWithoutToolCalls() {
 	s.onPlan("step")
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Failure == nil })).
-		Return(activities.GenerateOutput{Rejected: "no code blocks found"}, nil).Once()
-	s.onRetry(activities.TestSummary{Stage: "generate", Output: "no code blocks found"}, "use fenced blocks", "snap2")
-	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Once()
+	s.onTurn(activities.ModelTurnOutput{Text: "Here is the code."})
+	s.env.OnActivity(a.ApplyAnswer, mock.Anything, activities.ApplyAnswerInput{Transcript: "default-test-workflow-id/1", Position: 2}).
+		Return(activities.ApplyAnswerOutput{Rejected: "no code blocks found"}, nil).Once()
+	s.onTurn(activities.ModelTurnOutput{Text: "```path=calc.py ..."})
+	s.env.OnActivity(a.ApplyAnswer, mock.Anything, activities.ApplyAnswerInput{Transcript: "default-test-workflow-id/1", Position: 4}).
+		Return(activities.ApplyAnswerOutput{Snapshot: "snap2", Changed: []string{"calc.py"}}, nil).Once()
+	s.onCheck("snap2", passing)
 
 	s.env.ExecuteWorkflow(CodingTask, input)
+
 	s.NoError(s.env.GetWorkflowError())
+	st := s.queryStatus()
+	s.Require().Len(st.Checkpoints, 2)
+	s.Equal("model output rejected", st.Checkpoints[0].Summary)
+	s.Require().Len(s.appended, 1)
+	s.Equal(3, s.appended[0].Position)
+	s.Contains(s.appended[0].Messages[0].Text, "no code blocks found")
 }
 
 func (s *codingTaskSuite) TestIterationsExhaustedFailsWithTheLastOutput() {
 	s.onPlan("step")
-	s.env.OnActivity(a.Generate, mock.Anything, mock.Anything).Return(activities.GenerateOutput{SnapshotID: "snapX"}, nil).Times(3)
+	for range 3 {
+		s.onAttempt("snapX")
+	}
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(failing, nil).Times(3)
 
 	s.env.ExecuteWorkflow(CodingTask, input)
@@ -146,14 +215,15 @@ func (s *codingTaskSuite) TestIterationsExhaustedFailsWithTheLastOutput() {
 
 func (s *codingTaskSuite) TestValidationFailureSkipsTests() {
 	s.onPlan("step")
-	s.onGenerate("snap1")
+	s.onAttempt("snap1")
 	bad := activities.TestSummary{Stage: "validate", ExitCode: 1, Output: "main.py:3: [process] subprocess is not allowed"}
-	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(bad, nil).Once()
-	s.onRetry(bad, "drop subprocess", "snap2")
+	s.onCheck("snap1", bad)
+	s.onAttempt("snap2")
 	s.env.OnActivity(a.Check, mock.Anything, activities.CheckInput{SnapshotID: "snap2", Language: "python"}).Return(passing, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)
 	s.NoError(s.env.GetWorkflowError())
+	s.Contains(s.appended[1].Messages[0].Text, "subprocess is not allowed")
 }
 
 func (s *codingTaskSuite) TestNonRetryableModelErrorFailsClearly() {
@@ -172,7 +242,7 @@ func (s *codingTaskSuite) TestNonRetryableModelErrorFailsClearly() {
 
 func (s *codingTaskSuite) TestCancellationStopsTheTask() {
 	s.onPlan("step")
-	s.onGenerate("snap1")
+	s.onAttempt("snap1")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(func(ctx context.Context, _ activities.CheckInput) (activities.TestSummary, error) {
 		<-ctx.Done()
 		return activities.TestSummary{}, ctx.Err()

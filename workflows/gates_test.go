@@ -19,8 +19,19 @@ func (s *codingTaskSuite) signal(name string, payload any) func() {
 }
 
 func (s *codingTaskSuite) passEverything(snapshot string) {
-	s.onGenerate(snapshot)
+	s.onAttempt(snapshot)
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Once()
+}
+
+// retryHeard returns the message the retry of the step was told.
+func (s *codingTaskSuite) retryHeard() string {
+	for _, in := range s.appended {
+		if len(in.Messages) == 1 && in.Messages[0].Role == "user" {
+			return in.Messages[0].Text
+		}
+	}
+	s.Fail("no retry message was appended")
+	return ""
 }
 
 func (s *codingTaskSuite) requireAppError(wantType string) *temporal.ApplicationError {
@@ -34,9 +45,9 @@ func (s *codingTaskSuite) requireAppError(wantType string) *temporal.Application
 
 func (s *codingTaskSuite) TestPlanGateApproved() {
 	s.onPlan("step one", "step two")
-	s.onGenerate("s1")
+	s.onAttempt("s1")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Twice()
-	s.onGenerate("s2")
+	s.onAttempt("s2")
 	s.at(time.Minute, func() {
 		st := s.queryStatus()
 		s.Equal(PhaseWaiting, st.Phase)
@@ -81,7 +92,7 @@ var policyFinding = activities.TestSummary{Stage: "validate", ExitCode: 1, Polic
 
 func (s *codingTaskSuite) TestPolicyAskApprovedRunsTheCode() {
 	s.onPlan("step")
-	s.onGenerate("s1")
+	s.onAttempt("s1")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
 	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(passing, nil).Once()
 	s.at(time.Minute, func() {
@@ -99,9 +110,9 @@ func (s *codingTaskSuite) TestPolicyAskApprovedRunsTheCode() {
 
 func (s *codingTaskSuite) TestPolicyAskRejectedGoesToReflection() {
 	s.onPlan("step")
-	s.onGenerate("s1")
+	s.onAttempt("s1")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
-	s.onRetry(activities.TestSummary{Stage: "validate", Output: policyFinding.Output + "\nRejected by a person: no subprocesses"}, "drop subprocess", "s2")
+	s.onAttempt("s2")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(passing, nil).Once()
 	// Guidance while the code waits is no approval: only approve runs it.
 	s.at(time.Minute, s.signal(SignalFeedback, FeedbackSignal{Text: "looks fine to me"}))
@@ -116,6 +127,7 @@ func (s *codingTaskSuite) TestPolicyAskRejectedGoesToReflection() {
 	in.Policy = PolicyAsk
 	s.env.ExecuteWorkflow(CodingTask, in)
 	s.NoError(s.env.GetWorkflowError())
+	s.Contains(s.retryHeard(), policyFinding.Output+"\nRejected by a person: no subprocesses")
 }
 
 func (s *codingTaskSuite) TestBudgetGate() {
@@ -153,14 +165,10 @@ func (s *codingTaskSuite) TestBudgetGate() {
 
 func (s *codingTaskSuite) TestStuckGateFeedbackGrantsMoreIterations() {
 	s.onPlan("step")
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 1 })).
-		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
-	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
-	// The granted attempt reflects on the failure that made the task stuck.
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Iteration == 2 && in.Failure != nil && len(in.Guidance) == 1 && in.Guidance[0] == "add, don't subtract"
-	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
-	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
+	s.onAttempt("s1")
+	s.onCheck("s1", failing)
+	s.onAttempt("s2")
+	s.onCheck("s2", passing)
 	s.at(time.Minute, func() {
 		st := s.queryStatus()
 		s.Require().NotNil(st.Pending)
@@ -174,26 +182,28 @@ func (s *codingTaskSuite) TestStuckGateFeedbackGrantsMoreIterations() {
 	s.env.ExecuteWorkflow(CodingTask, in)
 	s.NoError(s.env.GetWorkflowError())
 	s.Equal(3, s.queryStatus().MaxIterations) // 1 + max(2, 1/2)
+	// The granted attempt hears of the failure that made the task stuck,
+	// and of the guidance.
+	heard := s.retryHeard()
+	s.Contains(heard, "assert 3 == 4")
+	s.Contains(heard, "add, don't subtract")
 }
 
 func (s *codingTaskSuite) TestFeedbackReachesTheNextPrompt() {
 	s.onPlan("step")
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 1 })).
-		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
-	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).
-		After(time.Minute).Return(failing, nil).Once()
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Iteration == 2 && len(in.Guidance) == 1 && in.Guidance[0] == "use integers"
-	})).Return(activities.GenerateOutput{SnapshotID: "s2"}, nil).Once()
-	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s2" })).Return(passing, nil).Once()
+	s.onAttempt("s1")
+	s.onCheck("s1", failing).After(time.Minute)
+	s.onAttempt("s2")
+	s.onCheck("s2", passing)
 	s.at(30*time.Second, s.signal(SignalFeedback, FeedbackSignal{Text: "use integers"}))
 	s.env.ExecuteWorkflow(CodingTask, input)
 	s.NoError(s.env.GetWorkflowError())
+	s.Contains(s.retryHeard(), "use integers")
 }
 
 func (s *codingTaskSuite) TestCancelSignalFinishesTheActivityAndCheckpoints() {
 	s.onPlan("step")
-	s.onGenerate("s1")
+	s.onAttempt("s1")
 	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).After(time.Minute).Return(failing, nil).Once()
 	s.at(30*time.Second, s.signal(SignalCancel, CancelSignal{Reason: "changed my mind"}))
 	s.env.ExecuteWorkflow(CodingTask, input)
@@ -208,22 +218,17 @@ func (s *codingTaskSuite) TestCancelSignalFinishesTheActivityAndCheckpoints() {
 
 func (s *codingTaskSuite) TestRollbackContinuesFromACheckpoint() {
 	s.onPlan("step")
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 1 })).
-		Return(activities.GenerateOutput{SnapshotID: "s1"}, nil).Once()
-	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s1" })).Return(failing, nil).Once()
-	// The retry is being written when the rollback comes: it is abandoned
-	// untested (no Check of s2).
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool { return in.Iteration == 2 && in.Failure != nil })).
-		After(time.Minute).Return(activities.GenerateOutput{SnapshotID: "s2", Reflection: "r"}, nil).Once()
-	// After the rollback, the attempt starts from checkpoint 1's files with
-	// the person's feedback, and reflects on nothing.
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Iteration == 2 && in.BaseSnapshot == "s1" && in.Feedback == "" && in.Failure == nil &&
-			len(in.Guidance) == 1 && in.Guidance[0] == "start over from here"
-	})).Return(activities.GenerateOutput{SnapshotID: "s3"}, nil).Once()
-	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool { return in.SnapshotID == "s3" })).Return(passing, nil).Once()
+	s.onAttempt("s1")
+	s.onCheck("s1", failing)
+	// The retry's model is at work when the rollback comes: the attempt is
+	// abandoned, its calls never run and nothing is checked.
+	s.onTurn(activities.ModelTurnOutput{Calls: []activities.CallSummary{writeCall, finishCall}}).After(time.Minute)
+	// After the rollback, the step opens again in a new conversation, from
+	// checkpoint 1's files, with the person's feedback and no failure.
+	s.onAttempt("s3")
+	s.onCheck("s3", passing)
 
-	s.at(30*time.Second, func() { // while the second attempt reflects
+	s.at(30*time.Second, func() { // while the second attempt's model works
 		s.env.UpdateWorkflow(UpdateRollback, "bad", &testsuite.TestUpdateCallback{
 			OnReject:   func(err error) { s.Contains(err.Error(), "unknown checkpoint 9") },
 			OnAccept:   func() { s.Fail("rollback to checkpoint 9 accepted") },
@@ -251,4 +256,12 @@ func (s *codingTaskSuite) TestRollbackContinuesFromACheckpoint() {
 	s.Equal(2, res.Iterations)
 	s.Require().Len(res.Status.Checkpoints, 2)
 	s.Equal(2, res.Status.Checkpoints[1].Iteration)
+	s.Equal([]TranscriptRef{{ID: "default-test-workflow-id/1", Step: 1}, {ID: "default-test-workflow-id/2", Step: 1}}, res.Status.Transcripts)
+	s.Require().Len(s.opened, 2)
+	reopened := s.opened[1]
+	s.Equal("s1", reopened.Snapshot)
+	s.Equal([]string{"start over from here"}, reopened.Guidance)
+	s.Empty(reopened.Failure)
+	s.Require().Len(s.tools, 2)
+	s.Equal("s1", s.tools[1].Snapshot)
 }

@@ -12,19 +12,9 @@ import (
 // tests as they were, but changed them, may be the task's result.
 const GateIntegrity = "integrity"
 
-// guardsTests reports whether the run guards the user's tests: checks run
-// them as they were at the start and a finding needs a person to accept
-// it. Version 1 added the guard; runs recorded before it never do.
-func guardsTests(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, "test-integrity", workflow.DefaultVersion, 1) >= 1
-}
-
 // protectTests has a check judge the attempt by the user's tests as they
 // were at the start.
 func (t *task) protectTests(in *activities.CheckInput) {
-	if !t.guard {
-		return
-	}
 	in.InputSnapshot, in.Protect, in.AllowTestEdits = t.in.InputSnapshot, t.in.Protect, t.in.AllowTestEdits
 }
 
@@ -32,8 +22,8 @@ func (t *task) protectTests(in *activities.CheckInput) {
 // user's tests put back as they were, so the model sees them as the judge
 // runs them.
 func (t *task) restoreUsersTests(result activities.TestSummary) {
-	if t.guard && result.Restored != "" {
-		t.base = result.Restored
+	if result.Restored != "" {
+		t.Base = result.Restored
 	}
 }
 
@@ -41,7 +31,7 @@ func (t *task) restoreUsersTests(result activities.TestSummary) {
 // a later pass would teach a "fix" that is only putting them back.
 func (t *task) noLessonFrom(result activities.TestSummary) {
 	if len(result.Findings) > 0 {
-		t.mem.Pending = nil
+		t.Memory.Pending = nil
 	}
 }
 
@@ -50,8 +40,8 @@ func (t *task) noLessonFrom(result activities.TestSummary) {
 // can let it be the step's result. It reports whether the task goes on
 // without failing: accepted, or moved back by a rollback meanwhile.
 func (t *task) acceptTampered(ctx workflow.Context) (bool, error) {
-	lt, n := t.status.LastTest, len(t.status.Checkpoints)
-	if !t.guard || lt == nil || len(lt.Findings) == 0 || !lt.TestsPassed || n == 0 || t.status.Checkpoints[n-1].Step != t.status.Step {
+	lt, n := t.Status.LastTest, len(t.Status.Checkpoints)
+	if lt == nil || len(lt.Findings) == 0 || !lt.TestsPassed || n == 0 || t.Status.Checkpoints[n-1].Step != t.Status.Step {
 		return false, nil
 	}
 	var details strings.Builder
@@ -69,9 +59,9 @@ func (t *task) acceptTampered(ctx workflow.Context) (bool, error) {
 	case !d.approved:
 		return false, nil
 	}
-	t.status.TestEditsApproved = orText(d.text, "approved")
-	t.base = t.status.Checkpoints[n-1].SnapshotID // the attempt as it was, not as restored for the judge
-	t.status.Step++
-	t.feedback, t.reflectOn, t.mem.FailureLessons = "", nil, ""
+	t.Status.TestEditsApproved = orText(d.text, "approved")
+	t.Base = t.Status.Checkpoints[n-1].SnapshotID // the attempt as it was, not as restored for the judge
+	t.Status.Step++
+	t.Reflection, t.ReflectOn, t.Memory.FailureLessons = "", nil, ""
 	return true, nil
 }

@@ -29,7 +29,6 @@ func (s *codingTaskSuite) checksJudgeByTheUsersTests(snapshot string, result act
 // expectLessons expects the one SaveLessons of a task, matching want.
 func (s *codingTaskSuite) expectLessons(want func(activities.SaveLessonsInput) bool) {
 	s.newEnv()
-	s.env.OnActivity(a.Recall, mock.Anything, mock.Anything).Return(activities.RecallOutput{}, nil).Maybe()
 	s.env.OnActivity(a.SaveLessons, mock.Anything, mock.MatchedBy(want)).Return(nil, nil).Once()
 }
 
@@ -38,7 +37,7 @@ func (s *codingTaskSuite) TestTamperedAttemptFailsAndTeachesNothing() {
 		return !in.Succeeded && len(in.Unfixed) == 0 && len(in.Fixes) == 0
 	})
 	s.onPlan("fix add")
-	s.onGenerate("s1")
+	s.onAttempt("s1")
 	s.checksJudgeByTheUsersTests("s1", tampered)
 
 	s.env.ExecuteWorkflow(CodingTask, userTests)
@@ -55,18 +54,19 @@ func (s *codingTaskSuite) TestTamperingThatStillFailsIsNoFixToLearn() {
 		return in.Succeeded && len(in.Fixes) == 0 && !in.FirstTry
 	})
 	s.onPlan("fix add")
-	s.onGenerate("s1")
+	s.onAttempt("s1")
 	s.checksJudgeByTheUsersTests("s1", tampered)
-	// The retry starts from the attempt with the user's tests put back.
-	s.env.OnActivity(a.Generate, mock.Anything, mock.MatchedBy(func(in activities.GenerateInput) bool {
-		return in.Failure != nil && in.BaseSnapshot == "s1-restored"
-	})).Return(activities.GenerateOutput{SnapshotID: "s2", Reflection: "revert the test"}, nil).Once()
+	s.onAttempt("s2")
 	s.checksJudgeByTheUsersTests("s2", passing)
 
 	in := userTests
 	in.MaxIterations = 2
 	s.env.ExecuteWorkflow(CodingTask, in)
 	s.NoError(s.env.GetWorkflowError())
+	// The retry starts from the attempt with the user's tests put back,
+	// and the model hears what its change did to them.
+	s.Equal("s1-restored", s.tools[1].Snapshot)
+	s.Contains(s.retryHeard(), "changed the user's test file test_calc.py")
 }
 
 func (s *codingTaskSuite) TestIntegrityGate() {
@@ -74,7 +74,7 @@ func (s *codingTaskSuite) TestIntegrityGate() {
 		s.Run(map[bool]string{true: "approved", false: "rejected"}[approve], func() {
 			s.SetupTest()
 			s.onPlan("fix add")
-			s.onGenerate("s1")
+			s.onAttempt("s1")
 			s.checksJudgeByTheUsersTests("s1", tamperedButRight)
 			s.at(time.Minute, func() {
 				st := s.queryStatus()
@@ -104,7 +104,7 @@ func (s *codingTaskSuite) TestIntegrityGate() {
 
 func (s *codingTaskSuite) TestAllowTestEditsReachesTheCheck() {
 	s.onPlan("fix the flaky test")
-	s.onGenerate("s1")
+	s.onAttempt("s1")
 	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool {
 		return in.AllowTestEdits && in.InputSnapshot == "in"
 	})).Return(passing, nil).Once()

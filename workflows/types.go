@@ -74,10 +74,9 @@ const (
 	PhaseStarting   Phase = "starting"
 	PhasePlanning   Phase = "planning"
 	PhaseGenerating Phase = "generating"
-	PhaseValidating Phase = "validating"
 	PhaseExecuting  Phase = "executing"
 	PhaseChecking   Phase = "checking"   // validating, then testing, in one activity
-	PhaseReflecting Phase = "reflecting" // on the last failure, then generating the retry
+	PhaseReflecting Phase = "reflecting" // on the last failure, then writing the retry
 	PhaseWaiting    Phase = "waiting"    // for a person: see Status.Pending
 	PhaseSucceeded  Phase = "succeeded"
 	PhaseFailed     Phase = "failed"
@@ -127,7 +126,7 @@ type TaskInput struct {
 	ApproveCommands bool     `json:"approveCommands,omitempty"`
 	CommandAllow    []string `json:"commandAllow,omitempty"`
 	// Carried is the state of the previous run after a continue-as-new.
-	Carried *Carried `json:"carried,omitempty"`
+	Carried *State `json:"carried,omitempty"`
 }
 
 // AgentLimits bound an attempt's tool loop.
@@ -145,18 +144,52 @@ type TranscriptRef struct {
 	Step int    `json:"step"`
 }
 
-// Carried is what a task hands to its next run when its history grows long.
-type Carried struct {
-	Status       Status        `json:"status"`
-	Base         string        `json:"base"`
-	Feedback     string        `json:"feedback,omitempty"`
-	BudgetTokens int           `json:"budgetTokens,omitempty"`
-	BudgetUSD    float64       `json:"budgetUsd,omitempty"`
-	Cancel       *CancelSignal `json:"cancel,omitempty"`
-	Runs         int           `json:"runs"` // runs before this one
-	Memory       Memory        `json:"memory"`
-	// ReflectOn is the failed check the next attempt reflects on first.
-	ReflectOn *activities.TestSummary `json:"reflectOn,omitempty"`
+// State is what a task carries from one run to the next (continue-as-new):
+// everything it knows but its input and what handlers hold only while they
+// run. The workflow keeps it in one struct, so nothing is left behind.
+type State struct {
+	Status Status `json:"status"`
+	// Base is the snapshot the next attempt starts from.
+	Base   string        `json:"base"`
+	Budget Budget        `json:"budget"`
+	Cancel *CancelSignal `json:"cancel,omitempty"`
+	Memory Memory        `json:"memory"`
+	// Reflection is the diagnosis of the last failed attempt, and ReflectOn
+	// the failed check the next attempt reflects on first.
+	Reflection string                  `json:"reflection,omitempty"`
+	ReflectOn  *activities.TestSummary `json:"reflectOn,omitempty"`
+	// Conversation is the plan step's conversation with the model, and the
+	// attempt under way in it.
+	Conversation Conversation `json:"conversation"`
+	// Fenced is set once the model proved unable to call tools: from then
+	// on attempts ask for fenced file blocks in one answer.
+	Fenced bool `json:"fenced,omitempty"`
+}
+
+// Conversation names a plan step's conversation; its messages live in the
+// store. A retry of the step continues it, so the model sees its own
+// earlier work; the step opened again after a rollback starts another.
+type Conversation struct {
+	Transcript string `json:"transcript,omitempty"` // "" until the step's opens
+	Step       int    `json:"step,omitempty"`
+	Length     int    `json:"length,omitempty"` // the transcript's length
+	// Summary stands for the older turns once they no longer fit.
+	Summary *activities.TurnSummary `json:"summary,omitempty"`
+	// Guided counts the people's guidance (Status.Feedback) the model has
+	// been shown.
+	Guided int `json:"guided,omitempty"`
+	// Working is set while an attempt is under way: a run that continues
+	// as new resumes it at Length, with the workspace as its tool calls
+	// left it (Snapshot) and Status.Turn turns made.
+	Working  bool   `json:"working,omitempty"`
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// Budget is what the task may spend before a person is asked; approval
+// adds the original amount again.
+type Budget struct {
+	Tokens int     `json:"tokens,omitempty"`
+	USD    float64 `json:"usd,omitempty"`
 }
 
 // Memory is what a task gathers to learn from: recalled lessons for its

@@ -15,8 +15,8 @@ import (
 
 	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/testenv"
-	"github.com/autocoder/autocoder/worker"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -87,7 +87,7 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	// The Temporal server is the one `autocoder run` embeds, with its
 	// search attributes, which tasks keep current as they do there.
 	srv, c := startTemporal(ctx, t, devserver.Options{DataDir: t.TempDir(), UIPort: devserver.NoUI,
-		SearchAttributes: worker.SearchAttributes, Logger: slog.New(slog.DiscardHandler)})
+		SearchAttributes: taskclient.SearchAttributes, Logger: slog.New(slog.DiscardHandler)})
 	d := benchModelLatency
 	passing, failingFirst := taskScript(false, delays{plan: d, generate: d, reflect: d}), taskScript(true, delays{plan: d, generate: d, reflect: d})
 	model := newModelServer(t, func(req llmtest.ChatRequest) llmtest.Reply {

@@ -28,6 +28,7 @@ import (
 	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -236,14 +237,17 @@ func leakedContainers(ctx context.Context, owners []string) ([]string, error) {
 	return ids, nil
 }
 
+// tasks reaches the tasks through c; the tests list none, so the
+// namespace New takes for listing is not needed.
+func tasks(c client.Client) *taskclient.Client { return taskclient.New(c, "") }
+
 // startTask starts task n directly through the Temporal client, as
 // `autocoder run --detach` does; searchAttrs says the namespace has the
 // custom search attributes, which the task then keeps current.
 func startTask(ctx context.Context, c client.Client, prefix string, n, maxIterations int, searchAttrs bool) (string, error) {
 	id := fmt.Sprintf("%s-%d", prefix, n)
-	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue},
-		workflows.WorkflowName, workflows.TaskInput{Task: taskText(n), Language: "python", MaxIterations: maxIterations,
-			SearchAttributes: searchAttrs})
+	_, err := tasks(c).Start(ctx, workflows.TaskInput{Task: taskText(n), Language: "python", MaxIterations: maxIterations,
+		SearchAttributes: searchAttrs}, taskclient.StartOptions{ID: id})
 	if err != nil {
 		return "", fmt.Errorf("start task %d: %w", n, err)
 	}
@@ -254,7 +258,7 @@ func startTask(ctx context.Context, c client.Client, prefix string, n, maxIterat
 // rather than long-polls so a Temporal restart is ridden out.
 func waitDone(ctx context.Context, c client.Client, id string) (workflows.TaskResult, error) {
 	for {
-		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		d, err := tasks(c).Describe(ctx, id)
 		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			break
 		}
@@ -264,8 +268,8 @@ func waitDone(ctx context.Context, c client.Client, id string) (workflows.TaskRe
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
-	var res workflows.TaskResult
-	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+	res, err := tasks(c).Wait(ctx, id)
+	if err != nil {
 		return res, fmt.Errorf("task %s: %w", id, err)
 	}
 	return res, nil
@@ -274,9 +278,9 @@ func waitDone(ctx context.Context, c client.Client, id string) (workflows.TaskRe
 // pendingStarted lists the activity types of a task that a worker started
 // at or after since and that have not finished.
 func pendingStarted(ctx context.Context, c client.Client, id string, since time.Time) ([]string, error) {
-	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	d, err := tasks(c).Describe(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("describe %s: %w", id, err)
+		return nil, err
 	}
 	var types []string
 	for _, pa := range d.GetPendingActivities() {
@@ -320,12 +324,11 @@ func loadHistory(ctx context.Context, c client.Client, id string) (taskHistory, 
 	var h taskHistory
 	scheduled := map[int64]activityRun{}
 	var wft activityRun
-	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			return h, fmt.Errorf("history of %s: %w", id, err)
-		}
+	events, err := tasks(c).History(ctx, id)
+	if err != nil {
+		return h, err
+	}
+	for _, ev := range events {
 		at := ev.GetEventTime().AsTime()
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:

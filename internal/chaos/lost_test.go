@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
@@ -59,13 +58,12 @@ func TestKilledWorkersActivitiesRetryAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	events, err := tasks(c).History(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	planScheduled := int64(0)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range events {
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "Plan" {
 			planScheduled = ev.GetEventId()
 		}

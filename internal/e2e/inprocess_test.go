@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
@@ -51,15 +51,15 @@ func TestTaskEndToEnd(t *testing.T) {
 			}
 			defer w.Stop()
 
-			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
-				workflows.WorkflowName, workflows.TaskInput{Task: sc.task, Language: sc.lang, Model: "openai:gpt-4.1-mini"})
+			tc := taskClient(c)
+			run, err := tc.Start(ctx, workflows.TaskInput{Task: sc.task, Language: sc.lang, Model: "openai:gpt-4.1-mini"}, taskclient.StartOptions{})
 			if err != nil {
 				t.Fatalf("start workflow: %v", err)
 			}
 
-			phases := watchPhases(ctx, t, c, run)
-			var res workflows.TaskResult
-			if err := run.Get(ctx, &res); err != nil {
+			phases := watchPhases(ctx, tc, run.ID)
+			res, err := tc.Wait(ctx, run.ID)
+			if err != nil {
 				t.Fatalf("task failed: %v", err)
 			}
 			seen := <-phases
@@ -88,51 +88,42 @@ func TestTaskEndToEnd(t *testing.T) {
 				t.Fatalf("write out: %v", err)
 			}
 			checkFiles(t, sc, readDir(t, out, sc))
-			recordHistory(ctx, t, c, run, sc.lang)
+			recordHistory(ctx, t, tc, run.ID, sc.lang)
 		})
 	}
 }
 
 // watchPhases queries the status of a running task until it ends and
 // reports the set of phases it saw.
-func watchPhases(ctx context.Context, t *testing.T, c client.Client, run client.WorkflowRun) <-chan map[workflows.Phase]bool {
+func watchPhases(ctx context.Context, tc *taskclient.Client, id string) <-chan map[workflows.Phase]bool {
 	out := make(chan map[workflows.Phase]bool, 1)
 	go func() {
 		seen := map[workflows.Phase]bool{}
 		defer func() { out <- seen }()
-		for ctx.Err() == nil {
-			v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), workflows.QueryStatus)
-			if err == nil {
-				var st workflows.Status
-				if v.Get(&st) == nil {
-					seen[st.Phase] = true
-					if st.Phase.Done() {
-						return
-					}
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		_ = tc.Watch(ctx, id, 100*time.Millisecond, func(st workflows.Status) bool {
+			seen[st.Phase] = true
+			return true
+		})
 	}()
 	return out
 }
 
+// taskClient reaches the tasks through c; the tests list none, so the
+// namespace New takes for listing is not needed.
+func taskClient(c client.Client) *taskclient.Client { return taskclient.New(c, "") }
+
 // recordHistory re-records the replay test's histories when asked:
 //
 //	AUTOCODER_RECORD_HISTORY=1 go test ./internal/e2e -run TestTaskEndToEnd
-func recordHistory(ctx context.Context, t *testing.T, c client.Client, run client.WorkflowRun, lang string) {
+func recordHistory(ctx context.Context, t *testing.T, tc *taskclient.Client, id, lang string) {
 	if os.Getenv("AUTOCODER_RECORD_HISTORY") != "1" {
 		return
 	}
-	hist := &historypb.History{}
-	iter := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		if err != nil {
-			t.Fatalf("read history: %v", err)
-		}
-		hist.Events = append(hist.Events, ev)
+	events, err := tc.History(ctx, id)
+	if err != nil {
+		t.Fatalf("read history: %v", err)
 	}
+	hist := &historypb.History{Events: events}
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 	if err != nil {
 		t.Fatalf("encode history: %v", err)
@@ -179,13 +170,14 @@ func TestLongTaskContinuesAsNew(t *testing.T) {
 	}
 	defer w.Stop()
 
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue}, workflows.WorkflowName,
-		workflows.TaskInput{Task: sc.task, Language: "python", MaxIterations: 12, HistoryLimit: 40, Model: "openai:gpt-4.1-mini"})
+	tc := taskClient(c)
+	run, err := tc.Start(ctx, workflows.TaskInput{Task: sc.task, Language: "python", MaxIterations: 12, HistoryLimit: 40, Model: "openai:gpt-4.1-mini"},
+		taskclient.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res workflows.TaskResult
-	if err := run.Get(ctx, &res); err != nil {
+	res, err := tc.Wait(ctx, run.ID)
+	if err != nil {
 		t.Fatalf("task failed: %v", err)
 	}
 	if res.Iterations != failures+1 || len(res.Status.Checkpoints) != failures+1 {

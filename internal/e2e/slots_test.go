@@ -8,11 +8,11 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
 	"github.com/autocoder/autocoder/workflows"
@@ -42,10 +42,11 @@ func TestSandboxRunsWaitInTemporal(t *testing.T) {
 	defer w.Stop()
 
 	const tasks = 3
-	var runs []client.WorkflowRun
+	tc := taskClient(c)
+	var runs []taskclient.Started
 	for i := range tasks {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue}, workflows.WorkflowName,
-			workflows.TaskInput{Task: fmt.Sprintf("%s (copy %d)", sc.task, i), Language: "python", Model: "openai:gpt-4.1-mini"})
+		run, err := tc.Start(ctx, workflows.TaskInput{Task: fmt.Sprintf("%s (copy %d)", sc.task, i), Language: "python", Model: "openai:gpt-4.1-mini"},
+			taskclient.StartOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestSandboxRunsWaitInTemporal(t *testing.T) {
 	for {
 		open, started, waiting := 0, 0, 0
 		for _, run := range runs {
-			d, err := c.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+			d, err := tc.Describe(ctx, run.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,12 +84,12 @@ func TestSandboxRunsWaitInTemporal(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, run := range runs {
-		var res workflows.TaskResult
-		if err := run.Get(ctx, &res); err != nil {
-			t.Fatalf("task %s: %v", run.GetID(), err)
+		res, err := tc.Wait(ctx, run.ID)
+		if err != nil {
+			t.Fatalf("task %s: %v", run.ID, err)
 		}
 		if res.Iterations != 1 {
-			t.Errorf("task %s took %d iterations, want 1", run.GetID(), res.Iterations)
+			t.Errorf("task %s took %d iterations, want 1", run.ID, res.Iterations)
 		}
 	}
 	if maxStarted != 1 {

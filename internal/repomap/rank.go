@@ -264,3 +264,32 @@ func pythonImports(src []byte) []string {
 	}
 	return out
 }
+
+// Mentioned returns the files of paths, and the directories holding them,
+// that text names, read as the ranking reads a task or a failure: a path
+// or its tail, a dotted module, a bare file name few files share. It tells
+// what else belongs to the work, such as a directory's own instructions.
+func Mentioned(paths []string, text string) []string {
+	named := pathsIn(text)
+	sameBase := map[string]int{}
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		sameBase[path.Base(p)]++
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	var out []string
+	for _, p := range paths {
+		if mentionsPath(named, p, sameBase) {
+			out = append(out, p)
+		}
+	}
+	for m := range named {
+		if d := strings.Trim(strings.TrimPrefix(m, "./"), "/"); dirs[d] && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

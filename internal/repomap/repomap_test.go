@@ -201,3 +201,19 @@ func BenchmarkBuildMap(b *testing.B) {
 		})
 	}
 }
+
+func TestMentioned(t *testing.T) {
+	paths := []string{"README.md", "app/api/handlers.py", "app/models.py", "lib/util/strings.go", "lib/util/strings_test.go"}
+	for _, c := range []struct{ text, want string }{
+		{"The handler in app/api/handlers.py returns 500.", "app/api/handlers.py"},
+		{"Move the helpers of lib/util into app/api.", "app/api lib/util"},
+		{`File "/tmp/ws/app/models.py", line 3, in total`, "app/models.py"},
+		{"strings_test.go:12: got 1", "lib/util/strings_test.go"},
+		{"import app.models fails", "app/models.py"},
+		{"Nothing here names a file of the project.", ""},
+	} {
+		if got := strings.Join(Mentioned(paths, c.text), " "); got != c.want {
+			t.Errorf("Mentioned(%q) = %q, want %q", c.text, got, c.want)
+		}
+	}
+}

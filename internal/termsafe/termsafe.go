@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/autocoder/autocoder/internal/truncate"
 )
 
 // Text keeps newlines and tabs, so multi-line output keeps its shape; a CR
@@ -22,6 +24,16 @@ func Text(s string) string { return clean(s, false) }
 // Line is Text for a single line: newlines and tabs become spaces, so the
 // text can neither add lines nor break a table's columns.
 func Line(s string) string { return clean(s, true) }
+
+// Clip makes s one safe line, its runs of spaces joined, of at most n
+// bytes plus a mark where it was cut.
+func Clip(s string, n int) string {
+	s = strings.Join(strings.Fields(Line(s)), " ")
+	if head := truncate.Head(s, n); len(head) < len(s) {
+		return head + "…"
+	}
+	return s
+}
 
 func clean(s string, oneLine bool) string {
 	if isSafe(s, oneLine) {

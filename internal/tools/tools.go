@@ -79,10 +79,32 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// tool is one entry of the registry: its definition, whether it only looks,
-// and its body, which receives arguments already decoded into a fresh args.
+// Kind says where a tool's calls run.
+type Kind string
+
+// The kinds of tools.
+const (
+	Unknown   Kind = ""          // no such tool
+	Workspace Kind = "workspace" // Call runs it on the files
+	Sandbox   Kind = "sandbox"   // run and run_tests: the sandbox runs them
+	Finish    Kind = "finish"    // ends the step; nothing runs
+)
+
+// KindOf returns the kind of the named tool, Unknown for no tool.
+func KindOf(name string) Kind {
+	t, ok := lookup(name)
+	if !ok {
+		return Unknown
+	}
+	return t.kind
+}
+
+// tool is one entry of the registry: its definition, its kind, whether it
+// only looks, and, for a workspace tool, its body, which receives arguments
+// already decoded into a fresh args.
 type tool struct {
 	def      Def
+	kind     Kind
 	readOnly bool
 	args     func() any
 	run      func(c *call, args any) Result
@@ -94,10 +116,22 @@ type call struct {
 	lim   Limits
 }
 
-var registry = []tool{listTool, readTool, searchTool, writeTool, editTool, deleteTool}
+var registry = []tool{listTool, readTool, searchTool, writeTool, editTool, deleteTool, runTool, runTestsTool, finishTool}
 
-// Defs returns the definitions of every tool, in a stable order.
+// Defs returns the definitions of the workspace tools, in a stable order.
 func Defs() []Def {
+	var defs []Def
+	for _, t := range registry {
+		if t.kind == Workspace {
+			defs = append(defs, t.def)
+		}
+	}
+	return defs
+}
+
+// AgentDefs returns the definitions of every tool: the workspace tools,
+// then run, run_tests and finish.
+func AgentDefs() []Def {
 	defs := make([]Def, len(registry))
 	for i, t := range registry {
 		defs[i] = t.def
@@ -137,6 +171,9 @@ func Call(files []workspace.File, name string, args json.RawMessage, lim Limits)
 		}
 		return failf("there is no tool %q; the tools are %s", name, strings.Join(names, ", ")), nil
 	}
+	if t.kind != Workspace {
+		return failf("%s is not a workspace tool and does not run here", name), nil
+	}
 	c := &call{files: files, lim: lim.withDefaults()}
 	a := t.args()
 	if err := decodeArgs(args, a); err != nil {
@@ -145,6 +182,13 @@ func Call(files []workspace.File, name string, args json.RawMessage, lim Limits)
 	r := t.run(c, a)
 	r.Text = Elide(r.Text, c.lim.ResultBytes)
 	return r, nil
+}
+
+// DecodeArgs decodes a call's JSON arguments into the tool's argument
+// struct (RunArgs, RunTestsArgs, FinishArgs), strictly: unknown fields and
+// trailing data are errors, and no arguments at all mean none given.
+func DecodeArgs(raw json.RawMessage, into any) error {
+	return decodeArgs(raw, into)
 }
 
 func decodeArgs(raw json.RawMessage, into any) error {
@@ -197,18 +241,21 @@ func schemaOf(v any) map[string]any {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		var typ string
-		switch f.Type.Kind() {
-		case reflect.String:
-			typ = "string"
-		case reflect.Int:
-			typ = "integer"
-		case reflect.Bool:
-			typ = "boolean"
+		prop := map[string]any{"description": f.Tag.Get("desc")}
+		switch {
+		case f.Type.Kind() == reflect.String:
+			prop["type"] = "string"
+		case f.Type.Kind() == reflect.Int:
+			prop["type"] = "integer"
+		case f.Type.Kind() == reflect.Bool:
+			prop["type"] = "boolean"
+		case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.String:
+			prop["type"] = "array"
+			prop["items"] = map[string]any{"type": "string"}
 		default:
 			panic(fmt.Sprintf("tools: no schema type for field %s %s", f.Name, f.Type))
 		}
-		props[name] = map[string]any{"type": typ, "description": f.Tag.Get("desc")}
+		props[name] = prop
 		if opts != "omitempty" {
 			required = append(required, name)
 		}
@@ -216,14 +263,22 @@ func schemaOf(v any) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
 }
 
-// newTool registers a tool whose arguments decode into A.
+// newTool registers a workspace tool whose arguments decode into A.
 func newTool[A any](name, desc string, readOnly bool, run func(c *call, a *A) Result) tool {
+	t := newDef[A](name, desc, Workspace)
+	t.readOnly = readOnly
+	t.run = func(c *call, a any) Result { return run(c, a.(*A)) }
+	return t
+}
+
+// newDef registers a tool of another kind, which Call does not run, whose
+// arguments decode into A.
+func newDef[A any](name, desc string, kind Kind) tool {
 	var zero A
 	return tool{
-		def:      Def{Name: name, Description: desc, Parameters: schemaOf(zero)},
-		readOnly: readOnly,
-		args:     func() any { return new(A) },
-		run:      func(c *call, a any) Result { return run(c, a.(*A)) },
+		def:  Def{Name: name, Description: desc, Parameters: schemaOf(zero)},
+		kind: kind,
+		args: func() any { return new(A) },
 	}
 }
 

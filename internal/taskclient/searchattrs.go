@@ -1,4 +1,4 @@
-package worker
+package taskclient
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"github.com/autocoder/autocoder/workflows"
 )
 
-// SearchAttributes are the custom attributes CodingTask keeps current.
+// SearchAttributes are the custom attributes CodingTask keeps current and
+// List reads.
 var SearchAttributes = map[string]enumspb.IndexedValueType{
 	workflows.SearchAttrPhase:     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	workflows.SearchAttrLanguage:  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
@@ -20,7 +21,8 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 }
 
 // EnsureSearchAttributes registers the custom search attributes where the
-// server allows and reports whether all of them are now available.
+// server allows and reports whether all of them are now available. The
+// worker calls it at start with its own connection.
 func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) (bool, error) {
 	ops := c.OperatorService()
 	have, err := ops.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})

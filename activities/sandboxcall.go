@@ -1,0 +1,368 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/autocoder/autocoder/internal/integrity"
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/tools"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
+)
+
+// sandboxCallMemo is what a sandbox call produced, kept before its result
+// is appended: a retry after a crash appends it, or finds it appended, and
+// never runs the call again.
+type sandboxCallMemo struct {
+	Output  SandboxCallOutput `json:"output"`
+	Tool    string            `json:"tool"`
+	Text    string            `json:"text"`
+	IsError bool              `json:"isError,omitempty"`
+}
+
+// SandboxCall runs one run or run_tests call of the model's last turn in
+// the sandbox and appends its result at Position. run executes the command
+// over the snapshot with the network off and keeps the files it changes as
+// a new snapshot; run_tests runs the task's tests, or the named ones, as
+// the check judges them (the user's tests as they were at the start) and
+// keeps nothing. The outcome is memoized before the append, so a retry
+// never runs the call twice.
+func (a *Activities) SandboxCall(ctx context.Context, in SandboxCallInput) (SandboxCallOutput, error) {
+	msgs, err := a.conversation(ctx, in.Transcript)
+	if err != nil {
+		return SandboxCallOutput{}, err
+	}
+	if err := upTo(in.Transcript, msgs, in.Position); err != nil {
+		return SandboxCallOutput{}, err
+	}
+	key := memoKey("sandbox-call", in.Transcript, strconv.Itoa(in.Position), in.CallID)
+	m, found, err := a.sandboxCallMemo(ctx, key)
+	if err != nil {
+		return SandboxCallOutput{}, err
+	}
+	if !found {
+		if in.Position < len(msgs) {
+			return SandboxCallOutput{}, badInput("transcript %s: position %d already holds a message, and no outcome of call %s was kept", in.Transcript, in.Position, in.CallID)
+		}
+		calls, err := pickCalls(RunToolsInput{Transcript: in.Transcript, Position: in.Position, CallIDs: []string{in.CallID}}, msgs)
+		if err != nil {
+			return SandboxCallOutput{}, err
+		}
+		if m, err = a.sandboxCall(ctx, in, calls[0]); err != nil {
+			return SandboxCallOutput{}, err
+		}
+		m.Tool = calls[0].Name
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return SandboxCallOutput{}, fmt.Errorf("encode memo: %w", err)
+		}
+		// Without the memo a retry would run the call again: that is
+		// worse than failing now.
+		if err := a.putMemo(ctx, key, raw); err != nil {
+			return SandboxCallOutput{}, fmt.Errorf("store the call's outcome: %w", err)
+		}
+	} else {
+		activity.GetLogger(ctx).Info("sandbox call reused from an earlier try", "transcript", in.Transcript, "position", in.Position, "call", in.CallID)
+	}
+	msg := llm.Message{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: in.CallID, Name: m.Tool, Content: m.Text, IsError: m.IsError}}
+	if err := a.appendMessages(ctx, in.Transcript, in.Position, msg); err != nil {
+		return SandboxCallOutput{}, err
+	}
+	return m.Output, nil
+}
+
+func (a *Activities) sandboxCallMemo(ctx context.Context, key string) (sandboxCallMemo, bool, error) {
+	var m sandboxCallMemo
+	raw, err := a.Store.GetMemo(ctx, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return m, false, nil
+	case err != nil:
+		return m, false, fmt.Errorf("read memo: %w", err)
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return m, false, fmt.Errorf("decode memo %s: %w", key, err)
+	}
+	return m, true, nil
+}
+
+// sandboxCall runs the call and describes its outcome for the model.
+func (a *Activities) sandboxCall(ctx context.Context, in SandboxCallInput, c llm.ToolCall) (sandboxCallMemo, error) {
+	out := SandboxCallOutput{Snapshot: in.Snapshot, Length: in.Position + 1}
+	refuse := func(format string, args ...any) sandboxCallMemo {
+		out.Headline = "refused: bad arguments"
+		return sandboxCallMemo{Output: out, Text: fmt.Sprintf(format, args...), IsError: true}
+	}
+	switch c.Name {
+	case tools.NameRun:
+		var args tools.RunArgs
+		if err := tools.DecodeArgs(json.RawMessage(c.Arguments), &args); err != nil {
+			return refuse("bad arguments for run: %v", err), nil
+		}
+		if strings.TrimSpace(args.Command) == "" || strings.ContainsRune(args.Command, 0) {
+			return refuse("run: the command is empty or holds a NUL byte"), nil
+		}
+		return a.runCommand(ctx, in, out, args)
+	case tools.NameRunTests:
+		var args tools.RunTestsArgs
+		if err := tools.DecodeArgs(json.RawMessage(c.Arguments), &args); err != nil {
+			return refuse("bad arguments for run_tests: %v", err), nil
+		}
+		var cmd []string
+		if len(args.Tests) > 0 {
+			var err error
+			if cmd, err = testsCommand(in.Language, args.Tests); err != nil {
+				return refuse("run_tests: %v", err), nil
+			}
+		}
+		return a.runTestCall(ctx, in, out, cmd)
+	default:
+		return sandboxCallMemo{}, badInput("call %s is to %q, not a sandbox tool", c.ID, c.Name)
+	}
+}
+
+// runCommand runs a run call and keeps the files it changed.
+func (a *Activities) runCommand(ctx context.Context, in SandboxCallInput, out SandboxCallOutput, args tools.RunArgs) (sandboxCallMemo, error) {
+	files, err := a.toolFiles(ctx, in.Snapshot)
+	if err != nil {
+		return sandboxCallMemo{}, err
+	}
+	lim := a.limits()
+	if t := time.Duration(args.TimeoutSeconds) * time.Second; t > 0 && t < lim.Timeout {
+		lim.Timeout = t
+	}
+	res, err := a.runSandbox(ctx, in.Snapshot, sandbox.Spec{Profile: in.Language, Files: files, Cmd: []string{"sh", "-c", args.Command}, Limits: lim, Collect: true})
+	if err != nil {
+		return sandboxCallMemo{}, err
+	}
+	var text strings.Builder
+	text.WriteString(runStatus(res, lim.Timeout))
+	text.WriteString(output(res, outputBytes(in)))
+	notKept := ""
+	switch {
+	case res.TimedOut || res.OOMKilled:
+		notKept = "the command was killed"
+	case res.FilesErr != nil:
+		notKept = res.FilesErr.Error()
+	default:
+		next, d := applyRun(files, res.Files)
+		if d.refused != "" {
+			notKept = d.refused
+			break
+		}
+		if len(d.changed) > 0 {
+			if out.Snapshot, err = a.Store.PutSnapshot(ctx, next); err != nil {
+				return sandboxCallMemo{}, fmt.Errorf("store snapshot: %w", err)
+			}
+			a.snapshots.put(out.Snapshot, next) // the next call reads it
+			out.Changed = d.changed
+		}
+		text.WriteString(d.describe())
+	}
+	if notKept != "" {
+		fmt.Fprintf(&text, "files not kept: %s; the workspace is as it was before the command\n", notKept)
+	}
+	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
+	out.Headline = headline(res, len(out.Changed))
+	return sandboxCallMemo{Output: out, Text: text.String()}, nil
+}
+
+// runTestCall runs the task's tests (cmd nil) or the named ones over the
+// snapshot with the user's tests as they were, as a check does.
+func (a *Activities) runTestCall(ctx context.Context, in SandboxCallInput, out SandboxCallOutput, cmd []string) (sandboxCallMemo, error) {
+	ci := CheckInput{SnapshotID: in.Snapshot, Language: in.Language, TestCmd: in.TestCmd,
+		InputSnapshot: in.InputSnapshot, Protect: in.Protect, AllowTestEdits: in.AllowTestEdits}
+	j, err := a.loadJudged(ctx, ci)
+	if err != nil {
+		return sandboxCallMemo{}, err
+	}
+	whole := cmd == nil
+	if whole {
+		if cmd, err = judgeCommand(ci); err != nil {
+			return sandboxCallMemo{}, err
+		}
+	}
+	res, err := a.runSandbox(ctx, in.Snapshot, sandbox.Spec{Profile: in.Language, Files: j.files, Cmd: cmd, Limits: a.limits()})
+	if err != nil {
+		return sandboxCallMemo{}, err
+	}
+	s := summarize(res)
+	if whole {
+		// Findings as the final check would have them; the restored
+		// snapshot it stores is the check's business, not this call's.
+		if s, err = a.judge(ctx, ci, j, s); err != nil {
+			return sandboxCallMemo{}, err
+		}
+	} else {
+		s = withFindings(s, j.findings)
+	}
+	var text strings.Builder
+	text.WriteString(s.Headline() + "\n")
+	text.WriteString(runStatus(res, a.limits().Timeout))
+	if len(s.Findings) > 0 {
+		text.WriteString(integrity.Report(s.Findings) + "\n")
+	}
+	text.WriteString(output(res, outputBytes(in)))
+	out.ExitCode, out.TimedOut, out.Headline = s.ExitCode, s.TimedOut, s.Headline()
+	return sandboxCallMemo{Output: out, Text: text.String()}, nil
+}
+
+func outputBytes(in SandboxCallInput) int {
+	if in.OutputBytes > 0 {
+		return in.OutputBytes
+	}
+	return tools.DefaultLimits.ResultBytes
+}
+
+// runStatus is the first lines of a run's result: how it ended.
+func runStatus(res sandbox.Result, timeout time.Duration) string {
+	s := fmt.Sprintf("exit code: %d\n", res.ExitCode)
+	if res.TimedOut {
+		s += fmt.Sprintf("timed out: killed after %s with everything it started\n", timeout)
+	}
+	if res.OOMKilled {
+		s += "out of memory: killed\n"
+	}
+	return s
+}
+
+// output is a run's stdout and stderr, cut to max bytes by keeping their
+// head and tail.
+func output(res sandbox.Result, max int) string {
+	var b strings.Builder
+	for _, st := range []struct {
+		name, text string
+		cut        bool
+	}{{"stdout", res.Stdout, res.StdoutTruncated}, {"stderr", res.Stderr, res.StderrTruncated}} {
+		if st.text == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "%s:\n%s", st.name, strings.TrimRight(st.text, "\n"))
+		if st.cut {
+			b.WriteString("\n[the rest of " + st.name + " went past the sandbox's output limit and was dropped]")
+		}
+		b.WriteString("\n")
+	}
+	if b.Len() == 0 {
+		return "(no output)\n"
+	}
+	return tools.Elide(b.String(), max)
+}
+
+func headline(res sandbox.Result, changed int) string {
+	h := fmt.Sprintf("exit %d", res.ExitCode)
+	if res.TimedOut {
+		h = "timed out"
+	}
+	if changed > 0 {
+		h += fmt.Sprintf(", %d files changed", changed)
+	}
+	return h
+}
+
+// runDiff is what a run did to the workspace.
+type runDiff struct {
+	changed []string // created, modified or deleted, in path order
+	created map[string]bool
+	deleted map[string]bool
+	skipped []string // new files not kept: tool caches, binaries
+	refused string   // why none of it is kept
+}
+
+// cacheDirs are directories tools fill on their own; what a run leaves in
+// them is not the project's.
+var cacheDirs = []string{"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", "node_modules"}
+
+// applyRun returns the workspace as the run left it: before, with the
+// files the run created, changed or deleted (after is the whole collected
+// workdir). Files in tool caches and new or changed binary files are left
+// as they were.
+func applyRun(before, after []workspace.File) ([]workspace.File, runDiff) {
+	d := runDiff{created: map[string]bool{}, deleted: map[string]bool{}}
+	old := make(map[string]workspace.File, len(before))
+	for _, f := range before {
+		old[f.Path] = f
+	}
+	seen := make(map[string]bool, len(after))
+	next := make([]workspace.File, 0, len(after))
+	for _, f := range after {
+		seen[f.Path] = true
+		prev, had := old[f.Path]
+		if had && bytes.Equal(prev.Data, f.Data) && prev.FileMode()&0o111 == f.FileMode()&0o111 {
+			next = append(next, prev)
+			continue
+		}
+		if inCache(f.Path) || isBinary(f.Data) {
+			d.skipped = append(d.skipped, f.Path)
+			if had {
+				next = append(next, prev)
+			}
+			continue
+		}
+		next = append(next, f)
+		d.changed = append(d.changed, f.Path)
+		d.created[f.Path] = !had
+	}
+	for _, f := range before {
+		if seen[f.Path] {
+			continue
+		}
+		if inCache(f.Path) {
+			next = append(next, f)
+			continue
+		}
+		d.changed = append(d.changed, f.Path)
+		d.deleted[f.Path] = true
+	}
+	slices.Sort(d.changed)
+	workspace.Sort(next)
+	if err := workspace.DefaultLimits.Check(next); err != nil {
+		d.refused = err.Error()
+	}
+	return next, d
+}
+
+func inCache(p string) bool {
+	return slices.ContainsFunc(strings.Split(p, "/"), func(part string) bool { return slices.Contains(cacheDirs, part) })
+}
+
+// isBinary is git's test: a NUL byte in the first 8 KiB.
+func isBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), 8<<10)], 0) >= 0
+}
+
+// describe lists the changes for the model.
+func (d runDiff) describe() string {
+	var b strings.Builder
+	if len(d.changed) == 0 {
+		b.WriteString("files changed: none\n")
+	} else {
+		parts := make([]string, len(d.changed))
+		for i, p := range d.changed {
+			switch {
+			case d.created[p]:
+				parts[i] = p + " (new)"
+			case d.deleted[p]:
+				parts[i] = p + " (deleted)"
+			default:
+				parts[i] = p
+			}
+		}
+		b.WriteString("files changed: " + joinLimited(parts, 50) + "\n")
+	}
+	if len(d.skipped) > 0 {
+		b.WriteString("not kept (tool caches and binary files): " + joinLimited(d.skipped, 10) + "\n")
+	}
+	return b.String()
+}

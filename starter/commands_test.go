@@ -1,0 +1,576 @@
+package starter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/taskclient"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// fakeClient answers as a task client would, from what the test put in it,
+// and records what the commands sent.
+type fakeClient struct {
+	mu       sync.Mutex
+	statuses map[string]workflows.Status // a task's status; absent: not found
+	results  map[string]workflows.TaskResult
+	tasks    []taskclient.Task
+	rollback error
+	started  []workflows.TaskInput
+	sent     []string // "signal id payload"
+}
+
+func newFakeClient() *fakeClient {
+	return &fakeClient{statuses: map[string]workflows.Status{}, results: map[string]workflows.TaskResult{}}
+}
+
+var errFakeNotFound = fmt.Errorf("workflow not found: %w", taskclient.ErrNotFound)
+
+func (c *fakeClient) record(format string, args ...any) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent = append(c.sent, fmt.Sprintf(format, args...))
+	return nil
+}
+
+func (c *fakeClient) known(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.statuses[id]; !ok {
+		return errFakeNotFound
+	}
+	return nil
+}
+
+func (c *fakeClient) Start(_ context.Context, in workflows.TaskInput, _ taskclient.StartOptions) (taskclient.Started, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.started = append(c.started, in)
+	return taskclient.Started{ID: "autocoder-new", RunID: "run-1"}, nil
+}
+
+func (c *fakeClient) EnsureSearchAttributes(context.Context) (bool, error) { return true, nil }
+
+func (c *fakeClient) Status(_ context.Context, id string) (workflows.Status, error) {
+	if err := c.known(id); err != nil {
+		return workflows.Status{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.statuses[id], nil
+}
+
+func (c *fakeClient) Watch(ctx context.Context, id string, _ time.Duration, fn func(workflows.Status) bool) error {
+	st, err := c.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	fn(st)
+	return nil
+}
+
+// Wait returns a result the test gave, or waits as for a running task.
+func (c *fakeClient) Wait(ctx context.Context, id string) (workflows.TaskResult, error) {
+	if err := c.known(id); err != nil {
+		return workflows.TaskResult{}, err
+	}
+	c.mu.Lock()
+	res, ok := c.results[id]
+	c.mu.Unlock()
+	if ok {
+		return res, nil
+	}
+	<-ctx.Done()
+	return res, fmt.Errorf("wait: %w: %w", taskclient.ErrUnreachable, ctx.Err())
+}
+
+func (c *fakeClient) ModelCall(_ context.Context, id string) (*taskclient.ModelCall, error) {
+	return &taskclient.ModelCall{Activity: "ModelTurn", Attempt: 1, Since: time.Now()}, c.known(id)
+}
+
+func (c *fakeClient) List(_ context.Context, o taskclient.ListOptions) ([]taskclient.Task, error) {
+	return c.tasks[:min(o.Limit, len(c.tasks))], nil
+}
+
+func (c *fakeClient) Reachable(context.Context) error { return nil }
+
+func (c *fakeClient) Approve(_ context.Context, id string, s workflows.ApproveSignal) error {
+	return errors.Join(c.known(id), c.record("approve %s %+v", id, s))
+}
+
+func (c *fakeClient) Reject(_ context.Context, id string, s workflows.RejectSignal) error {
+	return errors.Join(c.known(id), c.record("reject %s %+v", id, s))
+}
+
+func (c *fakeClient) Feedback(_ context.Context, id string, s workflows.FeedbackSignal) error {
+	return errors.Join(c.known(id), c.record("feedback %s %+v", id, s))
+}
+
+func (c *fakeClient) Cancel(_ context.Context, id string, s workflows.CancelSignal) error {
+	return errors.Join(c.known(id), c.record("cancel %s %+v", id, s))
+}
+
+func (c *fakeClient) CancelNow(_ context.Context, id string) error {
+	return errors.Join(c.known(id), c.record("cancel-now %s", id))
+}
+
+func (c *fakeClient) Answer(_ context.Context, id string, a workflows.Answer, text string) error {
+	return errors.Join(c.known(id), c.record("%s %s %q", a.Signal, id, text))
+}
+
+func (c *fakeClient) Rollback(_ context.Context, id string, r workflows.RollbackRequest) (workflows.Status, error) {
+	if err := c.known(id); err != nil {
+		return workflows.Status{}, err
+	}
+	_ = c.record("rollback %s %+v", id, r)
+	st, _ := c.Status(context.Background(), id)
+	return st, c.rollback
+}
+
+// cliRun is one command line's outcome.
+type cliRun struct {
+	code        int
+	out, errOut string
+}
+
+// runFake runs a command line against c, with the real store in a fresh
+// data dir and piped streams.
+func runFake(t *testing.T, c *fakeClient, args ...string) cliRun {
+	t.Helper()
+	f, out, errOut := fakeFactory(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code := execute(ctx, f, args)
+	return cliRun{code, out.String(), errOut.String()}
+}
+
+func fakeFactory(t *testing.T, c *fakeClient) (*Factory, *bytes.Buffer, *bytes.Buffer) {
+	var out, errOut bytes.Buffer
+	cfg := config{TemporalAddress: "127.0.0.1:1", Namespace: "default", DataDir: t.TempDir(), addressSet: true, UIURL: "http://ui"}
+	f := NewFactory(cfg, IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	f.TaskClient = func(context.Context) (TaskClient, error) { return c, nil }
+	t.Cleanup(f.Close)
+	return f, &out, &errOut
+}
+
+func (r cliRun) want(t *testing.T, code int, out, errOut []string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.out, r.errOut)
+	}
+	for _, s := range out {
+		if !strings.Contains(r.out, s) {
+			t.Errorf("stdout lacks %q:\n%s", s, r.out)
+		}
+	}
+	for _, s := range errOut {
+		if !strings.Contains(r.errOut, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, r.errOut)
+		}
+	}
+}
+
+// jsonKeys decodes a JSON object and returns its keys.
+func jsonKeys(t *testing.T, s string) []string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("not a JSON object: %v\n%s", err, s)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func hasAll(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("JSON keys %v lack %q", got, w)
+		}
+	}
+}
+
+// working is a task in its tool loop, reading a file.
+var working = workflows.Status{
+	Task: "fix the parser", Language: "python", Phase: workflows.PhaseGenerating,
+	Plan: []string{"fix it"}, Step: 1, Iteration: 1, MaxIterations: 6,
+	Turn: 4, Doing: "read app/models.py", Instructions: []string{"AGENTS.md", "app/AGENTS.md"},
+	Transcripts: []workflows.TranscriptRef{{ID: "tr-1", Step: 1}},
+}
+
+func TestStatusCommand(t *testing.T) {
+	c := newFakeClient()
+	c.statuses["t1"] = working
+	runFake(t, c, "status", "t1").want(t, exitOK,
+		[]string{"phase:     generating", "now:       turn 4: read app/models.py", "instructions read: AGENTS.md, app/AGENTS.md", "model:     waiting for the model"}, nil)
+
+	r := runFake(t, c, "status", "t1", "--json")
+	r.want(t, exitOK, nil, nil)
+	hasAll(t, jsonKeys(t, r.out), "task", "phase", "turn", "doing", "instructions", "transcripts", "modelCall")
+
+	runFake(t, c, "status", "nope").want(t, exitNotFound, nil, []string{"query task nope", "not found"})
+	runFake(t, c, "status").want(t, exitUsage, nil, []string{"accepts 1 arg"})
+
+	done := working
+	done.Phase = workflows.PhaseSucceeded
+	c.statuses["t2"] = done
+	if r := runFake(t, c, "status", "t2"); strings.Contains(r.out, "now:") || strings.Contains(r.out, "model:") {
+		t.Errorf("a finished task shows a turn or a model call:\n%s", r.out)
+	}
+}
+
+func TestListCommand(t *testing.T) {
+	c := newFakeClient()
+	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c.tasks = []taskclient.Task{
+		{ID: "t1", Status: "running", Phase: "generating", Language: "go", Iteration: 2, CostUSD: 0.0123, Started: started, Task: "fix\x1b[2J the parser"},
+		{ID: "t2", Status: "completed", Started: started, Closed: started.Add(time.Minute), Task: "old task without attributes"},
+	}
+	r := runFake(t, c, "list")
+	r.want(t, exitOK, []string{"ID", "STATUS", "PHASE", "LANG", "ITER", "COST", "TASK", "$0.0123", `fix\x1b[2J the parser`}, nil)
+	if row := strings.Split(r.out, "\n")[2]; !strings.Contains(row, "t2") || !strings.Contains(row, "-") {
+		t.Errorf("a task without search attributes shows no dashes: %q", row)
+	}
+
+	r = runFake(t, c, "list", "--json", "--limit", "1")
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(r.out), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("list --json --limit 1: %v, %d rows\n%s", err, len(rows), r.out)
+	}
+	for _, k := range []string{"id", "status", "phase", "language", "iteration", "costUsd", "started", "task"} {
+		if _, ok := rows[0][k]; !ok {
+			t.Errorf("list --json row lacks %q: %v", k, rows[0])
+		}
+	}
+	if r := runFake(t, newFakeClient(), "list", "--json"); strings.TrimSpace(r.out) != "[]" {
+		t.Errorf("an empty list is %q, want []", r.out)
+	}
+	runFake(t, c, "list", "--status", "sleeping").want(t, exitUsage, nil, []string{`--status "sleeping": want one of running, completed`})
+	runFake(t, c, "list", "--limit", "0").want(t, exitUsage, nil, []string{"--limit 0"})
+}
+
+func TestSignalCommands(t *testing.T) {
+	tests := []struct {
+		args []string
+		sent string
+		says string
+	}{
+		{[]string{"approve", "t1", "--comment", "ok"}, "approve t1 {Comment:ok}", "sent approve to task t1"},
+		{[]string{"reject", "t1", "--reason", "use argparse"}, "reject t1 {Reason:use argparse}", "sent reject to task t1"},
+		{[]string{"feedback", "t1", "add tests"}, "feedback t1 {Text:add tests}", "sent feedback to task t1"},
+		{[]string{"cancel", "t1", "--reason", "enough"}, "cancel t1 {Reason:enough}", "sent cancel to task t1"},
+		{[]string{"cancel", "t1", "--force"}, "cancel-now t1", "cancellation requested for task t1"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			c := newFakeClient()
+			c.statuses["t1"] = working
+			runFake(t, c, tt.args...).want(t, exitOK, nil, []string{tt.says})
+			if !reflect.DeepEqual(c.sent, []string{tt.sent}) {
+				t.Errorf("sent %q, want %q", c.sent, tt.sent)
+			}
+			unknown := append([]string{tt.args[0], "nope"}, tt.args[2:]...)
+			runFake(t, c, unknown...).want(t, exitNotFound, nil, []string{"not found"})
+		})
+	}
+	runFake(t, newFakeClient(), "feedback", "t1").want(t, exitUsage, nil, []string{"accepts 2 arg"})
+}
+
+func TestRollbackCommand(t *testing.T) {
+	c := newFakeClient()
+	c.statuses["t1"] = working
+	runFake(t, c, "rollback", "t1", "--to", "1", "--feedback", "smaller steps").want(t, exitOK,
+		[]string{"task:      t1", "phase:     generating"}, []string{"task t1 continues from checkpoint 1"})
+	if want := "rollback t1 {Checkpoint:1 Feedback:smaller steps}"; !slices.Contains(c.sent, want) {
+		t.Errorf("sent %q, want %q", c.sent, want)
+	}
+	r := runFake(t, c, "rollback", "t1", "--to", "1", "--json")
+	hasAll(t, jsonKeys(t, r.out), "phase", "turn")
+
+	c.rollback = &taskclient.RejectedError{Op: "rollback task t1", Message: "unknown checkpoint 9"}
+	runFake(t, c, "rollback", "t1", "--to", "9").want(t, exitUsage, nil, []string{"rollback task t1: unknown checkpoint 9"})
+	runFake(t, c, "rollback", "t1", "--to", "0").want(t, exitUsage, nil, []string{"--to 0: checkpoints are numbered from 1"})
+}
+
+// askingToRun is a client whose task t1 asks before running command.
+func askingToRun(command string) *fakeClient {
+	c := newFakeClient()
+	waiting := working
+	waiting.Phase = workflows.PhaseWaiting
+	waiting.Pending = &workflows.Approval{Kind: workflows.GateCommand, Question: "Run `" + command + "`?",
+		Answers: workflows.GateAnswers(workflows.GateCommand), Deadline: time.Now().Add(time.Hour)}
+	c.statuses["t1"] = waiting
+	return c
+}
+
+func TestWatchCommand(t *testing.T) {
+	c := askingToRun("rm -rf build")
+	runFake(t, c, "watch", "t1").want(t, exitWaiting, nil,
+		[]string{"turn 4: read app/models.py", "? task t1 is waiting for approval (command): Run `rm -rf build`?", "autocoder approve t1"})
+
+	done := working
+	done.Phase = workflows.PhaseSucceeded
+	c.statuses["t2"] = done
+	c.results["t2"] = workflows.TaskResult{Iterations: 2, Status: done}
+	runFake(t, c, "watch", "t2").want(t, exitOK, []string{"✔ task t2 succeeded in 2 iteration(s)"}, nil)
+	r := runFake(t, c, "watch", "t2", "--json")
+	hasAll(t, jsonKeys(t, r.out), "id", "result")
+
+	runFake(t, c, "watch", "nope").want(t, exitNotFound, nil, []string{"not found"})
+}
+
+// TestWatchAnswersACommandGate: on a terminal, watch asks the command gate
+// like the others and sends what the task says the answer means.
+func TestWatchAnswersACommandGate(t *testing.T) {
+	c := askingToRun("make deploy")
+	f, _, errOut := fakeFactory(t, c)
+	f.IO.In, f.IO.InTTY, f.IO.ErrTTY = strings.NewReader("\nno deploys\n"), true, true
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- execute(ctx, f, []string{"watch", "t1"}) }()
+	deadline := time.After(10 * time.Second)
+	for {
+		c.mu.Lock()
+		sent := slices.Clone(c.sent)
+		c.mu.Unlock()
+		if len(sent) > 0 {
+			if want := []string{`reject t1 "no deploys"`}; !reflect.DeepEqual(sent, want) {
+				t.Errorf("sent %q, want %q", sent, want)
+			}
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("nothing sent; screen:\n%s", errOut)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	cancel()
+	<-done
+}
+
+func TestRunCommand(t *testing.T) {
+	c := newFakeClient()
+	r := runFake(t, c, "run", "--detach", "--json", "--lang", "go", "--max-turns", "30", "--context-tokens", "60000",
+		"--max-output-tokens", "4000", "--approve-commands", "--allow-command", "pytest", "--allow-command", "go test ./a,b", "  fix it  ")
+	r.want(t, exitOK, nil, []string{"task autocoder-new started", "web UI: http://ui"})
+	if got := jsonKeys(t, r.out); !reflect.DeepEqual(got, []string{"id", "runId", "url"}) {
+		t.Errorf("run --detach --json keys %v, want id, runId, url", got)
+	}
+	if len(c.started) != 1 {
+		t.Fatalf("started %d tasks, want 1", len(c.started))
+	}
+	in := c.started[0]
+	want := workflows.TaskInput{Task: "fix it", Language: "go", MaxIterations: workflows.DefaultMaxIterations,
+		Policy: workflows.PolicyDeny, ApprovalTimeout: workflows.DefaultApprovalTimeout, SearchAttributes: true,
+		Agent:           workflows.AgentLimits{MaxTurns: 30, ContextTokens: 60000, MaxOutputTokens: 4000},
+		ApproveCommands: true, CommandAllow: []string{"pytest", "go test ./a,b"}}
+	if !reflect.DeepEqual(in, want) {
+		t.Errorf("task input\n got %+v\nwant %+v", in, want)
+	}
+
+	if r := runFake(t, c, "run", "--detach", "fix it"); strings.TrimSpace(r.out) != "autocoder-new" {
+		t.Errorf("run --detach prints %q, want the id alone", r.out)
+	}
+	for _, tt := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--allow-command", "pytest"}, "--allow-command needs --approve-commands"},
+		{[]string{"--approve-commands", "--allow-command", " "}, "an empty prefix"},
+		{[]string{"--max-turns=-1"}, "--max-turns"},
+		{[]string{"--lang", "cobol"}, `--lang "cobol"`},
+	} {
+		args := append(append([]string{"run", "--detach"}, tt.args...), "fix it")
+		runFake(t, c, args...).want(t, exitUsage, nil, []string{tt.err})
+	}
+	runFake(t, c, "run", "--detach", " ").want(t, exitUsage, nil, []string{"the task text is empty"})
+}
+
+// TestCommandsParseFlags hands each command's parsed options to a run
+// function instead of running it.
+func TestCommandsParseFlags(t *testing.T) {
+	f, _, _ := fakeFactory(t, newFakeClient())
+	local := NewFactory(config{DataDir: t.TempDir()}, f.IO) // local mode: no Temporal address
+	var got any
+	capture := func(o any) error { got = o; return nil }
+	tests := []struct {
+		cmd  *cobra.Command
+		args []string
+		want any
+	}{
+		{NewCmdStatus(f, func(o *StatusOptions) error { return capture(*o) }), []string{"t1", "--json"}, StatusOptions{ID: "t1", JSON: true}},
+		{NewCmdWatch(f, func(o *WatchOptions) error { return capture(*o) }), []string{"t1"}, WatchOptions{ID: "t1"}},
+		{NewCmdList(f, func(o *ListOptions) error { return capture(*o) }), []string{"--status", "failed"}, ListOptions{Status: "failed", Limit: 50}},
+		{NewCmdApprove(f, func(o *ApproveOptions) error { return capture(*o) }), []string{"t1", "--comment", "ok"}, ApproveOptions{ID: "t1", Comment: "ok"}},
+		{NewCmdReject(f, func(o *RejectOptions) error { return capture(*o) }), []string{"t1", "--reason", "no"}, RejectOptions{ID: "t1", Reason: "no"}},
+		{NewCmdFeedback(f, func(o *FeedbackOptions) error { return capture(*o) }), []string{"t1", "more"}, FeedbackOptions{ID: "t1", Text: "more"}},
+		{NewCmdCancel(f, func(o *CancelOptions) error { return capture(*o) }), []string{"t1", "--force"}, CancelOptions{ID: "t1", Force: true}},
+		{NewCmdRollback(f, func(o *RollbackOptions) error { return capture(*o) }), []string{"t1", "--to", "2", "--json"}, RollbackOptions{ID: "t1", To: 2, JSON: true}},
+		{NewCmdResume(f, func(o *ResumeOptions) error { return capture(*o) }), []string{"t1", "--out", "d"}, ResumeOptions{ID: "t1", Out: "d"}},
+		{NewCmdExport(f, func(o *ExportOptions) error { return capture(*o) }), []string{"t1", "--transcript", "t.json"}, ExportOptions{ID: "t1", Transcript: "t.json"}},
+		{NewCmdExport(f, func(o *ExportOptions) error { return capture(*o) }), []string{"t1", "dir", "--git", "--checkpoint", "2"}, ExportOptions{ID: "t1", Dir: "dir", Git: true, Checkpoint: 2}},
+		{NewCmdTranscript(f, func(o *TranscriptOptions) error { return capture(*o) }), []string{"t1", "-f"}, TranscriptOptions{ID: "t1", Follow: true}},
+		{NewCmdWorker(f, func(o *WorkerOptions) error { return capture(o.Slots) }), []string{"--sandbox-slots", "3"}, 3},
+		{NewCmdDev(local, func(o *DevOptions) error { return capture(*o) }), []string{"--idle-timeout", "5m"}, DevOptions{IdleTimeout: 5 * time.Minute}},
+		{NewCmdRun(f, func(o *RunOptions) error { return capture(o.AllowCommands) }), []string{"--allow-command", "a,b", "--allow-command", "c", "t"}, []string{"a,b", "c"}},
+		{NewCmdLessons(f, func(name string, o *LessonsOptions) error { return capture(name + " " + o.Kind) }), []string{"list", "--kind", "fix"}, "list fix"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cmd.Name()+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+			got = nil
+			tt.cmd.SetArgs(tt.args)
+			tt.cmd.SetOut(&bytes.Buffer{})
+			if err := tt.cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("options %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// appendTranscript stores a conversation in the factory's store.
+func appendTranscript(t *testing.T, f *Factory, id string, msgs ...llm.Message) {
+	t.Helper()
+	st, err := f.Store(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries [][]byte
+	for _, m := range msgs {
+		b, _ := json.Marshal(m)
+		entries = append(entries, b)
+	}
+	if _, err := st.AppendEntries(context.Background(), id, 0, entries); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var conversation = []llm.Message{
+	{Role: llm.RoleAssistant, Text: "Let me look.\x1b]52;c;aGk=\x07", ToolCalls: []llm.ToolCall{{ID: "c1", Name: "read", Arguments: `{"path":"app/models.py"}`}}},
+	{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: "c1", Name: "read", Content: "class Model: ..."}},
+	{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: "c2", Name: "run", Content: "exit 1", IsError: true}},
+}
+
+func TestTranscriptCommand(t *testing.T) {
+	c := newFakeClient()
+	c.statuses["t1"] = working
+	run := func(args ...string) cliRun {
+		f, out, errOut := fakeFactory(t, c)
+		appendTranscript(t, f, "tr-1", conversation...)
+		code := execute(context.Background(), f, args)
+		return cliRun{code, out.String(), errOut.String()}
+	}
+	run("transcript", "t1").want(t, exitOK, []string{
+		"── step 1 (conversation tr-1) ──", "assistant:", `Let me look.\x1b]52;c;aGk=\x07`,
+		`→ read {"path":"app/models.py"}`, "← read result:", "class Model: ...", "← run error:", "exit 1"}, nil)
+
+	r := run("transcript", "t1", "--json")
+	var convs []taskclient.Conversation
+	if err := json.Unmarshal([]byte(r.out), &convs); err != nil || len(convs) != 1 || len(convs[0].Messages) != 3 || convs[0].Step != 1 {
+		t.Fatalf("transcript --json: %v\n%s", err, r.out)
+	}
+	if !reflect.DeepEqual(convs[0].Messages, conversation) {
+		t.Errorf("messages\n got %+v\nwant %+v", convs[0].Messages, conversation)
+	}
+	// --follow prints each message once, however often it reads them.
+	r = run("transcript", "t1", "--follow")
+	r.want(t, exitOK, nil, nil)
+	if n := strings.Count(r.out, "class Model"); n != 1 {
+		t.Errorf("--follow printed a message %d times:\n%s", n, r.out)
+	}
+	run("transcript", "nope").want(t, exitNotFound, nil, []string{"not found"})
+	run("transcript", "t1", "--json", "--follow").want(t, exitUsage, nil, []string{"--follow"})
+
+	c.statuses["t0"] = workflows.Status{Phase: workflows.PhasePlanning}
+	run("transcript", "t0").want(t, exitOK, nil, []string{"task t0 has no conversation yet"})
+}
+
+func TestExportCommand(t *testing.T) {
+	c := newFakeClient()
+	c.statuses["t1"] = working
+	f, _, errOut := fakeFactory(t, c)
+	appendTranscript(t, f, "tr-1", conversation...)
+	path := filepath.Join(t.TempDir(), "transcript.json")
+	if code := execute(context.Background(), f, []string{"export", "t1", "--transcript", path}); code != exitOK {
+		t.Fatalf("export --transcript: exit %d\n%s", code, errOut)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var convs []taskclient.Conversation
+	if err := json.Unmarshal(data, &convs); err != nil || len(convs) != 1 || len(convs[0].Messages) != 3 {
+		t.Errorf("exported transcript: %v\n%s", err, data)
+	}
+	if !strings.Contains(errOut.String(), "wrote 1 conversation(s) to "+path) {
+		t.Errorf("stderr: %s", errOut)
+	}
+
+	runFake(t, c, "export", "t1").want(t, exitUsage, nil, []string{"export needs a directory unless --patch or --transcript is given"})
+	runFake(t, c, "export", "t1", t.TempDir()).want(t, exitTaskFailed, nil, []string{"the task has no checkpoints yet"})
+	runFake(t, c, "export", "nope", t.TempDir()).want(t, exitNotFound, nil, []string{"not found"})
+}
+
+func TestLessonsCommand(t *testing.T) {
+	c := newFakeClient()
+	runFake(t, c, "lessons", "list").want(t, exitOK, []string{"ID", "KIND", "SIGNATURE"}, nil)
+	if r := runFake(t, c, "lessons", "list", "--json"); strings.TrimSpace(r.out) != "null" && strings.TrimSpace(r.out) != "[]" {
+		t.Errorf("lessons list --json on an empty store: %q", r.out)
+	}
+	runFake(t, c, "lessons", "list", "--kind", "wisdom").want(t, exitUsage, nil, []string{`--kind "wisdom"`})
+	runFake(t, c, "lessons", "show", "0123456789ab").want(t, exitNotFound, nil, []string{"no lesson"})
+}
+
+// TestExitCodes: the kinds of error a command meets, each to its code.
+func TestExitCodes(t *testing.T) {
+	ctx := context.Background()
+	interrupted, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, tt := range []struct {
+		err  error
+		ctx  context.Context
+		want int
+	}{
+		{nil, ctx, exitOK},
+		{fmt.Errorf("x: %w", taskclient.ErrNotFound), ctx, exitNotFound},
+		{fmt.Errorf("x: %w", errUnavailable), ctx, exitUnavailable},
+		{usageError("bad"), ctx, exitUsage},
+		{errWaiting, ctx, exitWaiting},
+		{&taskclient.FailedError{Message: "no"}, ctx, exitTaskFailed},
+		{errors.New("anything"), interrupted, exitInterrupted},
+	} {
+		if got := exitCode(tt.err, tt.ctx); got != tt.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+	c := newFakeClient()
+	f, _, errOut := fakeFactory(t, c)
+	f.TaskClient = func(context.Context) (TaskClient, error) {
+		return nil, fmt.Errorf("%w: cannot reach Temporal", errUnavailable)
+	}
+	if code := execute(ctx, f, []string{"status", "t1"}); code != exitUnavailable || !strings.Contains(errOut.String(), "cannot reach Temporal") {
+		t.Errorf("unreachable: exit %d, stderr %s", code, errOut)
+	}
+}
