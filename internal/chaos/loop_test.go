@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,15 +70,25 @@ func loopStep(n int, last string) ([]llmtest.ToolCall, string) {
 }
 
 // lastCall is the name of the last tool call of the request's last
-// assistant message, "" when there is none.
+// assistant message or, when a summary stands for the turns that made
+// it, the one the summary names; "" when there is none.
 func lastCall(req llmtest.ChatRequest) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if m := req.Messages[i]; m.Role == "assistant" && len(m.ToolCalls) > 0 {
+		m := req.Messages[i]
+		if m.Role == "assistant" && len(m.ToolCalls) > 0 {
 			return m.ToolCalls[len(m.ToolCalls)-1].Name
+		}
+		if s := summaryLastRE.FindStringSubmatch(m.Content); s != nil {
+			return s[1]
 		}
 	}
 	return ""
 }
+
+var (
+	summaryCallRE = regexp.MustCompile(`\[call (\w+) `)      // a call quoted in a summary's request
+	summaryLastRE = regexp.MustCompile(`Last call: (\w+)\.`) // the scripted summary's words
+)
 
 // holdFirst marks the first request a predicate picks and holds its
 // answer back for a minute, long enough for the test to kill the worker
@@ -119,8 +130,13 @@ func loopScript(holdTurn string, turn, summary *holdFirst) llmtest.Script {
 	return func(req llmtest.ChatRequest) llmtest.Reply {
 		if len(req.Tools) == 0 && strings.Contains(strings.ToLower(req.System()+req.LastUser()), summaryMarker) &&
 			!strings.Contains(req.LastUser(), planMarker) {
-			// The summary's request quotes the turns, not the task.
-			r := llmtest.Reply{Content: "The model wrote the function and its test, each in a file of its own."}
+			// The summary's request quotes the turns, not the task; the
+			// summary names the last call so the next turn goes on from it.
+			calls := summaryCallRE.FindAllStringSubmatch(req.LastUser(), -1)
+			if len(calls) == 0 {
+				return llmtest.Fail("a summary of no calls: %.200q", req.LastUser())
+			}
+			r := llmtest.Reply{Content: "The function and its test are written. Last call: " + calls[len(calls)-1][1] + "."}
 			if summary != nil && summary.hold() {
 				r.Delay = time.Minute
 			}

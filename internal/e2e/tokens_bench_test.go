@@ -77,6 +77,7 @@ func BenchmarkToolLoopTokens(b *testing.B) {
 			b.Fatalf("the tool loop did not solve the task: %s", tool.err)
 		}
 
+		b.Logf("prompt tokens per model call: tool loop %v; whole window %v", tool.perCall, window.perCall)
 		b.ReportMetric(float64(tool.prompt), "toolloop-prompt-tokens/solved")
 		ratio := float64(tool.prompt) / float64(window.prompt)
 		if window.solved {
@@ -103,6 +104,7 @@ type solveRun struct {
 	err        error
 	prompt     int // prompt tokens the task spent, solved or not, tool definitions included
 	usage      int // prompt tokens as the task's usage counts them (the provider's figure)
+	perCall    []int
 	calls      int
 	iterations int
 }
@@ -132,6 +134,9 @@ func solveOnce(ctx context.Context, b *testing.B, st store.Store, sb sandbox.Run
 	var res workflows.TaskResult
 	out := solveRun{err: run.Get(ctx, &res)}
 	out.calls, out.prompt = model.Calls(), promptTokens(model.Requests())
+	for _, r := range model.Requests() {
+		out.perCall = append(out.perCall, promptTokens([]llmtest.ChatRequest{r}))
+	}
 	if out.err != nil {
 		// A failed task's counters are in its last status.
 		var st workflows.Status
