@@ -30,10 +30,11 @@ import (
 // asked for, how the scripted model behaves, and what a person does.
 type historyCase struct {
 	name     string
-	failures int  // attempts whose code is wrong before the right one
-	socket   bool // the code imports socket, which the safety policy flags
-	tamper   bool // the project has the user's tests and the model weakens them
-	command  bool // the model runs a command before the tests
+	failures int           // attempts whose code is wrong before the right one
+	socket   bool          // the code imports socket, which the safety policy flags
+	tamper   bool          // the project has the user's tests and the model weakens them
+	command  bool          // the model runs a command before the tests
+	slow     time.Duration // each turn's answer takes this long
 	input    func(*workflows.TaskInput)
 	// drive plays the person while the task runs; it returns when the
 	// task needs nothing more from it.
@@ -46,14 +47,14 @@ var historyCases = []historyCase{
 	{name: "fail_then_pass", failures: 1},
 	{name: "gate_plan", input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: answerGates(workflows.GatePlan)},
 	{name: "gate_policy", socket: true, input: func(in *workflows.TaskInput) { in.Policy = workflows.PolicyAsk }, drive: answerGates(workflows.GatePolicy)},
-	{name: "gate_budget", input: func(in *workflows.TaskInput) { in.BudgetTokens = 3000 }, drive: answerGates(workflows.GateBudget)},
+	{name: "gate_budget", input: func(in *workflows.TaskInput) { in.BudgetTokens = 500 }, drive: answerGates(workflows.GateBudget)},
 	{name: "gate_stuck", failures: 1, input: func(in *workflows.TaskInput) { in.MaxIterations, in.AskWhenStuck = 1, true },
 		drive: answerGates(workflows.GateStuck)},
 	{name: "gate_integrity", tamper: true, input: func(in *workflows.TaskInput) { in.MaxIterations = 1 }, drive: answerGates(workflows.GateIntegrity)},
 	{name: "gate_command", command: true, input: func(in *workflows.TaskInput) { in.ApproveCommands = true }, drive: answerGates(workflows.GateCommand)},
 	{name: "rollback", failures: 1, input: func(in *workflows.TaskInput) { in.MaxIterations, in.AskWhenStuck = 1, true }, drive: rollBack},
 	{name: "cancel", input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: cancelAtPlan, wantFail: true},
-	{name: "continue_as_new_signal", failures: 2, input: func(in *workflows.TaskInput) { in.MaxIterations, in.HistoryLimit = 4, 30 },
+	{name: "continue_as_new_signal", failures: 2, slow: 300 * time.Millisecond, input: func(in *workflows.TaskInput) { in.MaxIterations, in.HistoryLimit = 4, 30 },
 		drive: feedbackAcrossRuns},
 }
 
@@ -81,6 +82,9 @@ func TestRecordReplayHistories(t *testing.T) {
 	defer w.Stop()
 
 	dir := filepath.Join("..", "..", "workflows", "testdata")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, hc := range historyCases {
 		t.Run(hc.name, func(t *testing.T) {
 			in := workflows.TaskInput{Task: hc.task(), Language: "python", MaxIterations: 3, Model: "openai:gpt-4.1-mini",
@@ -164,12 +168,12 @@ func historyScript() llmtest.Script {
 				}
 			}
 		}
-		attempt := fmt.Sprint(finished + 1)
+		var calls []llmtest.ToolCall
 		call := func(name string, args map[string]any) llmtest.ToolCall {
 			raw, _ := json.Marshal(args) // plain maps always encode
-			return llmtest.ToolCall{ID: "call_" + attempt + "_" + name, Name: name, Arguments: string(raw)}
+			// Unique in the conversation: its position and the call's index.
+			return llmtest.ToolCall{ID: fmt.Sprintf("call_%d_%d", len(req.Messages), len(calls)), Name: name, Arguments: string(raw)}
 		}
-		var calls []llmtest.ToolCall
 		switch prevCall(req) {
 		case "", "finish":
 			code := historyCode(finished >= hc.failures)
@@ -196,7 +200,7 @@ func historyScript() llmtest.Script {
 		default:
 			return llmtest.Fail("no turn scripted after %s", prevCall(req))
 		}
-		return llmtest.Reply{ToolCalls: calls}
+		return llmtest.Reply{ToolCalls: calls, Delay: hc.slow}
 	}
 }
 
@@ -325,7 +329,7 @@ func feedbackAcrossRuns(ctx context.Context, t *testing.T, c client.Client, id s
 			t.Fatal(err)
 		}
 		sent = append(sent, text)
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	var res workflows.TaskResult
 	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
@@ -334,11 +338,61 @@ func feedbackAcrossRuns(ctx context.Context, t *testing.T, c client.Client, id s
 	if res.Status.Runs < 2 {
 		t.Errorf("task used %d runs; want it to continue as new", res.Status.Runs)
 	}
-	for _, s := range sent {
+	carried, atContinue := signalsCarried(ctx, t, c, id)
+	for _, s := range carried {
 		if !slices.Contains(res.Status.Feedback, s) {
-			t.Errorf("feedback %q was lost (the task kept %v)", s, res.Status.Feedback)
+			t.Errorf("feedback %q, received by a run that continued as new, was lost (the task kept %d of %d sent)", s, len(res.Status.Feedback), len(sent))
 		}
 	}
+	if !atContinue {
+		t.Errorf("no run of %s continued as new with a signal in its last workflow task; record again", id)
+	}
+	t.Logf("%d feedback signals sent, %d received by runs that continued as new, %d in the result", len(sent), len(carried), len(res.Status.Feedback))
+}
+
+// signalsCarried returns the feedback received by the runs of a task that
+// continued as new, which the next run must carry, and reports whether
+// some run continued as new in a workflow task that also delivered a
+// signal, which it must drain first.
+func signalsCarried(ctx context.Context, t *testing.T, c client.Client, id string) ([]string, bool) {
+	t.Helper()
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var carried []string
+	atContinue := false
+	for runID := d.GetWorkflowExecutionInfo().GetFirstRunId(); runID != ""; {
+		// pending: signals since the last completed workflow task;
+		// delivered: those the last completed one received.
+		next, pending, delivered := "", false, false
+		var texts []string
+		iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				delivered, pending = pending, false
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+				pending = true
+				var fb workflows.FeedbackSignal
+				if p := ev.GetWorkflowExecutionSignaledEventAttributes().GetInput().GetPayloads(); len(p) > 0 && json.Unmarshal(p[0].GetData(), &fb) == nil {
+					texts = append(texts, fb.Text)
+				}
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+				next = ev.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
+			}
+		}
+		if next != "" {
+			carried = append(carried, texts...)
+			atContinue = atContinue || delivered
+		}
+		runID = next
+	}
+	return carried, atContinue
 }
 
 // recordRuns writes the history of each run of a task, following its
