@@ -191,11 +191,11 @@ func TestChaosKillToolLoop(t *testing.T) {
 
 	t.Run("model turn", func(t *testing.T) {
 		turn := newHoldFirst()
-		runLoopKill(t, bin, ts, c, 1, loopScript(toolRun, turn, nil), workflows.AgentLimits{},
+		runLoopKill(t, bin, ts, c, 1, "ModelTurn", loopScript(toolRun, turn, nil), workflows.AgentLimits{},
 			func(ctx context.Context, t *testing.T, _ string) { turn.wait(ctx, t, "the held model turn") })
 	})
 	t.Run("sandbox run", func(t *testing.T) {
-		runLoopKill(t, bin, ts, c, 2, loopScript("", nil, nil), workflows.AgentLimits{},
+		runLoopKill(t, bin, ts, c, 2, "SandboxCall", loopScript("", nil, nil), workflows.AgentLimits{},
 			func(ctx context.Context, t *testing.T, id string) {
 				waitActivity(ctx, t, c, id, "SandboxCall")
 				time.Sleep(slowRun / 3) // the command is running
@@ -203,7 +203,7 @@ func TestChaosKillToolLoop(t *testing.T) {
 	})
 	t.Run("summarization", func(t *testing.T) {
 		summary := newHoldFirst()
-		runLoopKill(t, bin, ts, c, 3, loopScript("", nil, summary), workflows.AgentLimits{ContextTokens: summaryContextTokens},
+		runLoopKill(t, bin, ts, c, 3, "Summarize", loopScript("", nil, summary), workflows.AgentLimits{ContextTokens: summaryContextTokens},
 			func(ctx context.Context, t *testing.T, _ string) { summary.wait(ctx, t, "the summary request") })
 	})
 }
@@ -215,8 +215,9 @@ const summaryContextTokens = 2500
 
 // runLoopKill runs task n on a fleet of worker processes, calls await to
 // wait for the moment to kill, kills the worker, starts another, and
-// checks the finished task's files, conversation and model calls.
-func runLoopKill(t *testing.T, bin string, ts *temporaltest.TestServer, c client.Client, n int, script llmtest.Script,
+// checks the finished task's files, conversation and model calls, and
+// that the activity of type hit, cut by the kill, completed on a retry.
+func runLoopKill(t *testing.T, bin string, ts *temporaltest.TestServer, c client.Client, n int, hit string, script llmtest.Script,
 	limits workflows.AgentLimits, await func(ctx context.Context, t *testing.T, id string)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -246,6 +247,15 @@ func runLoopKill(t *testing.T, bin string, ts *temporaltest.TestServer, c client
 	}
 	if err := workers.StopAll(time.Minute); err != nil {
 		t.Errorf("graceful stop: %v", err)
+	}
+	h, err := loadHistory(ctx, c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(h.Activities, func(a activityRun) bool {
+		return a.Type == hit && a.Scheduled.Before(k.At) && a.Started.After(k.Restart) && a.Attempt > 1
+	}) {
+		t.Errorf("no %s activity cut by the kill completed on a retry", hit)
 	}
 
 	st, err := store.OpenSQLite(ctx, filepath.Join(dataDir, "autocoder.db"))
