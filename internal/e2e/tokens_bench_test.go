@@ -163,7 +163,8 @@ func solveOnce(ctx context.Context, b *testing.B, st store.Store, sb sandbox.Run
 // navigatingModel works through tools as a careful model would, each turn
 // chosen by what the last tool results showed it: it lists the package and
 // searches for the function at once, reads around the match, edits the
-// line and runs the tests, and finishes.
+// line and runs the test that covers it, and finishes; the step's check
+// then runs the whole suite.
 func navigatingModel(bug repogen.Bug) llmtest.Script {
 	call := func(id, name string, args map[string]any) llmtest.ToolCall {
 		raw, _ := json.Marshal(args) // plain maps always encode
@@ -195,7 +196,7 @@ func navigatingModel(bug repogen.Bug) llmtest.Script {
 				return llmtest.Fail("the read result does not show the line: %.200q", results["call_read"])
 			}
 			return turn(call("call_edit", "edit", map[string]any{"path": bug.Path, "old_text": bug.Buggy, "new_text": bug.Fixed}),
-				call("call_tests", "run_tests", map[string]any{}))
+				call("call_tests", "run_tests", map[string]any{"tests": []string{bug.Test}}))
 		case "run_tests":
 			if !strings.Contains(results["call_tests"], "passed") || strings.Contains(results["call_tests"], "failed") {
 				return llmtest.Fail("the tests do not pass after the fix: %.300q", results["call_tests"])
