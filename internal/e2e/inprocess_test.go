@@ -2,15 +2,10 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/temporaltest"
@@ -88,7 +83,6 @@ func TestTaskEndToEnd(t *testing.T) {
 				t.Fatalf("write out: %v", err)
 			}
 			checkFiles(t, sc, readDir(t, out, sc))
-			recordHistory(ctx, t, tc, run.ID, sc.lang)
 		})
 	}
 }
@@ -111,29 +105,6 @@ func watchPhases(ctx context.Context, tc *taskclient.Client, id string) <-chan m
 // taskClient reaches the tasks through c; the tests list none, so the
 // namespace New takes for listing is not needed.
 func taskClient(c client.Client) *taskclient.Client { return taskclient.New(c, "") }
-
-// recordHistory re-records the replay test's histories when asked:
-//
-//	AUTOCODER_RECORD_HISTORY=1 go test ./internal/e2e -run TestTaskEndToEnd
-func recordHistory(ctx context.Context, t *testing.T, tc *taskclient.Client, id, lang string) {
-	if os.Getenv("AUTOCODER_RECORD_HISTORY") != "1" {
-		return
-	}
-	events, err := tc.History(ctx, id)
-	if err != nil {
-		t.Fatalf("read history: %v", err)
-	}
-	hist := &historypb.History{Events: events}
-	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
-	if err != nil {
-		t.Fatalf("encode history: %v", err)
-	}
-	path := filepath.Join("..", "..", "workflows", "testdata", "codingtask_"+lang+"_reflect.json")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatalf("write history: %v", err)
-	}
-	t.Logf("recorded %d events to %s", len(hist.Events), path)
-}
 
 // TestLongTaskContinuesAsNew runs a task of many iterations with a small
 // history limit: it must hop across several runs, keep its plan, counters

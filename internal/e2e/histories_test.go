@@ -1,0 +1,441 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+
+	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
+	"github.com/autocoder/autocoder/worker"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// historyCase is one recorded story of the workflow: how the task is
+// asked for, how the scripted model behaves, and what a person does.
+type historyCase struct {
+	name     string
+	failures int           // attempts whose code is wrong before the right one
+	socket   bool          // the code imports socket, which the safety policy flags
+	tamper   bool          // the project has the user's tests and the model weakens them
+	command  bool          // the model runs a command before the tests
+	slow     time.Duration // each turn's answer takes this long
+	input    func(*workflows.TaskInput)
+	// drive plays the person while the task runs; it returns when the
+	// task needs nothing more from it.
+	drive func(ctx context.Context, t *testing.T, c client.Client, id string)
+	// wantFail: the task ends without success (cancelled).
+	wantFail bool
+}
+
+var historyCases = []historyCase{
+	{name: "fail_then_pass", failures: 1},
+	{name: "gate_plan", input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: answerGates(workflows.GatePlan)},
+	{name: "gate_policy", socket: true, input: func(in *workflows.TaskInput) { in.Policy = workflows.PolicyAsk }, drive: answerGates(workflows.GatePolicy)},
+	{name: "gate_budget", input: func(in *workflows.TaskInput) { in.BudgetTokens = 500 }, drive: answerGates(workflows.GateBudget)},
+	{name: "gate_stuck", failures: 1, input: func(in *workflows.TaskInput) { in.MaxIterations, in.AskWhenStuck = 1, true },
+		drive: answerGates(workflows.GateStuck)},
+	{name: "gate_integrity", tamper: true, input: func(in *workflows.TaskInput) { in.MaxIterations = 1 }, drive: answerGates(workflows.GateIntegrity)},
+	{name: "gate_command", command: true, input: func(in *workflows.TaskInput) { in.ApproveCommands = true }, drive: answerGates(workflows.GateCommand)},
+	{name: "rollback", failures: 1, input: func(in *workflows.TaskInput) { in.MaxIterations, in.AskWhenStuck = 1, true }, drive: rollBack},
+	{name: "cancel", input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: cancelAtPlan, wantFail: true},
+	{name: "continue_as_new_signal", failures: 2, slow: 300 * time.Millisecond, input: func(in *workflows.TaskInput) { in.MaxIterations, in.HistoryLimit = 4, 30 },
+		drive: feedbackAcrossRuns},
+}
+
+// TestRecordReplayHistories runs each story of historyCases on a real
+// Temporal server, worker, sandbox and store, with the scripted model
+// speaking tool calls, and writes every run's history to
+// workflows/testdata, which TestReplayRecordedHistories replays. Only on
+// demand, after a change to the workflow that is not guarded by a
+// version:
+//
+//	AUTOCODER_RECORD_HISTORY=1 go test ./internal/e2e -run TestRecordReplayHistories
+func TestRecordReplayHistories(t *testing.T) {
+	if os.Getenv("AUTOCODER_RECORD_HISTORY") != "1" {
+		t.Skip("records the replay histories only with AUTOCODER_RECORD_HISTORY=1")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sb, st, c := services(ctx, t, sandbox.Config{})
+	model := llmtest.New(t, historyScript())
+	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(llm.Env{OpenAIKey: "test-key", OpenAIBaseURL: model.URL()})}
+	w := worker.New(c, acts, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatalf("start worker: %v", err)
+	}
+	defer w.Stop()
+
+	dir := filepath.Join("..", "..", "workflows", "testdata")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, hc := range historyCases {
+		t.Run(hc.name, func(t *testing.T) {
+			in := workflows.TaskInput{Task: hc.task(), Language: "python", MaxIterations: 3, Model: "openai:gpt-4.1-mini",
+				ApprovalTimeout: time.Hour}
+			if hc.tamper {
+				snap, err := st.PutSnapshot(ctx, []workspace.File{
+					{Path: "calc.py", Data: []byte(historyCode(false))},
+					{Path: "test_calc.py", Data: []byte(historyTest)},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				in.InputSnapshot, in.TestCmd = snap, "python3 -m pytest -q"
+			}
+			if hc.input != nil {
+				hc.input(&in)
+			}
+			id := "history-" + strings.ReplaceAll(hc.name, "_", "-")
+			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.WorkflowName, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hc.drive != nil {
+				hc.drive(ctx, t, c, id)
+			}
+			var res workflows.TaskResult
+			err = c.GetWorkflow(ctx, id, "").Get(ctx, &res)
+			if (err != nil) != hc.wantFail {
+				t.Fatalf("task ended with error %v; want failure: %v", err, hc.wantFail)
+			}
+			recordRuns(ctx, t, c, id, run.GetRunID(), dir, hc.name)
+		})
+	}
+}
+
+func (hc historyCase) task() string {
+	return fmt.Sprintf("History case %s: write a function add(a, b) in calc.py that returns the sum, with pytest tests.", hc.name)
+}
+
+var historyCaseRE = regexp.MustCompile(`History case (\w+):`)
+
+const historyTest = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+func historyCode(right bool) string {
+	if right {
+		return "def add(a, b):\n    return a + b\n"
+	}
+	return "def add(a, b):\n    return a - b\n"
+}
+
+// historyScript answers the plan and the tool loop's turns of every case.
+// An attempt writes the code (wrong while the case still wants failures,
+// counted by the attempts finished before), runs a command if the case
+// does, runs the tests and finishes.
+func historyScript() llmtest.Script {
+	return func(req llmtest.ChatRequest) llmtest.Reply {
+		var text strings.Builder
+		for _, m := range req.Messages {
+			text.WriteString(m.Content + "\n")
+		}
+		m := historyCaseRE.FindStringSubmatch(text.String())
+		if m == nil {
+			return llmtest.Fail("no history case in the prompt")
+		}
+		i := slices.IndexFunc(historyCases, func(hc historyCase) bool { return hc.name == m[1] })
+		if i < 0 {
+			return llmtest.Fail("unknown history case %q", m[1])
+		}
+		hc := historyCases[i]
+		if len(req.Tools) == 0 {
+			if strings.Contains(req.LastUser(), planMarker) {
+				return llmtest.Reply{Content: "1. Implement add in calc.py with a pytest test in test_calc.py."}
+			}
+			return llmtest.Fail("a request without tools that is not the plan")
+		}
+		finished := 0
+		for _, m := range req.Messages {
+			for _, c := range m.ToolCalls {
+				if c.Name == "finish" {
+					finished++
+				}
+			}
+		}
+		var calls []llmtest.ToolCall
+		call := func(name string, args map[string]any) llmtest.ToolCall {
+			raw, _ := json.Marshal(args) // plain maps always encode
+			// Unique in the conversation: its position and the call's index.
+			return llmtest.ToolCall{ID: fmt.Sprintf("call_%d_%d", len(req.Messages), len(calls)), Name: name, Arguments: string(raw)}
+		}
+		switch prevCall(req) {
+		case "", "finish":
+			code := historyCode(finished >= hc.failures)
+			if hc.socket {
+				code = "import socket  # checks the host name\n\n" + code
+			}
+			calls = append(calls, call("write", map[string]any{"path": "calc.py", "content": code}))
+			switch {
+			case hc.tamper:
+				calls = append(calls, call("edit", map[string]any{"path": "test_calc.py", "old_text": "== 5", "new_text": "is not None"}))
+			case finished == 0:
+				calls = append(calls, call("write", map[string]any{"path": "test_calc.py", "content": historyTest}))
+			}
+		case "write", "edit":
+			if hc.command {
+				calls = append(calls, call("run", map[string]any{"command": "python3 -c 'import calc; print(calc.add(2, 3))'"}))
+				break
+			}
+			calls = append(calls, call("run_tests", map[string]any{}))
+		case "run":
+			calls = append(calls, call("run_tests", map[string]any{}))
+		case "run_tests":
+			calls = append(calls, call("finish", map[string]any{"summary": "add is written and tested."}))
+		default:
+			return llmtest.Fail("no turn scripted after %s", prevCall(req))
+		}
+		return llmtest.Reply{ToolCalls: calls, Delay: hc.slow}
+	}
+}
+
+// taskStatus queries a task's latest run.
+func taskStatus(ctx context.Context, c client.Client, id string) (workflows.Status, error) {
+	var st workflows.Status
+	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
+	if err != nil {
+		return st, err
+	}
+	return st, v.Get(&st)
+}
+
+// awaitStatus polls a task's status until cond holds or the task is over;
+// it reports whether cond held.
+func awaitStatus(ctx context.Context, t *testing.T, c client.Client, id string, cond func(workflows.Status) bool) (workflows.Status, bool) {
+	t.Helper()
+	for {
+		st, err := taskStatus(ctx, c, id)
+		if err == nil && cond(st) {
+			return st, true
+		}
+		if err == nil && st.Phase.Done() {
+			return st, false
+		}
+		d, derr := c.DescribeWorkflowExecution(ctx, id, "")
+		if derr == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING &&
+			d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+			return st, false
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("task %s: %v (last status %+v, error %v)", id, ctx.Err(), st, err)
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+}
+
+// answerGates approves every question of the given kind until the task
+// ends, and fails the test if it never asked one.
+func answerGates(kind string) func(ctx context.Context, t *testing.T, c client.Client, id string) {
+	return func(ctx context.Context, t *testing.T, c client.Client, id string) {
+		asked := 0
+		for {
+			st, ok := awaitStatus(ctx, t, c, id, func(st workflows.Status) bool { return st.Pending != nil })
+			if !ok {
+				break
+			}
+			if st.Pending.Kind != kind {
+				t.Fatalf("task %s asks a %s question, want %s: %s", id, st.Pending.Kind, kind, st.Pending.Question)
+			}
+			asked++
+			approve(ctx, t, c, id, *st.Pending)
+		}
+		if asked == 0 {
+			t.Fatalf("task %s never asked a %s question", id, kind)
+		}
+	}
+}
+
+// approve answers the pending question yes and waits until the task has
+// taken the answer.
+func approve(ctx context.Context, t *testing.T, c client.Client, id string, q workflows.Approval) {
+	t.Helper()
+	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalApprove, workflows.ApproveSignal{Comment: "approved"}); err != nil {
+		t.Fatal(err)
+	}
+	awaitStatus(ctx, t, c, id, func(st workflows.Status) bool { return st.Pending == nil || !st.Pending.Since.Equal(q.Since) })
+}
+
+// rollBack waits for the stuck question, moves the task back to its
+// first checkpoint with guidance, and approves any later stuck question.
+func rollBack(ctx context.Context, t *testing.T, c client.Client, id string) {
+	if _, ok := awaitStatus(ctx, t, c, id, func(st workflows.Status) bool {
+		return st.Pending != nil && st.Pending.Kind == workflows.GateStuck
+	}); !ok {
+		t.Fatalf("task %s never got stuck", id)
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateRollback,
+		Args:         []any{workflows.RollbackRequest{Checkpoint: 1, Feedback: "add must add, not subtract"}},
+		WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	var st workflows.Status
+	if err := h.Get(ctx, &st); err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	for {
+		st, ok := awaitStatus(ctx, t, c, id, func(st workflows.Status) bool { return st.Pending != nil })
+		if !ok {
+			return
+		}
+		approve(ctx, t, c, id, *st.Pending)
+	}
+}
+
+// cancelAtPlan cancels the task while it waits for its plan's approval.
+func cancelAtPlan(ctx context.Context, t *testing.T, c client.Client, id string) {
+	if _, ok := awaitStatus(ctx, t, c, id, func(st workflows.Status) bool {
+		return st.Pending != nil && st.Pending.Kind == workflows.GatePlan
+	}); !ok {
+		t.Fatalf("task %s never asked for its plan's approval", id)
+	}
+	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalCancel, workflows.CancelSignal{Reason: "recorded cancel"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// feedbackAcrossRuns sends guidance every few hundred milliseconds while
+// the task hops across runs, so signals arrive as a run continues as new;
+// every one must reach the task's status.
+func feedbackAcrossRuns(ctx context.Context, t *testing.T, c client.Client, id string) {
+	var sent []string
+	for n := 1; ; n++ {
+		st, err := taskStatus(ctx, c, id)
+		if err == nil && st.Phase.Done() {
+			break
+		}
+		text := fmt.Sprintf("guidance %d", n)
+		if err := c.SignalWorkflow(ctx, id, "", workflows.SignalFeedback, workflows.FeedbackSignal{Text: text}); err != nil {
+			if d, derr := c.DescribeWorkflowExecution(ctx, id, ""); derr == nil &&
+				d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				break // the task ended between the query and the signal
+			}
+			t.Fatal(err)
+		}
+		sent = append(sent, text)
+		time.Sleep(20 * time.Millisecond)
+	}
+	var res workflows.TaskResult
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status.Runs < 2 {
+		t.Errorf("task used %d runs; want it to continue as new", res.Status.Runs)
+	}
+	carried, atContinue := signalsCarried(ctx, t, c, id)
+	for _, s := range carried {
+		if !slices.Contains(res.Status.Feedback, s) {
+			t.Errorf("feedback %q, received by a run that continued as new, was lost (the task kept %d of %d sent)", s, len(res.Status.Feedback), len(sent))
+		}
+	}
+	if !atContinue {
+		t.Errorf("no run of %s continued as new with a signal in its last workflow task; record again", id)
+	}
+	t.Logf("%d feedback signals sent, %d received by runs that continued as new, %d in the result", len(sent), len(carried), len(res.Status.Feedback))
+}
+
+// signalsCarried returns the feedback received by the runs of a task that
+// continued as new, which the next run must carry, and reports whether
+// some run continued as new in a workflow task that also delivered a
+// signal, which it must drain first.
+func signalsCarried(ctx context.Context, t *testing.T, c client.Client, id string) ([]string, bool) {
+	t.Helper()
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var carried []string
+	atContinue := false
+	for runID := d.GetWorkflowExecutionInfo().GetFirstRunId(); runID != ""; {
+		// pending: signals since the last completed workflow task;
+		// delivered: those the last completed one received.
+		next, pending, delivered := "", false, false
+		var texts []string
+		iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				delivered, pending = pending, false
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+				pending = true
+				var fb workflows.FeedbackSignal
+				if p := ev.GetWorkflowExecutionSignaledEventAttributes().GetInput().GetPayloads(); len(p) > 0 && json.Unmarshal(p[0].GetData(), &fb) == nil {
+					texts = append(texts, fb.Text)
+				}
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+				next = ev.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
+			}
+		}
+		if next != "" {
+			carried = append(carried, texts...)
+			atContinue = atContinue || delivered
+		}
+		runID = next
+	}
+	return carried, atContinue
+}
+
+// recordRuns writes the history of each run of a task, following its
+// continue-as-new chain from the first run.
+func recordRuns(ctx context.Context, t *testing.T, c client.Client, id, runID, dir, name string) {
+	t.Helper()
+	// A case recorded before with more runs leaves no stale run behind.
+	stale, err := filepath.Glob(filepath.Join(dir, name+"_run*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := 1; runID != ""; n++ {
+		hist := &historypb.History{}
+		next := ""
+		iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatalf("read history: %v", err)
+			}
+			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+				next = a.GetNewExecutionRunId()
+			}
+			hist.Events = append(hist.Events, ev)
+		}
+		data, err := temporalproto.CustomJSONMarshalOptions{}.Marshal(hist)
+		if err != nil {
+			t.Fatalf("encode history: %v", err)
+		}
+		file := name + ".json"
+		if n > 1 || next != "" {
+			file = fmt.Sprintf("%s_run%d.json", name, n)
+		}
+		path := filepath.Join(dir, file)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatalf("write history: %v", err)
+		}
+		t.Logf("recorded %d events (%d KiB) to %s", len(hist.Events), len(data)>>10, path)
+		runID = next
+	}
+}
