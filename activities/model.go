@@ -2,11 +2,13 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
 
 	"github.com/autocoder/autocoder/internal/modelout"
+	"github.com/autocoder/autocoder/internal/repomap"
 	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
@@ -27,7 +29,11 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanOutput, error)
 		in.Lessons = lessons.Text
 	}
 	instr := projectInstructions(files, 0, in.Task)
-	resp, usage, err := a.complete(ctx, in.Model, systemPrompt, planPrompt(in, files, instr), 0)
+	m, err := repomap.Build(ctx, files, repomap.Options{Query: repomap.Query{Task: in.Task}})
+	if err != nil {
+		return PlanOutput{}, fmt.Errorf("plan: %w", err)
+	}
+	resp, usage, err := a.complete(ctx, in.Model, systemPrompt, planPrompt(in, files, instr, m), 0)
 	if err != nil {
 		return PlanOutput{}, err
 	}

@@ -64,10 +64,15 @@ func testGuide(testCmd string) string {
 	return "There are no tests yet: write focused tests for the behaviour you implement; they decide success."
 }
 
-func planPrompt(in PlanInput, files []workspace.File, instr instructions.Set) string {
+// planPrompt lists a small project's files; a larger one is shown as its
+// repository map, which names what matters to the task within a budget
+// instead of every path.
+func planPrompt(in PlanInput, files []workspace.File, instr instructions.Set, m repomap.Map) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Task:\n%s\n\n%s\n%s\n\n", in.Task, languageGuide(in.Language), testGuide(in.TestCmd))
-	if len(files) > 0 {
+	if len(files) > 0 && !m.Whole {
+		fmt.Fprintf(&b, "The project has %d files. A map of them, most relevant to the task first:\n%s\n", len(files), m.Text)
+	} else if len(files) > 0 {
 		b.WriteString("The project already has these files:\n")
 		for _, f := range files {
 			fmt.Fprintf(&b, "- %s (%d bytes)\n", f.Path, len(f.Data))
