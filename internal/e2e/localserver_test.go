@@ -312,7 +312,7 @@ var productLine = regexp.MustCompile(`^(starting the local server for .* \(log: 
 	`|local server at 127\.0\.0\.1:\d+, Web UI at http://127\.0\.0\.1:\d+` +
 	`|task autocoder-[0-9a-f]+ started` +
 	`|web UI: http://127\.0\.0\.1:\d+/namespaces/default/workflows/autocoder-[0-9a-f]+` +
-	`|\[[a-z]+\]( step \d+/\d+ · iteration \d+/\d+)?` +
+	`|\[[a-z]+\]( step \d+/\d+ · iteration \d+/\d+( · turn \d+(: .+)?)?)?` +
 	`|  [✓✗] step \d+, iteration \d+: .*` +
 	`|✔ task autocoder-[0-9a-f]+ succeeded in \d+ iteration\(s\).*` +
 	`|  \d+ file\(s\) written to .*` +
