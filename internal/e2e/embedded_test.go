@@ -23,12 +23,7 @@ func TestEmbeddedModeSurvivesAKill(t *testing.T) {
 	defer cancel()
 	bin := binary(t)
 	sc := pythonScenario
-	model := llmtest.New(t, llmtest.Rules(
-		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: sc.plan}},
-		llmtest.Rule{Contains: reflectMarker, Reply: llmtest.Reply{Content: sc.reflection, Delay: 2 * time.Second}},
-		llmtest.Rule{Contains: firstLine(sc.reflection), Reply: llmtest.Reply{Content: sc.fixed}},
-		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: sc.buggy}},
-	))
+	model := llmtest.New(t, sc.scriptRetryAfter(2*time.Second))
 	env := newLocal(t, model).env
 	out := filepath.Join(t.TempDir(), "out")
 
@@ -78,9 +73,9 @@ func TestEmbeddedModeSurvivesAKill(t *testing.T) {
 		t.Errorf("resume output:\n%s", rout.String())
 	}
 	checkFiles(t, sc, readDir(t, out, sc))
-	// After the kill: at most the interrupted reflection again, then one generate.
-	if extra := model.Calls() - callsBefore; extra > 2 {
-		t.Errorf("resume made %d model calls, want at most 2 (no new plan)", extra)
+	// After the kill: at most the interrupted turn again.
+	if extra := model.Calls() - callsBefore; extra > 1 {
+		t.Errorf("resume made %d model calls, want at most 1 (no new plan)", extra)
 	}
 	for _, r := range model.Requests()[callsBefore:] {
 		if strings.Contains(r.LastUser(), planMarker) {

@@ -41,9 +41,8 @@ var policyScenario = scenario{
 	plan: "1. Implement version in ver.py with a pytest test.",
 	buggy: fence("ver.py", "import subprocess\n\n\ndef version():\n    return subprocess.run([\"echo\", \"1\"], capture_output=True, text=True).stdout.strip()\n") +
 		fence("test_ver.py", "from ver import version\n\n\ndef test_version():\n    assert version() == \"1\"\n"),
-	reflection: "Root cause: a person rejected running a subprocess.\nFix: return the literal.",
-	fixed:      fence("ver.py", "def version():\n    return \"1\"\n"),
-	want:       map[string]string{"ver.py": "def version"},
+	fixed: fence("ver.py", "def version():\n    return \"1\"\n"),
+	want:  map[string]string{"ver.py": "def version"},
 }
 
 // TestPolicyAskApprovedAndRejected: in ask mode a policy finding waits for a

@@ -112,16 +112,35 @@ var integrityCases = []integrityCase{
 
 func (ic integrityCase) task() string { return "Make the tests pass (" + ic.name + ")." }
 
-// integrityScript answers each case's task with its reply.
+// integrityScript answers each case's task with its reply. Told that its
+// check failed, the model reads the user's test file, then answers with
+// its case's reply again.
 func integrityScript() llmtest.Script {
-	rules := []llmtest.Rule{
-		{Contains: planMarker, Reply: llmtest.Reply{Content: "1. Fix the code."}},
-		{Contains: reflectMarker, Reply: llmtest.Reply{Content: "Root cause: the code is wrong."}},
-	}
+	rules := []llmtest.Rule{{Contains: planMarker, Reply: llmtest.Reply{Content: "1. Fix the code."}}}
 	for _, ic := range integrityCases {
 		rules = append(rules, llmtest.Rule{Contains: "Task:\n" + ic.task(), Reply: llmtest.Reply{Content: ic.reply}})
 	}
-	return llmtest.Rules(rules...)
+	answer := llmtest.Rules(rules...)
+	return func(req llmtest.ChatRequest) llmtest.Reply {
+		switch {
+		case len(req.ToolResults()) > 0:
+			return answer(firstTurn(req))
+		case strings.Contains(req.LastUser(), retryMarker):
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "read-test", Name: "read", Arguments: `{"path":"test_calc.py"}`}}}
+		}
+		return answer(req)
+	}
+}
+
+// firstTurn is req cut after its first user message, which names the task.
+func firstTurn(req llmtest.ChatRequest) llmtest.ChatRequest {
+	for i, m := range req.Messages {
+		if m.Role == "user" {
+			req.Messages = req.Messages[:i+1]
+			break
+		}
+	}
+	return req
 }
 
 // TestUsersTestsAreTheJudge: on each sandbox backend, a task whose model
@@ -225,8 +244,17 @@ func (ic integrityCase) run(t *testing.T, c *cluster) {
 	}
 	if ic.name == "rewrite the test body" {
 		// The next attempt is told, and starts from the user's test as it was.
-		c.requireToldModel(t, "You changed the user's test file test_calc.py; it is put back as it was: leave it so and fix the code instead.",
-			"```path=test_calc.py\n"+calcTest)
+		c.requireRequest(t, "told that its change to the user's test was put back", func(r llmtest.ChatRequest) bool {
+			u := r.LastUser()
+			return strings.HasPrefix(u, retryMarker) &&
+				strings.Contains(u, "Your changes touched the user's tests, which judge the work as they were:\n- changed the user's test file test_calc.py") &&
+				strings.Contains(u, "They are put back as they were in your workspace.")
+		})
+		c.requireRequest(t, "read the user's test as it was", func(r llmtest.ChatRequest) bool {
+			res := r.ToolResults()
+			return len(res) == 1 && strings.Contains(res[0].Content, "test_calc.py: lines 1-5 of 5\n") &&
+				strings.Contains(res[0].Content, "     5\t    assert add(2, 3) == 5\n")
+		})
 	}
 }
 
@@ -248,15 +276,12 @@ func (ic integrityCase) accepted(t *testing.T, c *cluster, proj string, args []s
 	return res.ID, note + errOut, code
 }
 
-// requireToldModel fails unless some prompt said all of texts.
-func (c *cluster) requireToldModel(t *testing.T, texts ...string) {
+// requireRequest fails unless some request to the model was as want says.
+func (c *cluster) requireRequest(t *testing.T, what string, want func(llmtest.ChatRequest) bool) {
 	t.Helper()
-	for _, r := range c.model.Requests() {
-		if !slices.ContainsFunc(texts, func(text string) bool { return !strings.Contains(r.LastUser(), text) }) {
-			return
-		}
+	if !slices.ContainsFunc(c.model.Requests(), want) {
+		t.Errorf("no request to the model %s", what)
 	}
-	t.Errorf("no prompt said all of %q", texts)
 }
 
 func (c *cluster) lessonsOf(task string) []store.Lesson {

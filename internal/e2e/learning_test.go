@@ -18,16 +18,15 @@ import (
 )
 
 // learningScript is a model that repeats a bug unless it is told the fix:
-// by its own reflection (the first task) or by a recalled lesson holding
-// the verified change (any later task).
+// by the report of its failed check (the first task) or by a recalled
+// lesson holding the verified change (any later task).
 func learningScript() llmtest.Script {
 	sc := pythonScenario
 	return llmtest.Rules(
 		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: sc.plan}},
-		llmtest.Rule{Contains: reflectMarker, Reply: llmtest.Reply{Content: sc.reflection}},
 		// The verified change itself, as a recalled lesson quotes it.
 		llmtest.Rule{Contains: "+    return a + b", Reply: llmtest.Reply{Content: sc.fixed + fence("test_calc.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")}},
-		llmtest.Rule{Contains: firstLine(sc.reflection), Reply: llmtest.Reply{Content: sc.fixed}},
+		llmtest.Rule{Contains: retryMarker, Reply: llmtest.Reply{Content: sc.fixed}},
 		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: sc.buggy}},
 	)
 }

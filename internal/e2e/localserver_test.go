@@ -193,18 +193,6 @@ func tail(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// slowScenario is the Python scenario with a reflection slow enough for a
-// test to act while the task runs.
-func slowScenario(delay time.Duration) llmtest.Script {
-	sc := pythonScenario
-	return llmtest.Rules(
-		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: sc.plan}},
-		llmtest.Rule{Contains: reflectMarker, Reply: llmtest.Reply{Content: sc.reflection, Delay: delay}},
-		llmtest.Rule{Contains: firstLine(sc.reflection), Reply: llmtest.Reply{Content: sc.fixed}},
-		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: sc.buggy}},
-	)
-}
-
 // TestTwoClientsShareOneServer: two runs started 0.2 s apart from two
 // processes share the data dir's one server; SIGKILL of the first client
 // mid-task affects neither task, and resume writes the first task's files.
@@ -212,7 +200,7 @@ func TestTwoClientsShareOneServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sc := pythonScenario
-	l := newLocal(t, llmtest.New(t, slowScenario(3*time.Second)))
+	l := newLocal(t, llmtest.New(t, pythonScenario.scriptRetryAfter(3*time.Second)))
 	outA, outB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 
 	a := l.startRun(ctx, sc.task, "--out", outA)
@@ -264,7 +252,7 @@ func TestLostContactIsNotFailure(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 			defer cancel()
 			sc := pythonScenario
-			l := newLocal(t, llmtest.New(t, slowScenario(2*time.Second)), "AUTOCODER_CONTACT_TIMEOUT="+tc.contactTimeout.String())
+			l := newLocal(t, llmtest.New(t, pythonScenario.scriptRetryAfter(2*time.Second)), "AUTOCODER_CONTACT_TIMEOUT="+tc.contactTimeout.String())
 			out := filepath.Join(t.TempDir(), "out")
 
 			run := l.startRun(ctx, sc.task, "--out", out)
@@ -324,7 +312,7 @@ var productLine = regexp.MustCompile(`^(starting the local server for .* \(log: 
 	`|local server at 127\.0\.0\.1:\d+, Web UI at http://127\.0\.0\.1:\d+` +
 	`|task autocoder-[0-9a-f]+ started` +
 	`|web UI: http://127\.0\.0\.1:\d+/namespaces/default/workflows/autocoder-[0-9a-f]+` +
-	`|\[[a-z]+\]( step \d+/\d+ · iteration \d+/\d+)?` +
+	`|\[[a-z]+\]( step \d+/\d+ · iteration \d+/\d+( · turn \d+(: .+)?)?)?` +
 	`|  [✓✗] step \d+, iteration \d+: .*` +
 	`|✔ task autocoder-[0-9a-f]+ succeeded in \d+ iteration\(s\).*` +
 	`|  \d+ file\(s\) written to .*` +
@@ -396,7 +384,7 @@ func TestInterruptStopsOnlyFollowing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sc := pythonScenario
-	l := newLocal(t, llmtest.New(t, slowScenario(2*time.Second)))
+	l := newLocal(t, llmtest.New(t, pythonScenario.scriptRetryAfter(2*time.Second)))
 	out := filepath.Join(t.TempDir(), "out")
 
 	run := l.startRun(ctx, sc.task, "--out", out)

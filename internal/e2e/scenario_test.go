@@ -7,40 +7,45 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/workflows"
 )
 
 // scenario is a small task whose scripted model gets it wrong once: the
-// first code has a bug, the tests catch it, reflection names it, and the
-// second code is right.
+// first code has a bug, the tests catch it, the failure is reported in the
+// same conversation, and the answer to that report is right.
 type scenario struct {
-	lang       string
-	task       string
-	plan       string
-	buggy      string
-	reflection string
-	fixed      string
+	lang  string
+	task  string
+	plan  string
+	buggy string
+	fixed string
 	// want maps output paths to a substring the final file must hold.
 	want map[string]string
 }
 
-// Markers in the prompts the activities build (activities/prompts.go).
+// Markers in the prompts: the plan request (activities/prompts.go) and
+// the report of a failed check that a retry answers.
 const (
-	planMarker    = "Write a short plan"
-	reflectMarker = "Reflect before the next attempt"
+	planMarker  = "Write a short plan"
+	retryMarker = workflows.CheckFailed
 )
 
-// script answers plan, generate and reflect requests. Reflection replies are
-// held back a little so a status query can observe the reflecting phase.
+// script answers the plan, the first turn and the turn after a failed
+// check. The answer to the failure is held back a little so a status query
+// can observe the reflecting phase.
 func (s scenario) script() llmtest.Script {
+	return s.scriptRetryAfter(1500 * time.Millisecond)
+}
+
+// scriptRetryAfter is script with the answer to the failure held back for
+// delay.
+func (s scenario) scriptRetryAfter(delay time.Duration) llmtest.Script {
 	return llmtest.Rules(
 		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: s.plan}},
-		llmtest.Rule{Contains: reflectMarker, Reply: llmtest.Reply{Content: s.reflection, Delay: 1500 * time.Millisecond}},
-		llmtest.Rule{Contains: firstLine(s.reflection), Reply: llmtest.Reply{Content: s.fixed}},
+		llmtest.Rule{Contains: retryMarker, Reply: llmtest.Reply{Content: s.fixed, Delay: delay}},
 		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: s.buggy}},
 	)
 }
-
-func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
 
 func fence(path, body string) string { return "```path=" + path + "\n" + body + "```\n" }
 
@@ -51,9 +56,7 @@ var pythonScenario = scenario{
 	buggy: "Here is the code.\n\n" +
 		fence("calc.py", "def add(a, b):\n    return a - b\n") +
 		fence("test_calc.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"),
-	reflection: "Root cause: add subtracts b instead of adding it (calc.py line 2).\n" +
-		"Hypothesis: the operator is wrong.\nFix: return a + b.",
-	fixed: fence("calc.py", "def add(a, b):\n    return a + b\n"),
+	fixed: "add subtracted b; it adds now.\n\n" + fence("calc.py", "def add(a, b):\n    return a + b\n"),
 	want:  map[string]string{"calc.py": "return a + b", "test_calc.py": "def test_add"},
 }
 
@@ -64,8 +67,6 @@ var goScenario = scenario{
 	buggy: fence("go.mod", "module example.com/calc\n\ngo 1.21\n") +
 		fence("calc.go", "package calc\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int { return a * b }\n") +
 		fence("calc_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n"),
-	reflection: "Root cause: Add multiplies instead of adding (calc.go line 4).\n" +
-		"Hypothesis: wrong operator.\nFix: return a + b.",
 	fixed: "```path=calc.go\n<<<<<<< SEARCH\nfunc Add(a, b int) int { return a * b }\n=======\nfunc Add(a, b int) int { return a + b }\n>>>>>>> REPLACE\n```\n",
 	want:  map[string]string{"calc.go": "return a + b", "calc_test.go": "func TestAdd", "go.mod": "module example.com/calc"},
 }

@@ -27,7 +27,6 @@ import (
 const (
 	buggyCalc = "def add(a, b):\n    return a - b\n"
 	calcTest  = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-	calcFix   = "Root cause: the answer held files outside the project.\nFix: send only calc.py."
 )
 
 // requireBackend skips (fails in CI) when the sandbox backend cannot run
@@ -103,8 +102,7 @@ func TestModelCannotReachTheUsersGit(t *testing.T) {
 			fix := edit("calc.py", "    return a - b", "    return a + b")
 			c := newCluster(t, llmtest.Rules(
 				llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: "1. Fix add in calc.py."}},
-				llmtest.Rule{Contains: reflectMarker, Reply: llmtest.Reply{Content: calcFix}},
-				llmtest.Rule{Contains: firstLine(calcFix), Reply: llmtest.Reply{Content: fix}},
+				llmtest.Rule{Contains: retryMarker, Reply: llmtest.Reply{Content: fix}},
 				llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: fix + hostile}},
 			), "AUTOCODER_SANDBOX="+backend)
 			proj := gitProject(t)

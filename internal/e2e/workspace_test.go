@@ -23,8 +23,10 @@ func edit(path, search, replace string) string {
 func TestExistingWorkspaceRollbackAndExport(t *testing.T) {
 	c := newCluster(t, llmtest.Rules(
 		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: "1. Fix add in calc.py."}},
-		llmtest.Rule{Contains: reflectMarker, Reply: llmtest.Reply{Content: "Root cause: add multiplies.", Delay: 3 * time.Second}},
+		// A person's guidance comes with the failure report after the
+		// rollback: that rule goes first.
 		llmtest.Rule{Contains: "use plus", Reply: llmtest.Reply{Content: edit("calc.py", "    return a * b", "    return a + b")}},
+		llmtest.Rule{Contains: retryMarker, Reply: llmtest.Reply{Content: "add multiplies; looking further.", Delay: 3 * time.Second}},
 		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: edit("calc.py", "    return a - b", "    return a * b")}},
 	))
 
