@@ -244,6 +244,8 @@ func prevCall(req llmtest.ChatRequest) string {
 // it names the module the failing test imports, if the prompt shows that
 // test; otherwise it says what it cannot see and changes nothing.
 func windowModel(bug repogen.Bug) llmtest.Script {
+	// The one-answer retry asks for a diagnosis first (activities/prompts.go).
+	const reflectMarker = "Reflect before the next attempt"
 	module := strings.TrimSuffix(strings.ReplaceAll(bug.Path, "/", "."), ".py")
 	return func(req llmtest.ChatRequest) llmtest.Reply {
 		prompt := req.System() + "\n" + req.LastUser()
