@@ -141,14 +141,14 @@ func retryMessage(failure *activities.TestSummary, guidance []string) string {
 	return b.String()
 }
 
-// CheckFailed opens every report of a failed check to the model, so that
-// scripted models can recognize a retry.
-const CheckFailed = "The check of your work failed"
+// RetryMarker starts the message that tells the model its work failed
+// the check: what a scripted model keys its fix on.
+const RetryMarker = "The check of your work failed"
 
 // failureReport describes a failed check for the model.
 func failureReport(f activities.TestSummary) string {
 	var b strings.Builder
-	b.WriteString(CheckFailed + ": " + f.Headline() + ".\n")
+	b.WriteString(RetryMarker + ": " + f.Headline() + ".\n")
 	if out := strings.TrimSpace(f.Output); out != "" {
 		b.WriteString("\n" + out + "\n")
 	}

@@ -161,6 +161,7 @@ func (s *codingTaskSuite) TestRetryContinuesTheConversation() {
 	s.Equal(5, failure.Position)
 	s.Require().Len(failure.Messages, 1)
 	s.Equal(llm.RoleUser, failure.Messages[0].Role)
+	s.True(strings.HasPrefix(failure.Messages[0].Text, RetryMarker), "the failure report starts with RetryMarker: %q", failure.Messages[0].Text)
 	for _, want := range []string{"tests failed: test_add", "assert 3 == 4", "call finish"} {
 		s.Contains(failure.Messages[0].Text, want)
 	}

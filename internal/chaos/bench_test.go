@@ -39,9 +39,9 @@ type taskCost struct {
 	FirstSandbox                      time.Time     // when the first sandbox run was scheduled
 	SandboxQueued                     time.Duration // sandbox activities waiting for a worker's free slot
 	// Loop is the overhead of a retry, measured directly: from the failed
-	// check's end to the next check's scheduling (the retry's Generate,
-	// which reflects first, and two workflow tasks), less the model calls
-	// made in it. Zero for tasks that passed at once.
+	// check's end to the next check's scheduling (the failure appended to
+	// the conversation, the model's turn, its answer applied, and the
+	// workflow tasks between), less the model calls made in it. Zero for tasks that passed at once.
 	Loop      time.Duration
 	LoopParts overheadParts // Loop by where it is spent
 	// LoopTimeline lists the retry's events, in ms from the failed
@@ -55,7 +55,7 @@ type overheadParts struct {
 	WorkflowRun   time.Duration // workflow tasks on the worker, and their answer's way back
 	ActivityQueue time.Duration // model and store activities waiting for a worker
 	ModelExtra    time.Duration // model activities' time beyond the model's own
-	Store         time.Duration // recall and save-lessons activities
+	Store         time.Duration // store activities: the conversation's writes, answers applied, lessons saved
 	Between       time.Duration // the rest: between one event and the next
 }
 
@@ -69,9 +69,9 @@ type overheadParts struct {
 // default), and AUTOCODER_BENCH_TIMELINE=1 prints each retry of the tasks
 // alone event by event. The Temporal server is the one local mode embeds.
 //
-// Half the tasks pass at once and half fail once, reflect and pass
-// (iterationsOf). The difference of the two halves' median overheads is
-// what one more iteration of the loop costs (reflect and generate, check),
+// Half the tasks pass at once and half fail once, hear of the failure and
+// pass (iterationsOf). The difference of the two halves' median overheads is
+// what one more iteration of the loop costs (a model turn, check),
 // apart from a task's one-time costs (its start, plan, save of lessons),
 // which for tasks started all at once include the queue of their start.
 func TestConcurrencyBenchmark(t *testing.T) {
@@ -89,12 +89,10 @@ func TestConcurrencyBenchmark(t *testing.T) {
 	srv, c := startTemporal(ctx, t, devserver.Options{DataDir: t.TempDir(), UIPort: devserver.NoUI,
 		SearchAttributes: taskclient.SearchAttributes, Logger: slog.New(slog.DiscardHandler)})
 	d := benchModelLatency
-	passing, failingFirst := taskScript(false, delays{plan: d, generate: d, reflect: d}), taskScript(true, delays{plan: d, generate: d, reflect: d})
+	passing, failingFirst := taskScript(false, delays{plan: d, generate: d, retry: d}), taskScript(true, delays{plan: d, generate: d, retry: d})
 	model := newModelServer(t, func(req llmtest.ChatRequest) llmtest.Reply {
-		if m := taskRE.FindStringSubmatch(req.LastUser()); m != nil {
-			if n, _ := strconv.Atoi(m[1]); iterationsOf(n) == 2 {
-				return failingFirst(req)
-			}
+		if n, ok := taskNumber(req); ok && iterationsOf(n) == 2 {
+			return failingFirst(req)
 		}
 		return passing(req)
 	})
@@ -180,7 +178,7 @@ const overheadTarget = 50 * time.Millisecond
 const aloneRuns = 7
 
 // iterationsOf is how many iterations the benchmark's model makes task n
-// take: tasks 5000-5999 fail once, reflect and pass; the others pass.
+// take: tasks 5000-5999 fail once, hear of it and pass; the others pass.
 func iterationsOf(n int) int {
 	if n >= 5000 && n < 6000 {
 		return 2
@@ -269,23 +267,23 @@ func perIteration(cs []taskCost) string {
 	_, _, wq := diff(func(c taskCost) time.Duration { return c.Parts.WorkflowQueue })
 	_, _, wr := diff(func(c taskCost) time.Duration { return c.Parts.WorkflowRun })
 	_, _, mx := diff(func(c taskCost) time.Duration { return c.Parts.ModelExtra })
-	var loops, wq2, wr2, aq2, mx2, bw2 []time.Duration
+	var loops, wq2, wr2, aq2, mx2, st2, bw2 []time.Duration
 	for _, c := range by[2] {
 		loops = append(loops, c.Loop)
 		p := c.LoopParts
 		wq2, wr2, aq2 = append(wq2, p.WorkflowQueue), append(wr2, p.WorkflowRun), append(aq2, p.ActivityQueue)
-		mx2, bw2 = append(mx2, p.ModelExtra), append(bw2, p.Between)
+		mx2, st2, bw2 = append(mx2, p.ModelExtra), append(st2, p.Store), append(bw2, p.Between)
 	}
 	return fmt.Sprintf("overhead p50 of the %d one-iteration tasks %s, of the %d two-iteration tasks %s: "+
-		"one more iteration (reflect and generate, check) adds %s (workflow tasks queued %s, running %s; model activities beyond the model %s); "+
+		"one more iteration (a model turn, check) adds %s (workflow tasks queued %s, running %s; model activities beyond the model %s); "+
 		"measured directly from a failed check's end to the next check's start, less the model, a retry's overhead is p50 %s p95 %s "+
-		"(p50 of its parts: workflow tasks queued %s, running %s; generate queued %s, beyond the model %s; between events %s)",
+		"(p50 of its parts: workflow tasks queued %s, running %s; model turn queued %s, beyond the model %s; store activities %s; between events %s)",
 		len(by[1]), ms(one), len(by[2]), ms(two), ms(added), ms(wq), ms(wr), ms(mx), ms(percentile(loops, 50)), ms(percentile(loops, 95)),
-		ms(percentile(wq2, 50)), ms(percentile(wr2, 50)), ms(percentile(aq2, 50)), ms(percentile(mx2, 50)), ms(percentile(bw2, 50)))
+		ms(percentile(wq2, 50)), ms(percentile(wr2, 50)), ms(percentile(aq2, 50)), ms(percentile(mx2, 50)), ms(percentile(st2, 50)), ms(percentile(bw2, 50)))
 }
 
 // costOf reads sandbox time from the history, where each sandbox activity
-// (check, validate, execute) counts whole from scheduling to completion,
+// (check, execute, a tool call run in the sandbox) counts whole from scheduling to completion,
 // slot waits included, and model time from the model server's record of
 // the task's calls.
 func costOf(h taskHistory, res workflows.TaskResult, calls []modelCall) taskCost {
@@ -296,14 +294,14 @@ func costOf(h taskHistory, res workflows.TaskResult, calls []modelCall) taskCost
 	}
 	p := &c.Parts
 	for _, a := range h.Activities {
-		switch a.Type {
-		case "Validate", "Execute", "Check":
+		switch {
+		case isSandboxActivity(a.Type):
 			c.Sandbox += a.Finished.Sub(a.Scheduled)
 			c.SandboxQueued += a.Started.Sub(a.Scheduled)
 			if c.FirstSandbox.IsZero() || a.Scheduled.Before(c.FirstSandbox) {
 				c.FirstSandbox = a.Scheduled
 			}
-		case "Recall", "SaveLessons":
+		case isStoreActivity(a.Type):
 			p.Store += a.Finished.Sub(a.Scheduled)
 		default:
 			p.ActivityQueue += a.Started.Sub(a.Scheduled)
@@ -355,13 +353,17 @@ func loopCost(h taskHistory, calls []modelCall, from, to time.Time) (time.Durati
 		}
 	}
 	for _, a := range h.Activities {
-		if a.within(from, to) {
+		switch {
+		case !a.within(from, to):
+		case isStoreActivity(a.Type):
+			p.Store += a.Finished.Sub(a.Scheduled)
+		default:
 			p.ActivityQueue += a.Started.Sub(a.Scheduled)
 			p.ModelExtra += a.Finished.Sub(a.Started)
 		}
 	}
 	p.ModelExtra -= model
-	p.Between = total - p.WorkflowQueue - p.WorkflowRun - p.ActivityQueue - p.ModelExtra
+	p.Between = total - p.WorkflowQueue - p.WorkflowRun - p.ActivityQueue - p.ModelExtra - p.Store
 	return total, p
 }
 
@@ -415,7 +417,7 @@ func describeCosts(cs []taskCost) string {
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	return fmt.Sprintf("latency p50 %s p95 %s max %s; orchestration overhead per task divided by its iterations p50 %s p95 %s "+
 		"(p50 of its parts: workflow tasks queued %s, running %s; model and store activities queued %s; "+
-		"model activities beyond the model %s; recall and save %s; between events %s); "+
+		"model activities beyond the model %s; store activities %s; between events %s); "+
 		"sandbox activities per task p50 %s (waiting for a free slot p50 %s; last test run inside the sandbox p50 %s); "+
 		"model calls at the model server p50 %s p95 %s (%s of it the scripted wait)",
 		ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 100)),

@@ -74,12 +74,10 @@ func requireDocker(t *testing.T) {
 	testenv.RequireService(t, "docker", err)
 }
 
-// Markers in the prompts the activities build (activities/prompts.go).
-const (
-	planMarker    = "Write a short plan"
-	reflectMarker = "Reflect before the next attempt"
-	retryMarker   = "Your previous attempt failed"
-)
+// planMarker is in the plan prompt the activities build
+// (activities/prompts.go); workflows.RetryMarker starts the message that
+// tells an attempt's conversation its check failed.
+const planMarker = "Write a short plan"
 
 var taskRE = regexp.MustCompile(`Chaos task (\d+):`)
 
@@ -87,6 +85,21 @@ var taskRE = regexp.MustCompile(`Chaos task (\d+):`)
 // and names the files, so every task's result is distinct.
 func taskText(n int) string {
 	return fmt.Sprintf("Chaos task %d: write a function add(a, b) in calc_%d.py that returns the sum, with pytest tests.", n, n)
+}
+
+// taskNumber finds the chaos task number in a request's user messages: a
+// retry's last message is the failure report, the task is in the first.
+func taskNumber(req llmtest.ChatRequest) (int, bool) {
+	for _, m := range req.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		if sub := taskRE.FindStringSubmatch(m.Content); sub != nil {
+			n, _ := strconv.Atoi(sub[1])
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 // wantFiles is the exact final workspace of task n.
@@ -99,29 +112,41 @@ func wantFiles(n int) map[string]string {
 
 func fence(path, body string) string { return "```path=" + path + "\n" + body + "```\n" }
 
-// delays hold model answers back per kind of call.
-type delays struct{ plan, generate, reflect time.Duration }
+// delays hold model answers back per kind of call: the plan, an attempt's
+// first turn, and the turn that answers a failed check.
+type delays struct{ plan, generate, retry time.Duration }
 
-// taskScript answers plan, generate and reflect calls of numbered tasks.
-// With buggyFirst the first code subtracts, the tests catch it, reflection
-// names it and the second code is right; otherwise the first code passes.
+// isRetry reports whether the request answers a failed check: its last
+// user message is the failure report.
+func isRetry(req llmtest.ChatRequest) bool {
+	return strings.HasPrefix(req.LastUser(), workflows.RetryMarker)
+}
+
+// taskScript answers the plan and the attempts' turns of numbered tasks,
+// in plain text with fenced file blocks, which end an attempt. With
+// buggyFirst the first code subtracts, the tests catch it, and the turn
+// that hears of the failure names the cause and answers with the right
+// code; otherwise the first code passes.
 func taskScript(buggyFirst bool, d delays) llmtest.Script {
 	return func(req llmtest.ChatRequest) llmtest.Reply {
-		last := req.LastUser()
-		m := taskRE.FindStringSubmatch(last)
-		if m == nil {
+		n, ok := taskNumber(req)
+		if !ok {
 			return llmtest.Reply{Status: http.StatusBadRequest, Content: "no chaos task number in the prompt"}
 		}
-		n, _ := strconv.Atoi(m[1])
 		files := wantFiles(n)
 		calc, test := fmt.Sprintf("calc_%d.py", n), fmt.Sprintf("test_calc_%d.py", n)
+		last := req.LastUser()
 		switch {
 		case strings.Contains(last, planMarker):
 			return llmtest.Reply{Delay: d.plan, Content: fmt.Sprintf("1. Implement add in %s with pytest tests in %s.", calc, test)}
-		case strings.Contains(last, reflectMarker):
-			return llmtest.Reply{Delay: d.reflect, Content: fmt.Sprintf(
-				"Root cause: add subtracts b instead of adding it (%s line 3).\nHypothesis: wrong operator.\nFix: return a + b.", calc)}
-		case !buggyFirst || strings.Contains(last, retryMarker):
+		case isRetry(req):
+			if !strings.Contains(last, "assert") {
+				return llmtest.Fail("the failure report does not show the failed assertion: %q", last)
+			}
+			return llmtest.Reply{Delay: d.retry, Content: fmt.Sprintf(
+				"Root cause: add subtracts b instead of adding it (%s line 3). Fix: return a + b.\n\n", calc) +
+				fence(calc, files[calc]) + fence(test, files[test])}
+		case !buggyFirst:
 			return llmtest.Reply{Delay: d.generate, Content: fence(calc, files[calc]) + fence(test, files[test])}
 		default:
 			buggy := strings.Replace(files[calc], "a + b", "a - b", 1)
@@ -193,6 +218,20 @@ func promptKey(body []byte) string {
 	_ = json.Unmarshal(body, &req) // a body that does not decode keys as empty
 	sum := sha256.Sum256(req.Messages)
 	return hex.EncodeToString(sum[:8])
+}
+
+// isSandboxActivity says whether an activity type runs in the sandbox:
+// the check, its execution after a person's approval, and tool calls run
+// there.
+func isSandboxActivity(typ string) bool {
+	return typ == "Check" || typ == "Execute" || typ == "SandboxCall"
+}
+
+// isStoreActivity says whether an activity type only reads and writes the
+// store: an attempt's opening, its conversation's writes, an answer's files
+// applied, and lessons saved.
+func isStoreActivity(typ string) bool {
+	return typ == "OpenStep" || typ == "AppendMessages" || typ == "ApplyAnswer" || typ == "SaveLessons"
 }
 
 // vmHWM is the peak resident set size of a running process, from /proc.

@@ -42,9 +42,10 @@ type kill struct {
 }
 
 // TestChaosKillWorker runs twenty tasks, each with a failed first attempt
-// and a reflection, on a worker process that is killed with SIGKILL during
-// planning, generation, validation, test execution and reflection and
-// restarted each time. Every task must finish with the right files, a model
+// and a retry that hears of the failure, on a worker process that is
+// killed with SIGKILL during planning, model turns (first ones and those
+// answering a failed check) and checks (validation and test execution),
+// and restarted each time. Every task must finish with the right files, a model
 // prompt may only be paid for again when a kill cut its call, and no
 // sandbox container may outlive the final graceful stop. The time from a
 // restart to the next progress of each interrupted task is measured.
@@ -68,7 +69,7 @@ func TestChaosKillWorker(t *testing.T) {
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
 	// Model calls take about a second so kills land mid-call.
-	model := newModelServer(t, taskScript(true, delays{plan: 800 * time.Millisecond, generate: time.Second, reflect: time.Second}))
+	model := newModelServer(t, taskScript(true, delays{plan: 800 * time.Millisecond, generate: time.Second, retry: time.Second}))
 	dataDir := t.TempDir()
 	workers := testenv.NewFleet(t, bin, workerEnv(ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), dataDir, model.URL()),
 		"--sandbox-slots", "2", "--sandbox-pool", "1")
@@ -107,8 +108,8 @@ func TestChaosKillWorker(t *testing.T) {
 	// The first kill hits planning; the others hit the remaining kinds of
 	// work in a seeded order, then one more at random. Check (validation,
 	// then the tests) is the longest, so it is hit twice, and so is
-	// Generate, which on a retry reflects on the failure first.
-	targets := []string{"Generate", "Generate", "Check", "Check"}
+	// ModelTurn, the model's turn of an attempt, first or after a failure.
+	targets := []string{"ModelTurn", "ModelTurn", "Check", "Check"}
 	rng.Shuffle(len(targets), func(i, j int) { targets[i], targets[j] = targets[j], targets[i] })
 	targets = append([]string{"Plan"}, append(targets, targets[rng.IntN(len(targets))])...)
 
@@ -252,7 +253,7 @@ func reportRecovery(t *testing.T, kills []kill, histories map[string]taskHistory
 			for _, a := range histories[id].Activities {
 				cutAgain := i+1 < len(kills) && a.Started.After(kills[i+1].At)
 				if a.Scheduled.Before(k.At) && a.Started.After(k.Restart) && a.Attempt > 1 && !cutAgain {
-					sandboxRun := a.Type == "Check" || a.Type == "Validate" || a.Type == "Execute"
+					sandboxRun := isSandboxActivity(a.Type)
 					retried[sandboxRun] = append(retried[sandboxRun], a.Started.Sub(k.Restart))
 				}
 			}

@@ -27,11 +27,11 @@ import (
 	"github.com/autocoder/autocoder/internal/testenv"
 )
 
-// outageDelays keep a generate call running long enough for an outage to
+// outageDelays keep a first model turn running long enough for an outage to
 // land inside it.
-var outageDelays = delays{plan: 300 * time.Millisecond, generate: 2 * time.Second, reflect: time.Second}
+var outageDelays = delays{plan: 300 * time.Millisecond, generate: 2 * time.Second, retry: time.Second}
 
-// runThroughOutage starts task n, waits until its first generate call is
+// runThroughOutage starts task n, waits until its first model turn is
 // running on the worker, calls outage, and waits for the task to finish.
 func runThroughOutage(ctx context.Context, t *testing.T, c client.Client, w *testenv.Worker, prefix string, n int, outage func()) string {
 	t.Helper()
@@ -44,11 +44,11 @@ func runThroughOutage(ctx context.Context, t *testing.T, c client.Client, w *tes
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(types) > 0 && types[0] == "Generate" {
+		if len(types) > 0 && types[0] == "ModelTurn" {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("task %s never started generating", id)
+			t.Fatalf("task %s never started a model turn", id)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -66,7 +66,7 @@ func runThroughOutage(ctx context.Context, t *testing.T, c client.Client, w *tes
 }
 
 // TestTemporalServerRestart stops the file-backed embedded Temporal server
-// while a task is generating and starts it again on the same data dir and
+// while a task waits for a model turn and starts it again on the same data dir and
 // port; the worker process reconnects and the task finishes.
 func TestTemporalServerRestart(t *testing.T) {
 	requireDocker(t)
@@ -112,7 +112,7 @@ func TestTemporalServerRestart(t *testing.T) {
 }
 
 // TestPostgresRestart points the worker's store at a fresh database and
-// stops PostgreSQL (pg_ctl stop -m fast) while a task is generating, until
+// stops PostgreSQL (pg_ctl stop -m fast) while a task waits for a model turn, until
 // the model has answered; the task finishes with its files in that database.
 //
 // The cluster is private to the test, so restarting it cannot disturb
@@ -130,14 +130,13 @@ func TestPostgresRestart(t *testing.T) {
 
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
-	// The first generate answer is held until PostgreSQL is down, so the
-	// memo and snapshot writes that follow it meet the outage.
+	// The first answer after the plan is held until PostgreSQL is down, so
+	// the memo and transcript writes that follow it meet the outage.
 	release := make(chan struct{})
 	var held atomic.Bool
 	script := taskScript(true, outageDelays)
 	model := newModelServer(t, func(req llmtest.ChatRequest) llmtest.Reply {
-		last := req.LastUser()
-		if !strings.Contains(last, planMarker) && !strings.Contains(last, reflectMarker) && held.CompareAndSwap(false, true) {
+		if !strings.Contains(req.LastUser(), planMarker) && held.CompareAndSwap(false, true) {
 			select {
 			case <-release:
 			case <-ctx.Done():
@@ -157,7 +156,7 @@ func TestPostgresRestart(t *testing.T) {
 		close(release)
 		for !answeredAfter(model, start) {
 			if ctx.Err() != nil {
-				t.Fatal("the held generate call was never answered")
+				t.Fatal("the held model turn was never answered")
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -27,7 +27,7 @@ type scenario struct {
 // the report of a failed check that a retry answers.
 const (
 	planMarker  = "Write a short plan"
-	retryMarker = workflows.CheckFailed
+	retryMarker = workflows.RetryMarker
 )
 
 // script answers the plan, the first turn and the turn after a failed
