@@ -19,6 +19,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -229,8 +230,8 @@ func runLoopKill(t *testing.T, bin string, ts *temporaltest.TestServer, c client
 	first := workers.Start()
 
 	id := fmt.Sprintf("chaos-loop-%d-%d", n, time.Now().UnixNano())
-	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.WorkflowName,
-		workflows.TaskInput{Task: taskText(n), Language: "python", MaxIterations: 2, Agent: limits})
+	_, err := tasks(c).Start(ctx, workflows.TaskInput{Task: taskText(n), Language: "python", MaxIterations: 2, Agent: limits},
+		taskclient.StartOptions{ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
-	"go.temporal.io/sdk/client"
 
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
@@ -38,7 +38,7 @@ type historyCase struct {
 	input    func(*workflows.TaskInput)
 	// drive plays the person while the task runs; it returns when the
 	// task needs nothing more from it.
-	drive func(ctx context.Context, t *testing.T, c client.Client, id string)
+	drive func(ctx context.Context, t *testing.T, tc *taskclient.Client, id string)
 	// wantFail: the task ends without success (cancelled).
 	wantFail bool
 }
@@ -73,6 +73,7 @@ func TestRecordReplayHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sb, st, c := services(ctx, t, sandbox.Config{})
+	tc := taskClient(c)
 	model := llmtest.New(t, historyScript())
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(llm.Env{OpenAIKey: "test-key", OpenAIBaseURL: model.URL()})}
 	w := worker.New(c, acts, worker.Options{})
@@ -103,19 +104,16 @@ func TestRecordReplayHistories(t *testing.T) {
 				hc.input(&in)
 			}
 			id := "history-" + strings.ReplaceAll(hc.name, "_", "-")
-			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, workflows.WorkflowName, in)
-			if err != nil {
+			if _, err := tc.Start(ctx, in, taskclient.StartOptions{ID: id}); err != nil {
 				t.Fatal(err)
 			}
 			if hc.drive != nil {
-				hc.drive(ctx, t, c, id)
+				hc.drive(ctx, t, tc, id)
 			}
-			var res workflows.TaskResult
-			err = c.GetWorkflow(ctx, id, "").Get(ctx, &res)
-			if (err != nil) != hc.wantFail {
+			if _, err := tc.Wait(ctx, id); (err != nil) != hc.wantFail {
 				t.Fatalf("task ended with error %v; want failure: %v", err, hc.wantFail)
 			}
-			recordRuns(ctx, t, c, id, run.GetRunID(), dir, hc.name)
+			recordRuns(ctx, t, tc, id, dir, hc.name)
 		})
 	}
 }
@@ -204,29 +202,19 @@ func historyScript() llmtest.Script {
 	}
 }
 
-// taskStatus queries a task's latest run.
-func taskStatus(ctx context.Context, c client.Client, id string) (workflows.Status, error) {
-	var st workflows.Status
-	v, err := c.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
-	if err != nil {
-		return st, err
-	}
-	return st, v.Get(&st)
-}
-
 // awaitStatus polls a task's status until cond holds or the task is over;
 // it reports whether cond held.
-func awaitStatus(ctx context.Context, t *testing.T, c client.Client, id string, cond func(workflows.Status) bool) (workflows.Status, bool) {
+func awaitStatus(ctx context.Context, t *testing.T, tc *taskclient.Client, id string, cond func(workflows.Status) bool) (workflows.Status, bool) {
 	t.Helper()
 	for {
-		st, err := taskStatus(ctx, c, id)
+		st, err := tc.Status(ctx, id)
 		if err == nil && cond(st) {
 			return st, true
 		}
 		if err == nil && st.Phase.Done() {
 			return st, false
 		}
-		d, derr := c.DescribeWorkflowExecution(ctx, id, "")
+		d, derr := tc.Describe(ctx, id)
 		if derr == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING &&
 			d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
 			return st, false
@@ -241,11 +229,11 @@ func awaitStatus(ctx context.Context, t *testing.T, c client.Client, id string, 
 
 // answerGates approves every question of the given kind until the task
 // ends, and fails the test if it never asked one.
-func answerGates(kind string) func(ctx context.Context, t *testing.T, c client.Client, id string) {
-	return func(ctx context.Context, t *testing.T, c client.Client, id string) {
+func answerGates(kind string) func(ctx context.Context, t *testing.T, tc *taskclient.Client, id string) {
+	return func(ctx context.Context, t *testing.T, tc *taskclient.Client, id string) {
 		asked := 0
 		for {
-			st, ok := awaitStatus(ctx, t, c, id, func(st workflows.Status) bool { return st.Pending != nil })
+			st, ok := awaitStatus(ctx, t, tc, id, func(st workflows.Status) bool { return st.Pending != nil })
 			if !ok {
 				break
 			}
@@ -253,7 +241,7 @@ func answerGates(kind string) func(ctx context.Context, t *testing.T, c client.C
 				t.Fatalf("task %s asks a %s question, want %s: %s", id, st.Pending.Kind, kind, st.Pending.Question)
 			}
 			asked++
-			approve(ctx, t, c, id, *st.Pending)
+			approve(ctx, t, tc, id, *st.Pending)
 		}
 		if asked == 0 {
 			t.Fatalf("task %s never asked a %s question", id, kind)
@@ -263,49 +251,42 @@ func answerGates(kind string) func(ctx context.Context, t *testing.T, c client.C
 
 // approve answers the pending question yes and waits until the task has
 // taken the answer.
-func approve(ctx context.Context, t *testing.T, c client.Client, id string, q workflows.Approval) {
+func approve(ctx context.Context, t *testing.T, tc *taskclient.Client, id string, q workflows.Approval) {
 	t.Helper()
-	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalApprove, workflows.ApproveSignal{Comment: "approved"}); err != nil {
+	if err := tc.Approve(ctx, id, workflows.ApproveSignal{Comment: "approved"}); err != nil {
 		t.Fatal(err)
 	}
-	awaitStatus(ctx, t, c, id, func(st workflows.Status) bool { return st.Pending == nil || !st.Pending.Since.Equal(q.Since) })
+	awaitStatus(ctx, t, tc, id, func(st workflows.Status) bool { return st.Pending == nil || !st.Pending.Since.Equal(q.Since) })
 }
 
 // rollBack waits for the stuck question, moves the task back to its
 // first checkpoint with guidance, and approves any later stuck question.
-func rollBack(ctx context.Context, t *testing.T, c client.Client, id string) {
-	if _, ok := awaitStatus(ctx, t, c, id, func(st workflows.Status) bool {
+func rollBack(ctx context.Context, t *testing.T, tc *taskclient.Client, id string) {
+	if _, ok := awaitStatus(ctx, t, tc, id, func(st workflows.Status) bool {
 		return st.Pending != nil && st.Pending.Kind == workflows.GateStuck
 	}); !ok {
 		t.Fatalf("task %s never got stuck", id)
 	}
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateRollback,
-		Args:         []any{workflows.RollbackRequest{Checkpoint: 1, Feedback: "add must add, not subtract"}},
-		WaitForStage: client.WorkflowUpdateStageCompleted})
-	if err != nil {
-		t.Fatalf("rollback: %v", err)
-	}
-	var st workflows.Status
-	if err := h.Get(ctx, &st); err != nil {
+	if _, err := tc.Rollback(ctx, id, workflows.RollbackRequest{Checkpoint: 1, Feedback: "add must add, not subtract"}); err != nil {
 		t.Fatalf("rollback: %v", err)
 	}
 	for {
-		st, ok := awaitStatus(ctx, t, c, id, func(st workflows.Status) bool { return st.Pending != nil })
+		st, ok := awaitStatus(ctx, t, tc, id, func(st workflows.Status) bool { return st.Pending != nil })
 		if !ok {
 			return
 		}
-		approve(ctx, t, c, id, *st.Pending)
+		approve(ctx, t, tc, id, *st.Pending)
 	}
 }
 
 // cancelAtPlan cancels the task while it waits for its plan's approval.
-func cancelAtPlan(ctx context.Context, t *testing.T, c client.Client, id string) {
-	if _, ok := awaitStatus(ctx, t, c, id, func(st workflows.Status) bool {
+func cancelAtPlan(ctx context.Context, t *testing.T, tc *taskclient.Client, id string) {
+	if _, ok := awaitStatus(ctx, t, tc, id, func(st workflows.Status) bool {
 		return st.Pending != nil && st.Pending.Kind == workflows.GatePlan
 	}); !ok {
 		t.Fatalf("task %s never asked for its plan's approval", id)
 	}
-	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalCancel, workflows.CancelSignal{Reason: "recorded cancel"}); err != nil {
+	if err := tc.Cancel(ctx, id, workflows.CancelSignal{Reason: "recorded cancel"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -313,16 +294,16 @@ func cancelAtPlan(ctx context.Context, t *testing.T, c client.Client, id string)
 // feedbackAcrossRuns sends guidance every few hundred milliseconds while
 // the task hops across runs, so signals arrive as a run continues as new;
 // every one must reach the task's status.
-func feedbackAcrossRuns(ctx context.Context, t *testing.T, c client.Client, id string) {
+func feedbackAcrossRuns(ctx context.Context, t *testing.T, tc *taskclient.Client, id string) {
 	var sent []string
 	for n := 1; ; n++ {
-		st, err := taskStatus(ctx, c, id)
+		st, err := tc.Status(ctx, id)
 		if err == nil && st.Phase.Done() {
 			break
 		}
 		text := fmt.Sprintf("guidance %d", n)
-		if err := c.SignalWorkflow(ctx, id, "", workflows.SignalFeedback, workflows.FeedbackSignal{Text: text}); err != nil {
-			if d, derr := c.DescribeWorkflowExecution(ctx, id, ""); derr == nil &&
+		if err := tc.Feedback(ctx, id, workflows.FeedbackSignal{Text: text}); err != nil {
+			if d, derr := tc.Describe(ctx, id); derr == nil &&
 				d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 				break // the task ended between the query and the signal
 			}
@@ -331,14 +312,14 @@ func feedbackAcrossRuns(ctx context.Context, t *testing.T, c client.Client, id s
 		sent = append(sent, text)
 		time.Sleep(20 * time.Millisecond)
 	}
-	var res workflows.TaskResult
-	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+	res, err := tc.Wait(ctx, id)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status.Runs < 2 {
 		t.Errorf("task used %d runs; want it to continue as new", res.Status.Runs)
 	}
-	carried, atContinue := signalsCarried(ctx, t, c, id)
+	carried, atContinue := signalsCarried(ctx, t, tc, id)
 	for _, s := range carried {
 		if !slices.Contains(res.Status.Feedback, s) {
 			t.Errorf("feedback %q, received by a run that continued as new, was lost (the task kept %d of %d sent)", s, len(res.Status.Feedback), len(sent))
@@ -354,25 +335,20 @@ func feedbackAcrossRuns(ctx context.Context, t *testing.T, c client.Client, id s
 // continued as new, which the next run must carry, and reports whether
 // some run continued as new in a workflow task that also delivered a
 // signal, which it must drain first.
-func signalsCarried(ctx context.Context, t *testing.T, c client.Client, id string) ([]string, bool) {
+func signalsCarried(ctx context.Context, t *testing.T, tc *taskclient.Client, id string) ([]string, bool) {
 	t.Helper()
-	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	runs, err := tc.RunHistories(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var carried []string
 	atContinue := false
-	for runID := d.GetWorkflowExecutionInfo().GetFirstRunId(); runID != ""; {
+	for _, events := range runs {
 		// pending: signals since the last completed workflow task;
 		// delivered: those the last completed one received.
-		next, pending, delivered := "", false, false
+		continued, pending, delivered := false, false, false
 		var texts []string
-		iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for iter.HasNext() {
-			ev, err := iter.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, ev := range events {
 			switch ev.GetEventType() {
 			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
 				delivered, pending = pending, false
@@ -383,21 +359,20 @@ func signalsCarried(ctx context.Context, t *testing.T, c client.Client, id strin
 					texts = append(texts, fb.Text)
 				}
 			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-				next = ev.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
+				continued = true
 			}
 		}
-		if next != "" {
+		if continued {
 			carried = append(carried, texts...)
 			atContinue = atContinue || delivered
 		}
-		runID = next
 	}
 	return carried, atContinue
 }
 
 // recordRuns writes the history of each run of a task, following its
 // continue-as-new chain from the first run.
-func recordRuns(ctx context.Context, t *testing.T, c client.Client, id, runID, dir, name string) {
+func recordRuns(ctx context.Context, t *testing.T, tc *taskclient.Client, id, dir, name string) {
 	t.Helper()
 	// A case recorded before with more runs leaves no stale run behind.
 	stale, err := filepath.Glob(filepath.Join(dir, name+"_run*.json"))
@@ -409,33 +384,24 @@ func recordRuns(ctx context.Context, t *testing.T, c client.Client, id, runID, d
 			t.Fatal(err)
 		}
 	}
-	for n := 1; runID != ""; n++ {
-		hist := &historypb.History{}
-		next := ""
-		iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for iter.HasNext() {
-			ev, err := iter.Next()
-			if err != nil {
-				t.Fatalf("read history: %v", err)
-			}
-			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
-				next = a.GetNewExecutionRunId()
-			}
-			hist.Events = append(hist.Events, ev)
-		}
+	runs, err := tc.RunHistories(ctx, id)
+	if err != nil {
+		t.Fatalf("read history: %v", err)
+	}
+	for n, events := range runs {
+		hist := &historypb.History{Events: events}
 		data, err := temporalproto.CustomJSONMarshalOptions{}.Marshal(hist)
 		if err != nil {
 			t.Fatalf("encode history: %v", err)
 		}
 		file := name + ".json"
-		if n > 1 || next != "" {
-			file = fmt.Sprintf("%s_run%d.json", name, n)
+		if len(runs) > 1 {
+			file = fmt.Sprintf("%s_run%d.json", name, n+1)
 		}
 		path := filepath.Join(dir, file)
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatalf("write history: %v", err)
 		}
 		t.Logf("recorded %d events (%d KiB) to %s", len(hist.Events), len(data)>>10, path)
-		runID = next
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/repogen"
 	"github.com/autocoder/autocoder/internal/store"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
@@ -127,20 +128,20 @@ func solveOnce(ctx context.Context, b *testing.B, st store.Store, sb sandbox.Run
 		b.Fatalf("start worker: %v", err)
 	}
 	defer w.Stop()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue}, workflows.WorkflowName, in)
+	tc := taskClient(c)
+	run, err := tc.Start(ctx, in, taskclient.StartOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var res workflows.TaskResult
-	out := solveRun{err: run.Get(ctx, &res)}
+	res, err := tc.Wait(ctx, run.ID)
+	out := solveRun{err: err}
 	out.calls, out.prompt = model.Calls(), promptTokens(model.Requests())
 	for _, r := range model.Requests() {
 		out.perCall = append(out.perCall, promptTokens([]llmtest.ChatRequest{r}))
 	}
 	if out.err != nil {
 		// A failed task's counters are in its last status.
-		var st workflows.Status
-		if v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), workflows.QueryStatus); err == nil && v.Get(&st) == nil {
+		if st, err := tc.Status(ctx, run.ID); err == nil {
 			res.Status = st
 		}
 	}

@@ -16,13 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/repogen"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
@@ -387,14 +386,13 @@ func TestToolLoopFindsBugInLargeRepo(t *testing.T) {
 			}
 			defer w.Stop()
 
-			run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue}, workflows.WorkflowName,
-				workflows.TaskInput{Task: repo.Bug.Symptom, Language: "python", TestCmd: repo.TestCmd, InputSnapshot: input,
-					Model: p.model, MaxIterations: 2})
+			tc := taskClient(c)
+			run, err := tc.Start(ctx, workflows.TaskInput{Task: repo.Bug.Symptom, Language: "python", TestCmd: repo.TestCmd,
+				InputSnapshot: input, Model: p.model, MaxIterations: 2}, taskclient.StartOptions{})
 			if err != nil {
 				t.Fatalf("start task: %v", err)
 			}
-			var res workflows.TaskResult
-			err = run.Get(ctx, &res)
+			res, err := tc.Wait(ctx, run.ID)
 			probs.report(t)
 			if err != nil {
 				t.Fatalf("task failed: %v", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -23,7 +24,12 @@ import (
 // answers the same query and update, and writes each signal it gets into
 // its status's feedback, so a test sees exactly what the client sent. A
 // cancel ends it with a failure, a reject with reason "done" ends it well.
+// A task with a history limit continues as new once, without it.
 func echoTask(ctx workflow.Context, in workflows.TaskInput) (workflows.TaskResult, error) {
+	if in.HistoryLimit > 0 {
+		in.HistoryLimit = 0
+		return workflows.TaskResult{}, workflow.NewContinueAsNewError(ctx, workflows.WorkflowName, in)
+	}
 	st := workflows.Status{Task: in.Task, Language: in.Language, Phase: workflows.PhaseWaiting,
 		Transcripts: []workflows.TranscriptRef{{ID: "tr-" + in.Task, Step: 1}}}
 	if err := workflow.SetQueryHandler(ctx, workflows.QueryStatus, func() (workflows.Status, error) { return st, nil }); err != nil {
@@ -169,6 +175,53 @@ func TestClientSpeaksTheWorkflowsNames(t *testing.T) {
 		if err := call(); !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s on an unknown task: %v, want ErrNotFound", name, err)
 		}
+	}
+}
+
+// TestRunHistoriesFollowTheChain: a task that continued as new has a
+// history for each run, first to last; History is the last one's.
+func TestRunHistoriesFollowTheChain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newTestClient(t)
+	started, err := c.Start(ctx, workflows.TaskInput{Task: "hop", HistoryLimit: 1}, StartOptions{ID: "hop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first run answers no query; the second ends on the reject.
+	for _, err := c.Status(ctx, "hop"); err != nil; _, err = c.Status(ctx, "hop") {
+		if ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.Reject(ctx, "hop", workflows.RejectSignal{Reason: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Wait(ctx, "hop"); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := c.RunHistories(ctx, "hop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 {
+		t.Fatalf("%d runs, want 2", len(runs))
+	}
+	first, last := runs[0], runs[1]
+	if first[0].GetWorkflowExecutionStartedEventAttributes().GetOriginalExecutionRunId() != started.RunID ||
+		first[len(first)-1].GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW {
+		t.Errorf("the first run is not the started one that continued as new: %v", first)
+	}
+	if last[len(last)-1].GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED {
+		t.Errorf("the last run did not complete: %v", last)
+	}
+	current, err := c.History(ctx, "hop")
+	if err != nil || len(current) != len(last) {
+		t.Errorf("History has %d events (%v), the last run %d", len(current), err, len(last))
+	}
+	if _, err := c.RunHistories(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("histories of an unknown task: %v, want ErrNotFound", err)
 	}
 }
 

@@ -62,8 +62,36 @@ func (c *Client) ModelCall(ctx context.Context, id string) (*ModelCall, error) {
 // History returns the events of the task's current run, for tests and
 // benchmarks that read what happened when.
 func (c *Client) History(ctx context.Context, id string) ([]*historypb.HistoryEvent, error) {
+	return c.runHistory(ctx, id, "")
+}
+
+// RunHistories returns the events of each of the task's runs, first to
+// last, following its continue-as-new chain: what a replay test records,
+// and where signals that reached a run as it continued show.
+func (c *Client) RunHistories(ctx context.Context, id string) ([][]*historypb.HistoryEvent, error) {
+	d, err := c.Describe(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var runs [][]*historypb.HistoryEvent
+	for runID := d.GetWorkflowExecutionInfo().GetFirstRunId(); runID != ""; {
+		events, err := c.runHistory(ctx, id, runID)
+		if err != nil {
+			return runs, err
+		}
+		runs = append(runs, events)
+		runID = ""
+		if n := len(events); n > 0 { // a run that continued as new ends so
+			runID = events[n-1].GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
+		}
+	}
+	return runs, nil
+}
+
+// runHistory reads the events of one run; an empty runID is the current.
+func (c *Client) runHistory(ctx context.Context, id, runID string) ([]*historypb.HistoryEvent, error) {
 	var events []*historypb.HistoryEvent
-	it := c.sdk.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := c.sdk.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
