@@ -379,3 +379,26 @@ func TestPlanRecallsLessonsOfTheTask(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedCheckRecallsLessons: asked to, a failed check recalls from the
+// real store the lessons of failures like it (here, a fix an earlier task
+// saved for the same error); unasked, it recalls none. A Go syntax error
+// fails validation before anything runs, so no sandbox is needed.
+func TestFailedCheckRecallsLessons(t *testing.T) {
+	e := newEnvAt(t, "")
+	broken := e.snapshot(t, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int {\n"})
+	fixed := e.snapshot(t, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a + b }\n"})
+	in := CheckInput{SnapshotID: broken, Language: "go"}
+	failed := run[TestSummary](t, e, e.acts.Check, in)
+	if failed.Passed || failed.Output == "" || failed.Lessons != nil {
+		t.Fatalf("unasked: %+v; want a failure without lessons", failed)
+	}
+	saved := e.saveLessons(t, SaveLessonsInput{Task: "add numbers", Language: "go", Plan: []string{"add"},
+		Fixes: []Fix{{FailedSnapshot: broken, PassedSnapshot: fixed, FailureOutput: failed.Output}}, Succeeded: true})
+
+	in.RecallLessons = true
+	s := run[TestSummary](t, e, e.acts.Check, in)
+	if s.Passed || s.Lessons == nil || !slices.Contains(s.Lessons.IDs, saved[0]) || !strings.Contains(s.Lessons.Text, "return a + b") {
+		t.Errorf("asked: lessons %+v; want lesson %s with its fix", s.Lessons, saved[0])
+	}
+}

@@ -47,10 +47,27 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, err
 	if err != nil {
 		return s, err
 	}
-	if s, err = a.judge(ctx, in, j, s); err != nil || in.Scope != ScopeStep {
+	if s, err = a.judge(ctx, in, j, s); err != nil {
 		return s, err
 	}
-	return namedTestsRan(s, in), nil
+	if in.Scope == ScopeStep {
+		s = namedTestsRan(s, in)
+	}
+	return a.withLessons(ctx, in, s), nil
+}
+
+// withLessons adds to a failed check, when asked, the lessons of failures
+// like it: recalled by its output's error signature, as the failure would
+// be saved (SaveLessons). Memory is an aid: a store that cannot answer
+// gives none.
+func (a *Activities) withLessons(ctx context.Context, in CheckInput, s TestSummary) TestSummary {
+	if !in.RecallLessons || s.Passed || s.Output == "" {
+		return s
+	}
+	if l := a.recallOrNothing(ctx, RecallInput{Language: in.Language, FailureOutput: s.Output}); len(l.IDs) > 0 {
+		s.Lessons = l
+	}
+	return s
 }
 
 // checkCommand is what runs once a check's validation passes. ScopeAll
@@ -270,7 +287,10 @@ func (a *Activities) Execute(ctx context.Context, in CheckInput) (TestSummary, e
 	if err != nil {
 		return s, err
 	}
-	return a.judge(ctx, in, j, s)
+	if s, err = a.judge(ctx, in, j, s); err != nil {
+		return s, err
+	}
+	return a.withLessons(ctx, in, s), nil
 }
 
 func (a *Activities) execute(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {

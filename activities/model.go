@@ -103,9 +103,9 @@ func (a *Activities) reflect(ctx context.Context, in ReflectInput, files []works
 	return out, nil
 }
 
-// recallOrNothing recalls lessons for a model activity. Memory is an aid:
-// if the store cannot answer, the activity goes on without lessons rather
-// than fail a paid model call.
+// recallOrNothing recalls lessons for an activity. Memory is an aid: if
+// the store cannot answer, the activity goes on without lessons rather
+// than fail a paid model call or a finished check.
 func (a *Activities) recallOrNothing(ctx context.Context, in RecallInput) *RecallOutput {
 	lessons, err := a.recall(ctx, in)
 	if err != nil {

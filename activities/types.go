@@ -33,6 +33,10 @@ type TestSummary struct {
 	// they were and tampering configuration taken out, when Findings name
 	// files: the next attempt starts from it.
 	Restored string `json:"restored,omitempty"`
+	// Lessons are those of failures like this one, when the check failed
+	// and CheckInput.RecallLessons asked for them: for the retry's prompt,
+	// not for the task's record.
+	Lessons *RecallOutput `json:"lessons,omitempty"`
 
 	// ran is what the test runner reported about each test, when its
 	// output was whole (for the judge, inside an activity).
@@ -183,6 +187,9 @@ type CheckInput struct {
 	// named when it finished (Tests).
 	Scope string   `json:"scope,omitempty"`
 	Tests []string `json:"tests,omitempty"`
+	// RecallLessons asks a failed check for the lessons of failures like
+	// it too, so the retry hears of them with no round trip of its own.
+	RecallLessons bool `json:"recallLessons,omitempty"`
 }
 
 // Check scopes.

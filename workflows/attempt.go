@@ -79,7 +79,7 @@ func (t *task) startAttempt(ctx workflow.Context) error {
 			return err
 		}
 	} else if t.ReflectOn != nil || len(t.Status.Feedback) > c.Guided {
-		msg := llm.Message{Role: llm.RoleUser, Text: retryMessage(t.ReflectOn, t.Status.Feedback[c.Guided:])}
+		msg := llm.Message{Role: llm.RoleUser, Text: retryMessage(t.ReflectOn, t.Memory.FailureLessons, t.Status.Feedback[c.Guided:])}
 		if err := t.appendMessages(ctx, t.label("report the failure to"), msg); err != nil {
 			return err
 		}
@@ -120,11 +120,15 @@ func (t *task) openStep(ctx workflow.Context) error {
 }
 
 // retryMessage tells the model why its last attempt failed, if it did,
-// and what people have said since it last heard from them.
-func retryMessage(failure *activities.TestSummary, guidance []string) string {
+// with the lessons of failures like it, and what people have said since it
+// last heard from them.
+func retryMessage(failure *activities.TestSummary, lessons string, guidance []string) string {
 	var b strings.Builder
 	if failure != nil {
 		b.WriteString(failureReport(*failure) + "\n")
+		if lessons != "" {
+			b.WriteString("Lessons from similar failures:\n" + lessons + "\n")
+		}
 	}
 	if len(guidance) > 0 {
 		b.WriteString("A person says:\n")
@@ -458,6 +462,8 @@ func (t *task) turnLabel(what string) string {
 // after a pass, or to a retry that hears of the failure. summary is what
 // the model said of its work, kept with a verified fix.
 func (t *task) judged(ctx workflow.Context, snapshot string, result activities.TestSummary, summary string) error {
+	lessons := result.Lessons
+	result.Lessons = nil // for the retry's prompt, not the task's record
 	t.checkpoint(ctx, snapshot, result)
 	if err := t.stopIfCancelled(); err != nil {
 		return err
@@ -486,6 +492,10 @@ func (t *task) judged(ctx workflow.Context, snapshot string, result activities.T
 	}
 	t.ReflectOn = &result
 	t.Memory.Pending = &activities.Fix{FailedSnapshot: t.Base, FailureOutput: result.Output}
+	t.Memory.FailureLessons = ""
+	if lessons != nil {
+		t.Memory.FailureLessons = t.useLessons(*lessons)
+	}
 	t.noLessonFrom(result)
 	return nil
 }
@@ -503,6 +513,7 @@ func (t *task) check(ctx workflow.Context, snapshot, rejected string, tests []st
 	in := activities.CheckInput{
 		SnapshotID: snapshot, Language: t.in.Language, TestCmd: t.in.TestCmd,
 		Allow: t.in.Allow, IgnorePolicy: t.in.Policy == PolicyAllow, Scope: activities.ScopeAll,
+		RecallLessons: !t.Fenced, // a fenced attempt's Generate recalls them as it reflects
 	}
 	if t.Status.Step < len(t.Status.Plan) {
 		in.Scope, in.Tests = activities.ScopeStep, tests

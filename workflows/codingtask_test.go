@@ -108,7 +108,7 @@ func (s *codingTaskSuite) onCheck(snapshot string, result activities.TestSummary
 func (s *codingTaskSuite) TestHappyPath() {
 	s.onPlan("implement add with tests")
 	s.onAttempt("snap1")
-	s.env.OnActivity(a.Check, mock.Anything, activities.CheckInput{SnapshotID: "snap1", Language: "python"}).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, activities.CheckInput{SnapshotID: "snap1", Language: "python", RecallLessons: true}).Return(passing, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)
 
@@ -220,7 +220,7 @@ func (s *codingTaskSuite) TestValidationFailureSkipsTests() {
 	bad := activities.TestSummary{Stage: "validate", ExitCode: 1, Output: "main.py:3: [process] subprocess is not allowed"}
 	s.onCheck("snap1", bad)
 	s.onAttempt("snap2")
-	s.env.OnActivity(a.Check, mock.Anything, activities.CheckInput{SnapshotID: "snap2", Language: "python"}).Return(passing, nil).Once()
+	s.env.OnActivity(a.Check, mock.Anything, activities.CheckInput{SnapshotID: "snap2", Language: "python", RecallLessons: true}).Return(passing, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)
 	s.NoError(s.env.GetWorkflowError())

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"strings"
+
 	"github.com/stretchr/testify/mock"
 
 	"github.com/autocoder/autocoder/activities"
@@ -29,4 +31,39 @@ func (s *codingTaskSuite) TestLessonsRecalledAndSaved() {
 	s.Equal([]string{"L1"}, s.queryStatus().Lessons)
 	s.Require().Len(s.opened, 1)
 	s.Equal("task lesson\n", s.opened[0].Lessons)
+}
+
+// TestFailureLessonsReachTheRetry: a failed check brings the lessons of
+// failures like it; the retry that reports the failure carries them, once,
+// and their ids are the task's, but their text stays out of its record.
+func (s *codingTaskSuite) TestFailureLessonsReachTheRetry() {
+	s.onPlan("step")
+	withLessons := func(id, text string) activities.TestSummary {
+		f := failing
+		f.Lessons = &activities.RecallOutput{IDs: []string{id}, Text: text}
+		return f
+	}
+	for i, result := range []activities.TestSummary{withLessons("L2", "- lesson two\n"), failing, withLessons("L3", "- lesson three\n")} {
+		snapshot := []string{"s1", "s2", "s3"}[i]
+		s.onAttempt(snapshot)
+		s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool {
+			return in.SnapshotID == snapshot && in.RecallLessons
+		})).Return(result, nil).Once()
+	}
+
+	s.env.ExecuteWorkflow(CodingTask, input)
+
+	s.Error(s.env.GetWorkflowError())
+	// Opening, then per attempt its finish result and (but the last) the
+	// failure report.
+	s.Require().Len(s.appended, 5)
+	first, second := s.appended[1].Messages[0].Text, s.appended[3].Messages[0].Text
+	s.True(strings.HasPrefix(first, RetryMarker), first)
+	s.Contains(first, "Lessons from similar failures:\n- lesson two\n")
+	s.True(strings.HasPrefix(second, RetryMarker), second)
+	s.NotContains(second, "lesson", "a failure without lessons of its own repeats none")
+	st := s.queryStatus()
+	s.Equal([]string{"L2", "L3"}, st.Lessons)
+	s.Require().NotNil(st.LastTest)
+	s.Nil(st.LastTest.Lessons, "the lessons' text stays out of the task's record")
 }
