@@ -42,14 +42,19 @@ func storeCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             summary,
 		StartToCloseTimeout: time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        10 * time.Second,
-			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{activities.ErrTypeBadInput, activities.ErrTypeTranscriptConflict},
-		},
+		RetryPolicy:         shortRetry(),
 	})
+}
+
+// shortRetry retries a call of a second or so for about half a minute.
+func shortRetry() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        10 * time.Second,
+		MaximumAttempts:        5,
+		NonRetryableErrorTypes: []string{activities.ErrTypeBadInput, activities.ErrTypeTranscriptConflict},
+	}
 }
 
 // Workspace tool calls run as local activities: they are pure functions
@@ -60,13 +65,7 @@ func toolsCtx(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		Summary:             summary,
 		StartToCloseTimeout: time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        10 * time.Second,
-			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{activities.ErrTypeBadInput, activities.ErrTypeTranscriptConflict},
-		},
+		RetryPolicy:         shortRetry(),
 	})
 }
 
