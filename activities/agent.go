@@ -142,11 +142,8 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 			return ModelTurnOutput{}, err
 		}
 	}
-	msgs, err := a.conversation(ctx, in.Transcript)
+	msgs, err := a.conversationTo(ctx, in.Transcript, in.Position)
 	if err != nil {
-		return ModelTurnOutput{}, err
-	}
-	if err := upTo(in.Transcript, msgs, in.Position); err != nil {
 		return ModelTurnOutput{}, err
 	}
 	model, spec, err := a.model(in.Model)

@@ -46,11 +46,8 @@ type RunToolsOutput struct {
 // functions of files and arguments, so a retry computes the same results
 // and appends nothing twice.
 func (a *Activities) RunTools(ctx context.Context, in RunToolsInput) (RunToolsOutput, error) {
-	msgs, err := a.conversation(ctx, in.Transcript)
+	msgs, err := a.conversationTo(ctx, in.Transcript, in.Position)
 	if err != nil {
-		return RunToolsOutput{}, err
-	}
-	if err := upTo(in.Transcript, msgs, in.Position); err != nil {
 		return RunToolsOutput{}, err
 	}
 	calls, err := pickCalls(in, msgs)

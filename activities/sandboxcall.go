@@ -39,11 +39,8 @@ type sandboxCallMemo struct {
 // keeps nothing. The outcome is memoized before the append, so a retry
 // never runs the call twice.
 func (a *Activities) SandboxCall(ctx context.Context, in SandboxCallInput) (SandboxCallOutput, error) {
-	msgs, err := a.conversation(ctx, in.Transcript)
+	msgs, err := a.conversationTo(ctx, in.Transcript, in.Position)
 	if err != nil {
-		return SandboxCallOutput{}, err
-	}
-	if err := upTo(in.Transcript, msgs, in.Position); err != nil {
 		return SandboxCallOutput{}, err
 	}
 	key := memoKey("sandbox-call", in.Transcript, strconv.Itoa(in.Position), in.CallID)

@@ -45,11 +45,8 @@ At most 400 words; no preamble.`
 // and previous summary before its answer is used, so a retry never pays
 // for it twice.
 func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (SummarizeOutput, error) {
-	msgs, err := a.conversation(ctx, in.Transcript)
+	msgs, err := a.conversationTo(ctx, in.Transcript, in.Position)
 	if err != nil {
-		return SummarizeOutput{}, err
-	}
-	if err := upTo(in.Transcript, msgs, in.Position); err != nil {
 		return SummarizeOutput{}, err
 	}
 	from, previous, prevKey := opening, "", ""

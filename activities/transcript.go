@@ -72,10 +72,15 @@ func (a *Activities) appendMessages(ctx context.Context, id string, pos int, msg
 	return nil
 }
 
-// upTo checks that a transcript holds at least pos messages.
-func upTo(id string, msgs []llm.Message, pos int) error {
-	if pos < 0 || len(msgs) < pos {
-		return badInput("transcript %s has %d messages; position %d is past its end", id, len(msgs), pos)
+// conversationTo reads a transcript that must hold at least pos messages:
+// the position a turn or a tool call's results go to.
+func (a *Activities) conversationTo(ctx context.Context, id string, pos int) ([]llm.Message, error) {
+	msgs, err := a.conversation(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if pos < 0 || len(msgs) < pos {
+		return nil, badInput("transcript %s has %d messages; position %d is past its end", id, len(msgs), pos)
+	}
+	return msgs, nil
 }
