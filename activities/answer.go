@@ -67,7 +67,7 @@ func (a *Activities) applyParsed(ctx context.Context, base string, files []works
 	if err != nil {
 		return base, nil, err.Error(), nil
 	}
-	id, err = a.Store.PutSnapshot(ctx, updated)
+	id, err = a.putChanged(ctx, base, files, updated)
 	if err != nil {
 		if isLimitError(err) {
 			return base, nil, err.Error(), nil

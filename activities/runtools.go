@@ -54,10 +54,11 @@ func (a *Activities) RunTools(ctx context.Context, in RunToolsInput) (RunToolsOu
 	if err != nil {
 		return RunToolsOutput{}, err
 	}
-	files, err := a.toolFiles(ctx, in.Snapshot)
+	before, err := a.toolFiles(ctx, in.Snapshot)
 	if err != nil {
 		return RunToolsOutput{}, err
 	}
+	files := before
 	out := RunToolsOutput{Snapshot: in.Snapshot, Length: in.Position + len(calls)}
 	results := make([]llm.Message, len(calls))
 	changed := false
@@ -78,10 +79,9 @@ func (a *Activities) RunTools(ctx context.Context, in RunToolsInput) (RunToolsOu
 		out.Results = append(out.Results, ResultSummary{ID: c.ID, Name: c.Name, IsError: res.IsError, Bytes: len(res.Text)})
 	}
 	if changed {
-		if out.Snapshot, err = a.Store.PutSnapshot(ctx, files); err != nil {
+		if out.Snapshot, err = a.putChanged(ctx, in.Snapshot, before, files); err != nil {
 			return RunToolsOutput{}, fmt.Errorf("store snapshot: %w", err)
 		}
-		a.snapshots.put(out.Snapshot, files) // the next call reads it
 	}
 	if err := a.appendMessages(ctx, in.Transcript, in.Position, results...); err != nil {
 		return RunToolsOutput{}, err

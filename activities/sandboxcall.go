@@ -159,10 +159,9 @@ func (a *Activities) runCommand(ctx context.Context, in SandboxCallInput, out Sa
 			break
 		}
 		if len(d.changed) > 0 {
-			if out.Snapshot, err = a.Store.PutSnapshot(ctx, next); err != nil {
+			if out.Snapshot, err = a.putChanged(ctx, in.Snapshot, files, next); err != nil {
 				return sandboxCallMemo{}, fmt.Errorf("store snapshot: %w", err)
 			}
-			a.snapshots.put(out.Snapshot, next) // the next call reads it
 			out.Changed = d.changed
 		}
 		text.WriteString(d.describe())

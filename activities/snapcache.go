@@ -80,3 +80,23 @@ func (a *Activities) toolFiles(ctx context.Context, id string) ([]workspace.File
 	a.snapshots.put(id, files)
 	return files, nil
 }
+
+// putChanged stores next, what the workspace of snapshot base (holding
+// before) became, as base and the change between them, so that only the
+// change is hashed and written, and caches it for the next call. An empty
+// base is the empty workspace of a new project.
+func (a *Activities) putChanged(ctx context.Context, base string, before, next []workspace.File) (string, error) {
+	var id string
+	var err error
+	if base == "" {
+		id, err = a.Store.PutSnapshot(ctx, next)
+	} else {
+		writes, deletes := workspace.Changes(before, next)
+		id, err = a.Store.PutSnapshotDelta(ctx, base, writes, deletes)
+	}
+	if err != nil {
+		return "", err
+	}
+	a.snapshots.put(id, next)
+	return id, nil
+}

@@ -207,7 +207,15 @@ const tarRecord = 20 * 512
 // tarFiles encodes checked files, with their parent directories first so
 // that tar never has to guess their modes.
 func tarFiles(files []workspace.File) ([]byte, error) {
+	// Room, in the usual case, for each file's header and padded content
+	// and a directory header, and the trailer and record padding, so the
+	// buffer is allocated once rather than grown by copying.
+	size := 2 * tarRecord
+	for _, f := range files {
+		size += 3*512 + len(f.Data)
+	}
 	var buf bytes.Buffer
+	buf.Grow(size)
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
 	mtime := time.Unix(0, 0)

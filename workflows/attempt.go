@@ -119,6 +119,34 @@ func (t *task) openStep(ctx workflow.Context) error {
 	return nil
 }
 
+// versionGuidanceBetweenTurns guards passing guidance on between turns: a
+// run recorded before it (workflows/testdata, all but
+// guidance_between_turns) told the next attempt instead, and replays
+// through DefaultVersion. Retirement: once no run started before the change
+// is open or retained by the namespace, the DefaultVersion branch and
+// those histories go, and the GetVersion call stays with 1 as its minimum.
+const versionGuidanceBetweenTurns = "guidance-between-turns"
+
+// passOnGuidance tells the model, before its next turn, what people said
+// since it last heard from them, so feedback steers the attempt under way
+// rather than the next one.
+func (t *task) passOnGuidance(ctx workflow.Context) error {
+	c := &t.Conversation
+	if len(t.Status.Feedback) <= c.Guided {
+		return nil
+	}
+	// Histories from before this change told the next attempt instead.
+	if workflow.GetVersion(ctx, versionGuidanceBetweenTurns, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	msg := llm.Message{Role: llm.RoleUser, Text: retryMessage(nil, "", t.Status.Feedback[c.Guided:])}
+	if err := t.appendMessages(ctx, t.turnLabel("pass on guidance"), msg); err != nil {
+		return err
+	}
+	c.Guided = len(t.Status.Feedback)
+	return nil
+}
+
 // retryMessage tells the model why its last attempt failed, if it did,
 // with the lessons of failures like it, and what people have said since it
 // last heard from them.
@@ -208,6 +236,9 @@ func (t *task) turns(ctx workflow.Context) (*attemptEnd, error) {
 		}
 		if t.historyFull(ctx) {
 			return nil, t.continueAsNew(ctx)
+		}
+		if err := t.passOnGuidance(ctx); err != nil {
+			return nil, err
 		}
 		turn, err := t.modelTurn(ctx)
 		if err != nil || turn == nil {

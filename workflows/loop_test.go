@@ -295,3 +295,32 @@ func (s *codingTaskSuite) TestCancelWhileTheModelThinks() {
 	s.Empty(s.tools)
 	s.Empty(s.appended)
 }
+
+// TestGuidanceReachesTheNextTurn: feedback that comes while the model
+// works is passed on before its next turn, in the same attempt, once.
+func (s *codingTaskSuite) TestGuidanceReachesTheNextTurn() {
+	const tr = "default-test-workflow-id/1"
+	s.onPlan("step")
+	s.onTurn(activities.ModelTurnOutput{Calls: []activities.CallSummary{{ID: "r1", Name: "read", Label: "read calc.py"}}}).After(time.Minute)
+	s.onTools("in")
+	s.onTurn(activities.ModelTurnOutput{Calls: []activities.CallSummary{{ID: "r2", Name: "read", Label: "read calc.py"}}})
+	s.onTools("in")
+	s.onAttempt("s1")
+	s.onCheck("s1", passing)
+	s.at(30*time.Second, s.signal(SignalFeedback, FeedbackSignal{Text: "use integers"}))
+	in := input
+	in.InputSnapshot = "in"
+	s.env.ExecuteWorkflow(CodingTask, in)
+
+	s.NoError(s.env.GetWorkflowError())
+	var told []activities.AppendMessagesInput
+	for _, in := range s.appended {
+		if in.Messages[0].Role == llm.RoleUser {
+			told = append(told, in)
+		}
+	}
+	s.Require().Len(told, 1, "guidance is passed on once")
+	s.Equal(tr, told[0].Transcript)
+	s.Equal(4, told[0].Position) // after the first turn (3) and its result
+	s.Contains(told[0].Messages[0].Text, "A person says:\n- use integers")
+}

@@ -56,6 +56,7 @@ var historyCases = []historyCase{
 	{name: "cancel", input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: cancelAtPlan, wantFail: true},
 	{name: "continue_as_new_signal", failures: 2, slow: 300 * time.Millisecond, input: func(in *workflows.TaskInput) { in.MaxIterations, in.HistoryLimit = 4, 30 },
 		drive: feedbackAcrossRuns},
+	{name: "guidance_between_turns", slow: 400 * time.Millisecond, drive: guideMidAttempt},
 }
 
 // TestRecordReplayHistories runs each story of historyCases on a real
@@ -287,6 +288,17 @@ func cancelAtPlan(ctx context.Context, t *testing.T, tc *taskclient.Client, id s
 		t.Fatalf("task %s never asked for its plan's approval", id)
 	}
 	if err := tc.Cancel(ctx, id, workflows.CancelSignal{Reason: "recorded cancel"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// guideMidAttempt sends guidance while the model works on its first turn,
+// for the workflow to pass on before the next.
+func guideMidAttempt(ctx context.Context, t *testing.T, tc *taskclient.Client, id string) {
+	if _, ok := awaitStatus(ctx, t, tc, id, func(st workflows.Status) bool { return st.Turn >= 1 }); !ok {
+		t.Fatalf("task %s never reached a model turn", id)
+	}
+	if err := tc.Feedback(ctx, id, workflows.FeedbackSignal{Text: "keep add free of side effects"}); err != nil {
 		t.Fatal(err)
 	}
 }

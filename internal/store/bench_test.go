@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/autocoder/autocoder/internal/workspace"
 )
@@ -153,3 +155,54 @@ func BenchmarkSnapshotGrowth(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSnapshotEdit stores one edit of a file in a 1,000-file
+// workspace, as a tool call does, two ways in one run: the files whole
+// (PutSnapshot hashes and writes every entry) and as the change over its
+// base (PutSnapshotDelta). It prints each p50 and the ratio:
+//
+//	go test -run '^$' -bench SnapshotEdit -benchtime 1x ./internal/store/
+func BenchmarkSnapshotEdit(b *testing.B) {
+	const edits = 50
+	ctx := context.Background()
+	for _, tgt := range backends {
+		b.Run(tgt.name, func(b *testing.B) {
+			s := openTarget(b, tgt.target(b))
+			files := normalised(genFiles(benchFiles, benchFileBytes, "edit"))
+			base := mustPut(b, s, files)
+			var whole, delta []time.Duration
+			for i := range edits {
+				k := i * 97 % benchFiles
+				edited := make([]workspace.File, len(files))
+				copy(edited, files)
+				// Whole and delta store different content, so neither finds
+				// the other's snapshot already there.
+				edited[k].Data = fmt.Appendf(nil, "whole edit %d\n", i)
+				start := time.Now()
+				if _, err := s.PutSnapshot(ctx, edited); err != nil {
+					b.Fatal(err)
+				}
+				whole = append(whole, time.Since(start))
+				change := []workspace.File{{Path: files[k].Path, Data: fmt.Appendf(nil, "delta edit %d\n", i)}}
+				start = time.Now()
+				if _, err := s.PutSnapshotDelta(ctx, base, change, nil); err != nil {
+					b.Fatal(err)
+				}
+				delta = append(delta, time.Since(start))
+			}
+			w, d := median(whole), median(delta)
+			fmt.Printf("%s: one edit of %d files: whole %.2f ms, delta %.2f ms, ratio %.2f\n", tgt.name, benchFiles, ms(w), ms(d), float64(d)/float64(w))
+			b.ReportMetric(ms(w), "whole-p50-ms")
+			b.ReportMetric(ms(d), "delta-p50-ms")
+			b.ReportMetric(float64(d)/float64(w), "delta/whole")
+		})
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

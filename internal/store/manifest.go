@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -30,6 +31,13 @@ type plan struct {
 	id      string
 	entries []Entry // path order
 	blobs   []blob  // distinct, hash order so concurrent writers lock rows alike
+
+	// A plan made from a base snapshot copies the base's entries but those
+	// of the paths in replaced inside the database and inserts only added;
+	// a plan without one inserts every entry.
+	base     string
+	replaced []string // path order
+	added    []Entry  // path order
 }
 
 func hashData(data []byte) string {
@@ -74,9 +82,97 @@ func planSnapshot(files []workspace.File) (plan, error) {
 			p.blobs = append(p.blobs, blob{hash: h, data: nonNil(f.Data)})
 		}
 	}
-	sort.Slice(p.blobs, func(i, j int) bool { return p.blobs[i].hash < p.blobs[j].hash })
+	sortBlobs(p.blobs)
+	p.id = manifestID(p.entries)
+	p.added = p.entries
+	return p, nil
+}
+
+func sortBlobs(blobs []blob) {
+	sort.Slice(blobs, func(i, j int) bool { return blobs[i].hash < blobs[j].hash })
+}
+
+// planDelta validates the snapshot that base (its manifest, in path order)
+// becomes with writes put in and deletes taken out, and derives it hashing
+// only what was written. The result is the plan planSnapshot makes of the
+// same files, with the base to copy the rest from.
+func planDelta(base Manifest, writes []workspace.File, deletes []string) (plan, error) {
+	p := plan{base: base.ID}
+	changed := make(map[string]bool, len(writes)+len(deletes))
+	for _, d := range deletes {
+		if changed[d] {
+			return plan{}, fmt.Errorf("%w: %q is deleted twice", ErrInvalidSnapshot, d)
+		}
+		changed[d] = true
+	}
+	var added []Entry
+	written := make(map[string]bool, len(writes))
+	seen := map[string]bool{} // blob hashes
+	for _, f := range writes {
+		if changed[f.Path] {
+			return plan{}, fmt.Errorf("%w: %q is both written and deleted, or written twice", ErrInvalidSnapshot, f.Path)
+		}
+		changed[f.Path], written[f.Path] = true, true
+		h := hashData(f.Data)
+		added = append(added, Entry{Path: f.Path, Hash: h, Mode: f.FileMode(), Size: int64(len(f.Data))})
+		if !seen[h] {
+			seen[h] = true
+			p.blobs = append(p.blobs, blob{hash: h, data: nonNil(f.Data)})
+		}
+	}
+	sort.Slice(added, func(i, j int) bool { return added[i].Path < added[j].Path })
+	sortBlobs(p.blobs)
+
+	p.entries = make([]Entry, 0, len(base.Entries)+len(added))
+	deleted := 0
+	for _, e := range base.Entries {
+		switch {
+		case !changed[e.Path]:
+			p.entries = append(p.entries, e)
+			continue
+		case !written[e.Path]:
+			deleted++
+		}
+		p.replaced = append(p.replaced, e.Path)
+	}
+	if deleted < len(deletes) {
+		return plan{}, fmt.Errorf("%w: a path to delete is not in snapshot %s", ErrInvalidSnapshot, base.ID)
+	}
+	p.entries = append(p.entries, added...)
+	sort.Slice(p.entries, func(i, j int) bool { return p.entries[i].Path < p.entries[j].Path })
+
+	sized := make([]workspace.Sized, len(p.entries))
+	for i, e := range p.entries {
+		sized[i] = workspace.Sized{Path: e.Path, Size: e.Size}
+	}
+	if err := workspace.DefaultLimits.CheckSized(sized); err != nil {
+		return plan{}, fmt.Errorf("%w: %w", ErrInvalidSnapshot, err)
+	}
+	p.added = added
 	p.id = manifestID(p.entries)
 	return p, nil
+}
+
+// planFromBase reads the base's manifest and plans the delta over it.
+func planFromBase(ctx context.Context, r entryReader, base string, writes []workspace.File, deletes []string) (plan, error) {
+	m, err := getManifest(ctx, r, base)
+	if err != nil {
+		return plan{}, fmt.Errorf("put snapshot over %s: %w", base, err)
+	}
+	p, err := planDelta(m, writes, deletes)
+	if err != nil {
+		return plan{}, fmt.Errorf("put snapshot over %s: %w", base, err)
+	}
+	return p, nil
+}
+
+// checkCopied checks that copying the base's entries copied every entry
+// the plan keeps of it.
+func (p plan) checkCopied(n int64) error {
+	if want := int64(len(p.entries) - len(p.added)); n != want {
+		return fmt.Errorf("copy entries of %s: copied %d, want %d", p.base, n, want)
+	}
+	return nil
 }
 
 // verifyBlob checks content read back from a backend against its address.

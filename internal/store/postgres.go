@@ -65,6 +65,19 @@ func (s *Postgres) PutSnapshot(ctx context.Context, files []workspace.File) (str
 	if err != nil {
 		return "", fmt.Errorf("put snapshot: %w", err)
 	}
+	return s.put(ctx, p)
+}
+
+// PutSnapshotDelta implements Store.
+func (s *Postgres) PutSnapshotDelta(ctx context.Context, base string, writes []workspace.File, deletes []string) (string, error) {
+	p, err := planFromBase(ctx, s, base, writes, deletes)
+	if err != nil {
+		return "", err
+	}
+	return s.put(ctx, p)
+}
+
+func (s *Postgres) put(ctx context.Context, p plan) (string, error) {
 	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return writePostgres(ctx, tx, p) }); err != nil {
 		return "", fmt.Errorf("put snapshot %s: %w", p.id, err)
 	}
@@ -122,10 +135,21 @@ func writePostgres(ctx context.Context, tx pgx.Tx, p plan) error {
 		}
 	}
 
+	if p.base != "" {
+		tag, err := tx.Exec(ctx, `INSERT INTO snapshot_entries (snapshot_id, path, hash, mode, size)
+			SELECT $1, path, hash, mode, size FROM snapshot_entries
+			WHERE snapshot_id = $2 AND path <> ALL($3::text[])`, p.id, p.base, append([]string{}, p.replaced...))
+		if err != nil {
+			return fmt.Errorf("copy entries of %s: %w", p.base, err)
+		}
+		if err := p.checkCopied(tag.RowsAffected()); err != nil {
+			return err
+		}
+	}
 	_, err = tx.CopyFrom(ctx, pgx.Identifier{"snapshot_entries"},
 		[]string{"snapshot_id", "path", "hash", "mode", "size"},
-		pgx.CopyFromSlice(len(p.entries), func(i int) ([]any, error) {
-			e := p.entries[i]
+		pgx.CopyFromSlice(len(p.added), func(i int) ([]any, error) {
+			e := p.added[i]
 			return []any{p.id, e.Path, e.Hash, int32(e.Mode), e.Size}, nil
 		}))
 	if err != nil {

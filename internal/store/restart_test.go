@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/autocoder/autocoder/internal/workspace"
 )
 
 // The test binary re-runs itself as a child process when childEnv is set:
@@ -47,6 +49,7 @@ func runChild(mode, target, stopAt string) error {
 		return nil
 	}
 	const stopIn = 3
+	var prev string
 	for i := 0; ctx.Err() == nil; i++ {
 		writeStepHook = func(step string) {
 			if i == stopIn && step == stopAt {
@@ -56,10 +59,17 @@ func runChild(mode, target, stopAt string) error {
 		}
 		files := genFiles(300, 8<<10, fmt.Sprintf("%d/%d", os.Getpid(), i))
 		fmt.Printf("begin %d\n", i)
-		id, err := s.PutSnapshot(ctx, files)
+		var id string
+		if i%2 == 0 {
+			id, err = s.PutSnapshot(ctx, files)
+		} else { // the one stopped in is a change of the one before
+			writes := []workspace.File{files[0], {Path: "new/" + files[1].Path, Data: files[1].Data}}
+			id, err = s.PutSnapshotDelta(ctx, prev, writes, []string{files[2].Path})
+		}
 		if err != nil {
 			return err
 		}
+		prev = id
 		fmt.Printf("commit %s\n", id)
 	}
 	return ctx.Err()

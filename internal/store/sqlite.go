@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -131,6 +132,19 @@ func (s *SQLite) PutSnapshot(ctx context.Context, files []workspace.File) (strin
 	if err != nil {
 		return "", fmt.Errorf("put snapshot: %w", err)
 	}
+	return s.put(ctx, p)
+}
+
+// PutSnapshotDelta implements Store.
+func (s *SQLite) PutSnapshotDelta(ctx context.Context, base string, writes []workspace.File, deletes []string) (string, error) {
+	p, err := planFromBase(ctx, s, base, writes, deletes)
+	if err != nil {
+		return "", err
+	}
+	return s.put(ctx, p)
+}
+
+func (s *SQLite) put(ctx context.Context, p plan) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.write(ctx, p); err != nil {
@@ -168,12 +182,31 @@ func (s *SQLite) write(ctx context.Context, p plan) error {
 		}
 	}
 
+	if p.base != "" {
+		replaced, err := json.Marshal(append([]string{}, p.replaced...)) // [], never null
+		if err != nil {
+			return fmt.Errorf("encode paths: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO snapshot_entries (snapshot_id, path, hash, mode, size)
+			SELECT ?, path, hash, mode, size FROM snapshot_entries
+			WHERE snapshot_id = ? AND path NOT IN (SELECT value FROM json_each(?))`, p.id, p.base, string(replaced))
+		if err != nil {
+			return fmt.Errorf("copy entries of %s: %w", p.base, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("copy entries of %s: %w", p.base, err)
+		}
+		if err := p.checkCopied(n); err != nil {
+			return err
+		}
+	}
 	entryStmt, err := tx.PrepareContext(ctx, `INSERT INTO snapshot_entries (snapshot_id, path, hash, mode, size) VALUES (?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("prepare entries: %w", err)
 	}
 	defer entryStmt.Close()
-	for _, e := range p.entries {
+	for _, e := range p.added {
 		if _, err := entryStmt.ExecContext(ctx, p.id, e.Path, e.Hash, e.Mode, e.Size); err != nil {
 			return fmt.Errorf("insert entry: %w", err)
 		}

@@ -41,6 +41,15 @@ type Store interface {
 	// sha256 of the canonical manifest: the same files give the same id.
 	// The write is atomic: a snapshot is visible whole or not at all.
 	PutSnapshot(ctx context.Context, files []workspace.File) (string, error)
+	// PutSnapshotDelta stores the snapshot that base becomes with writes
+	// put in (new files, or new content or mode of the base's) and the
+	// paths in deletes taken out, and returns the id PutSnapshot gives
+	// the same files. Only what is written is hashed and sent: the base's
+	// other entries are copied inside the database, so a small change to a
+	// large workspace costs about what the change does. An unknown base is
+	// ErrNotFound; a path both written and deleted, a deleted path the base
+	// lacks, or a result PutSnapshot would refuse is ErrInvalidSnapshot.
+	PutSnapshotDelta(ctx context.Context, base string, writes []workspace.File, deletes []string) (string, error)
 	GetSnapshot(ctx context.Context, id string) ([]workspace.File, error)
 	GetManifest(ctx context.Context, id string) (Manifest, error)
 	GetBlob(ctx context.Context, hash string) ([]byte, error)

@@ -106,6 +106,22 @@ func dropIgnorable(r rune) rune {
 
 // Check validates every path and the limits; it reports the first problem.
 func (l Limits) Check(files []File) error {
+	sized := make([]Sized, len(files))
+	for i, f := range files {
+		sized[i] = Sized{Path: f.Path, Size: int64(len(f.Data))}
+	}
+	return l.CheckSized(sized)
+}
+
+// Sized is what a limit check needs of a file: its path and size.
+type Sized struct {
+	Path string
+	Size int64
+}
+
+// CheckSized is Check for a workspace known by its paths and sizes, as a
+// snapshot's manifest knows it.
+func (l Limits) CheckSized(files []Sized) error {
 	var total int64
 	if l.MaxFiles > 0 && len(files) > l.MaxFiles {
 		return fmt.Errorf("%w: workspace has %d files, more than the limit of %d", ErrTooLarge, len(files), l.MaxFiles)
@@ -123,11 +139,10 @@ func (l Limits) Check(files []File) error {
 			return fmt.Errorf("%w: duplicate path %q", ErrUnsafePath, c)
 		}
 		seen[c] = true
-		size := int64(len(f.Data))
-		if l.MaxFileBytes > 0 && size > l.MaxFileBytes {
-			return fmt.Errorf("%w: file %q is %d bytes, more than the limit of %d", ErrTooLarge, f.Path, size, l.MaxFileBytes)
+		if l.MaxFileBytes > 0 && f.Size > l.MaxFileBytes {
+			return fmt.Errorf("%w: file %q is %d bytes, more than the limit of %d", ErrTooLarge, f.Path, f.Size, l.MaxFileBytes)
 		}
-		total += size
+		total += f.Size
 	}
 	if l.MaxTotalBytes > 0 && total > l.MaxTotalBytes {
 		return fmt.Errorf("%w: workspace holds %d bytes, more than the limit of %d", ErrTooLarge, total, l.MaxTotalBytes)
@@ -142,7 +157,7 @@ func (l Limits) Check(files []File) error {
 // bareRepository finds a directory the files make look like a bare git
 // repository: HEAD beside objects/ and refs/, compared case-insensitively.
 // Git run inside it would read the config file there as its own.
-func bareRepository(files []File) (string, bool) {
+func bareRepository(files []Sized) (string, bool) {
 	const head, objects, refs = 1, 2, 4
 	marks := map[string]int{}
 	for _, f := range files {

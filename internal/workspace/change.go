@@ -1,0 +1,34 @@
+package workspace
+
+import (
+	"bytes"
+	"slices"
+)
+
+// Changes returns what turns before into after: the files after writes
+// (added, or different in content or executable bit) and the paths it
+// no longer holds, each in path order. Content shared by both sides, as a
+// file a tool left alone shares its bytes, compares at no cost.
+func Changes(before, after []File) (writes []File, deletes []string) {
+	old := make(map[string]File, len(before))
+	for _, f := range before {
+		old[f.Path] = f
+	}
+	kept := make(map[string]bool, len(after))
+	for _, f := range after {
+		kept[f.Path] = true
+		prev, had := old[f.Path]
+		if had && prev.FileMode() == f.FileMode() && bytes.Equal(prev.Data, f.Data) {
+			continue
+		}
+		writes = append(writes, f)
+	}
+	for _, f := range before {
+		if !kept[f.Path] {
+			deletes = append(deletes, f.Path)
+		}
+	}
+	Sort(writes)
+	slices.Sort(deletes)
+	return writes, deletes
+}
