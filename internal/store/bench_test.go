@@ -156,47 +156,89 @@ func BenchmarkSnapshotGrowth(b *testing.B) {
 	}
 }
 
-// BenchmarkSnapshotEdit stores one edit of a file in a 1,000-file
-// workspace, as a tool call does, two ways in one run: the files whole
-// (PutSnapshot hashes and writes every entry) and as the change over its
-// base (PutSnapshotDelta). It prints each p50 and the ratio:
+// BenchmarkSnapshotEdit stores a run of one-file edits of a 1,000-file
+// workspace, each over the one before, as a tool loop does, two ways in one
+// run: the files whole (PutSnapshot hashes and writes every entry) and as
+// the change over the previous snapshot (PutSnapshotDelta; every 17th is
+// stored whole again, which the p50 and the mean both include). It prints
+// each p50 and mean and their ratios:
 //
 //	go test -run '^$' -bench SnapshotEdit -benchtime 1x ./internal/store/
 func BenchmarkSnapshotEdit(b *testing.B) {
-	const edits = 50
+	const edits = 4*(maxDepth+1) - 1 // the last one maxDepth layers deep
 	ctx := context.Background()
 	for _, tgt := range backends {
 		b.Run(tgt.name, func(b *testing.B) {
 			s := openTarget(b, tgt.target(b))
 			files := normalised(genFiles(benchFiles, benchFileBytes, "edit"))
-			base := mustPut(b, s, files)
+			prev := mustPut(b, s, files)
 			var whole, delta []time.Duration
 			for i := range edits {
 				k := i * 97 % benchFiles
-				edited := make([]workspace.File, len(files))
-				copy(edited, files)
 				// Whole and delta store different content, so neither finds
 				// the other's snapshot already there.
-				edited[k].Data = fmt.Appendf(nil, "whole edit %d\n", i)
+				files[k].Data = fmt.Appendf(nil, "whole edit %d\n", i)
 				start := time.Now()
-				if _, err := s.PutSnapshot(ctx, edited); err != nil {
+				if _, err := s.PutSnapshot(ctx, files); err != nil {
 					b.Fatal(err)
 				}
 				whole = append(whole, time.Since(start))
 				change := []workspace.File{{Path: files[k].Path, Data: fmt.Appendf(nil, "delta edit %d\n", i)}}
 				start = time.Now()
-				if _, err := s.PutSnapshotDelta(ctx, base, change, nil); err != nil {
+				var err error
+				if prev, err = s.PutSnapshotDelta(ctx, prev, change, nil); err != nil {
 					b.Fatal(err)
 				}
 				delta = append(delta, time.Since(start))
 			}
+			// Reading back: the last layered snapshot, deepest of all, and
+			// the same files stored whole.
+			layered := prev
+			deepest, err := s.(entryReader).depth(ctx, layered)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got, err := s.GetSnapshot(ctx, layered)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range got {
+				got[i].Data = append(got[i].Data, '\n') // not yet stored
+			}
+			flat := mustPut(b, s, got)
+			var readLayered, readFlat []time.Duration
+			for range 20 {
+				for _, r := range []struct {
+					id   string
+					took *[]time.Duration
+				}{{layered, &readLayered}, {flat, &readFlat}} {
+					start := time.Now()
+					if _, err := s.GetSnapshot(ctx, r.id); err != nil {
+						b.Fatal(err)
+					}
+					*r.took = append(*r.took, time.Since(start))
+				}
+			}
+			rl, rf := median(readLayered), median(readFlat)
+			fmt.Printf("%s: reading %d layers back %.2f ms, whole %.2f ms, ratio %.2f\n", tgt.name, deepest, ms(rl), ms(rf), float64(rl)/float64(rf))
+			b.ReportMetric(float64(rl)/float64(rf), "read-layered/whole")
+
 			w, d := median(whole), median(delta)
-			fmt.Printf("%s: one edit of %d files: whole %.2f ms, delta %.2f ms, ratio %.2f\n", tgt.name, benchFiles, ms(w), ms(d), float64(d)/float64(w))
-			b.ReportMetric(ms(w), "whole-p50-ms")
-			b.ReportMetric(ms(d), "delta-p50-ms")
-			b.ReportMetric(float64(d)/float64(w), "delta/whole")
+			wm, dm := mean(whole), mean(delta)
+			fmt.Printf("%s: %d edits of %d files, p50 whole %.2f ms, delta %.2f ms, ratio %.2f; mean whole %.2f ms, delta %.2f ms, ratio %.2f\n",
+				tgt.name, edits, benchFiles, ms(w), ms(d), float64(d)/float64(w), ms(wm), ms(dm), float64(dm)/float64(wm))
+			b.ReportMetric(float64(d)/float64(w), "delta/whole-p50")
+			b.ReportMetric(float64(dm)/float64(wm), "delta/whole-mean")
 		})
 	}
+}
+
+func mean(d []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return sum / time.Duration(len(d))
 }
 
 func median(d []time.Duration) time.Duration {

@@ -116,6 +116,40 @@ func RunDeltaContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		assertFiles(t, got, want)
 	})
 
+	t.Run("layers stay shallow", func(t *testing.T) {
+		s := one(t)
+		layers, ok := s.(entryReader)
+		if !ok {
+			t.Skipf("%T does not say how deep a snapshot is", s)
+		}
+		want := normalised(genFiles(20, 50, "deep"))
+		id := mustPut(t, s, want)
+		for i := 1; i <= 2*maxDepth+2; i++ {
+			writes := []workspace.File{{Path: fmt.Sprintf("f%02d", i), Data: fmt.Appendf(nil, "%d", i)}}
+			var deletes []string
+			if i%3 == 0 {
+				deletes = []string{want[0].Path}
+			}
+			var err error
+			if id, err = s.PutSnapshotDelta(ctx, id, writes, deletes); err != nil {
+				t.Fatal(err)
+			}
+			want = applyChange(want, writes, deletes)
+			depth, err := layers.depth(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantDepth := i % (maxDepth + 1); depth != wantDepth {
+				t.Fatalf("change %d: depth %d, want %d", i, depth, wantDepth)
+			}
+			got, err := s.GetSnapshot(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertFiles(t, got, want)
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		big := make([]byte, workspace.DefaultLimits.MaxFileBytes)
 		s := one(t)

@@ -32,13 +32,18 @@ type plan struct {
 	entries []Entry // path order
 	blobs   []blob  // distinct, hash order so concurrent writers lock rows alike
 
-	// A plan made from a base snapshot copies the base's entries but those
-	// of the paths in replaced inside the database and inserts only added;
-	// a plan without one inserts every entry.
-	base     string
-	replaced []string // path order
-	added    []Entry  // path order
+	// A plan made over a base snapshot (depth > 0) writes only what
+	// changed from it: the entries added and the paths deleted. Otherwise
+	// added is every entry.
+	base    string
+	depth   int
+	added   []Entry  // path order
+	deleted []string // path order
 }
+
+// maxDepth bounds the layers under a snapshot, and so what reading one
+// costs: a change over a snapshot this deep is stored whole.
+const maxDepth = 16
 
 func hashData(data []byte) string {
 	sum := sha256.Sum256(data)
@@ -92,12 +97,13 @@ func sortBlobs(blobs []blob) {
 	sort.Slice(blobs, func(i, j int) bool { return blobs[i].hash < blobs[j].hash })
 }
 
-// planDelta validates the snapshot that base (its manifest, in path order)
-// becomes with writes put in and deletes taken out, and derives it hashing
-// only what was written. The result is the plan planSnapshot makes of the
-// same files, with the base to copy the rest from.
-func planDelta(base Manifest, writes []workspace.File, deletes []string) (plan, error) {
-	p := plan{base: base.ID}
+// planDelta validates the snapshot that base (its manifest, in path order,
+// and the layers under it) becomes with writes put in and deletes taken
+// out, and derives it hashing only what was written. The result is the
+// plan planSnapshot makes of the same files, stored over the base unless
+// the base is maxDepth deep.
+func planDelta(base Manifest, baseDepth int, writes []workspace.File, deletes []string) (plan, error) {
+	p := plan{base: base.ID, depth: baseDepth + 1}
 	changed := make(map[string]bool, len(writes)+len(deletes))
 	for _, d := range deletes {
 		if changed[d] {
@@ -105,7 +111,6 @@ func planDelta(base Manifest, writes []workspace.File, deletes []string) (plan, 
 		}
 		changed[d] = true
 	}
-	var added []Entry
 	written := make(map[string]bool, len(writes))
 	seen := map[string]bool{} // blob hashes
 	for _, f := range writes {
@@ -114,32 +119,29 @@ func planDelta(base Manifest, writes []workspace.File, deletes []string) (plan, 
 		}
 		changed[f.Path], written[f.Path] = true, true
 		h := hashData(f.Data)
-		added = append(added, Entry{Path: f.Path, Hash: h, Mode: f.FileMode(), Size: int64(len(f.Data))})
+		p.added = append(p.added, Entry{Path: f.Path, Hash: h, Mode: f.FileMode(), Size: int64(len(f.Data))})
 		if !seen[h] {
 			seen[h] = true
 			p.blobs = append(p.blobs, blob{hash: h, data: nonNil(f.Data)})
 		}
 	}
-	sort.Slice(added, func(i, j int) bool { return added[i].Path < added[j].Path })
+	sortEntries(p.added)
 	sortBlobs(p.blobs)
 
-	p.entries = make([]Entry, 0, len(base.Entries)+len(added))
-	deleted := 0
+	p.entries = make([]Entry, 0, len(base.Entries)+len(p.added))
 	for _, e := range base.Entries {
 		switch {
 		case !changed[e.Path]:
 			p.entries = append(p.entries, e)
-			continue
 		case !written[e.Path]:
-			deleted++
+			p.deleted = append(p.deleted, e.Path)
 		}
-		p.replaced = append(p.replaced, e.Path)
 	}
-	if deleted < len(deletes) {
+	if len(p.deleted) < len(deletes) {
 		return plan{}, fmt.Errorf("%w: a path to delete is not in snapshot %s", ErrInvalidSnapshot, base.ID)
 	}
-	p.entries = append(p.entries, added...)
-	sort.Slice(p.entries, func(i, j int) bool { return p.entries[i].Path < p.entries[j].Path })
+	p.entries = append(p.entries, p.added...)
+	sortEntries(p.entries)
 
 	sized := make([]workspace.Sized, len(p.entries))
 	for i, e := range p.entries {
@@ -148,31 +150,38 @@ func planDelta(base Manifest, writes []workspace.File, deletes []string) (plan, 
 	if err := workspace.DefaultLimits.CheckSized(sized); err != nil {
 		return plan{}, fmt.Errorf("%w: %w", ErrInvalidSnapshot, err)
 	}
-	p.added = added
 	p.id = manifestID(p.entries)
-	return p, nil
-}
-
-// planFromBase reads the base's manifest and plans the delta over it.
-func planFromBase(ctx context.Context, r entryReader, base string, writes []workspace.File, deletes []string) (plan, error) {
-	m, err := getManifest(ctx, r, base)
-	if err != nil {
-		return plan{}, fmt.Errorf("put snapshot over %s: %w", base, err)
-	}
-	p, err := planDelta(m, writes, deletes)
-	if err != nil {
-		return plan{}, fmt.Errorf("put snapshot over %s: %w", base, err)
+	if p.depth > maxDepth { // whole; the base's blobs are stored already
+		p.base, p.depth, p.added, p.deleted = "", 0, p.entries, nil
 	}
 	return p, nil
 }
 
-// checkCopied checks that copying the base's entries copied every entry
-// the plan keeps of it.
-func (p plan) checkCopied(n int64) error {
-	if want := int64(len(p.entries) - len(p.added)); n != want {
-		return fmt.Errorf("copy entries of %s: copied %d, want %d", p.base, n, want)
+func sortEntries(entries []Entry) {
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+}
+
+// planFromBase reads the base's depth and manifest, the manifest from
+// cache when it holds it, and plans the delta over it.
+func planFromBase(ctx context.Context, r entryReader, cache *manifestCache, base string, writes []workspace.File, deletes []string) (plan, error) {
+	depth, err := r.depth(ctx, base) // also says the base is there
+	if err != nil {
+		return plan{}, fmt.Errorf("put snapshot over %s: %w", base, err)
 	}
-	return nil
+	entries, ok := cache.get(base)
+	if !ok {
+		m, err := getManifest(ctx, r, base)
+		if err != nil {
+			return plan{}, fmt.Errorf("put snapshot over %s: %w", base, err)
+		}
+		entries = m.Entries
+		cache.put(base, entries)
+	}
+	p, err := planDelta(Manifest{ID: base, Entries: entries}, depth, writes, deletes)
+	if err != nil {
+		return plan{}, fmt.Errorf("put snapshot over %s: %w", base, err)
+	}
+	return p, nil
 }
 
 // verifyBlob checks content read back from a backend against its address.

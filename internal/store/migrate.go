@@ -19,7 +19,13 @@ var migrations embed.FS
 
 // migrateUp applies the backend's pending migrations through driver, which
 // the caller has already made exclusive across processes. It closes driver.
-func migrateUp(backend string, driver database.Driver) (err error) {
+func migrateUp(backend string, driver database.Driver) error {
+	return migrateWith(backend, driver, (*migrate.Migrate).Up)
+}
+
+// migrateWith moves the backend's schema through driver as move says, and
+// checks that it is left clean. It closes driver.
+func migrateWith(backend string, driver database.Driver, move func(*migrate.Migrate) error) (err error) {
 	src, err := iofs.New(migrations, "migrations/"+backend)
 	if err != nil {
 		return errors.Join(fmt.Errorf("migrations source: %w", err), driver.Close())
@@ -35,8 +41,8 @@ func migrateUp(backend string, driver database.Driver) (err error) {
 			err = errors.Join(err, fmt.Errorf("close migrations: %w", cerr))
 		}
 	}()
-	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("migrate up: %w", err)
+	if err := move(m); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("migrate: %w", err)
 	}
 	version, dirty, err := m.Version()
 	if err != nil {

@@ -16,7 +16,8 @@ import (
 
 // Postgres is the shared backend for teams and several workers.
 type Postgres struct {
-	pool *pgxpool.Pool
+	pool      *pgxpool.Pool
+	manifests manifestCache
 }
 
 var _ Store = (*Postgres)(nil)
@@ -70,7 +71,7 @@ func (s *Postgres) PutSnapshot(ctx context.Context, files []workspace.File) (str
 
 // PutSnapshotDelta implements Store.
 func (s *Postgres) PutSnapshotDelta(ctx context.Context, base string, writes []workspace.File, deletes []string) (string, error) {
-	p, err := planFromBase(ctx, s, base, writes, deletes)
+	p, err := planFromBase(ctx, s, &s.manifests, base, writes, deletes)
 	if err != nil {
 		return "", err
 	}
@@ -82,13 +83,15 @@ func (s *Postgres) put(ctx context.Context, p plan) (string, error) {
 		return "", fmt.Errorf("put snapshot %s: %w", p.id, err)
 	}
 	writeStep("committed")
+	s.manifests.put(p.id, p.entries) // the next change is likely over it
 	return p.id, nil
 }
 
 func writePostgres(ctx context.Context, tx pgx.Tx, p plan) error {
 	// Inserting the snapshot row first makes an existing id a cheap no-op,
 	// and a concurrent writer of the same id waits here for the first one.
-	tag, err := tx.Exec(ctx, `INSERT INTO snapshots (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, p.id)
+	tag, err := tx.Exec(ctx, `INSERT INTO snapshots (id, base_id, depth) VALUES ($1, NULLIF($2, ''), $3) ON CONFLICT (id) DO NOTHING`,
+		p.id, p.base, p.depth)
 	if err != nil {
 		return fmt.Errorf("insert snapshot: %w", err)
 	}
@@ -135,17 +138,6 @@ func writePostgres(ctx context.Context, tx pgx.Tx, p plan) error {
 		}
 	}
 
-	if p.base != "" {
-		tag, err := tx.Exec(ctx, `INSERT INTO snapshot_entries (snapshot_id, path, hash, mode, size)
-			SELECT $1, path, hash, mode, size FROM snapshot_entries
-			WHERE snapshot_id = $2 AND path <> ALL($3::text[])`, p.id, p.base, append([]string{}, p.replaced...))
-		if err != nil {
-			return fmt.Errorf("copy entries of %s: %w", p.base, err)
-		}
-		if err := p.checkCopied(tag.RowsAffected()); err != nil {
-			return err
-		}
-	}
 	_, err = tx.CopyFrom(ctx, pgx.Identifier{"snapshot_entries"},
 		[]string{"snapshot_id", "path", "hash", "mode", "size"},
 		pgx.CopyFromSlice(len(p.added), func(i int) ([]any, error) {
@@ -154,6 +146,12 @@ func writePostgres(ctx context.Context, tx pgx.Tx, p plan) error {
 		}))
 	if err != nil {
 		return fmt.Errorf("copy entries: %w", err)
+	}
+	if len(p.deleted) > 0 {
+		_, err = tx.Exec(ctx, `INSERT INTO snapshot_deletions (snapshot_id, path) SELECT $1, unnest($2::text[])`, p.id, p.deleted)
+		if err != nil {
+			return fmt.Errorf("insert deletions: %w", err)
+		}
 	}
 	writeStep("entries")
 	return nil
@@ -179,16 +177,25 @@ func (s *Postgres) readEntries(ctx context.Context, id string, withData bool, vi
 	}
 	// Snapshots are immutable once committed, so reading the entries
 	// outside the existence check's transaction is consistent.
-	q := `SELECT e.path, e.hash, e.mode, e.size, NULL::bytea FROM snapshot_entries e WHERE e.snapshot_id = $1 ORDER BY e.path`
+	data := "NULL::bytea"
 	if withData {
-		q = `SELECT e.path, e.hash, e.mode, e.size, b.data FROM snapshot_entries e JOIN blobs b ON b.hash = e.hash WHERE e.snapshot_id = $1 ORDER BY e.path`
+		data = "b.data"
 	}
-	rs, err := s.pool.Query(ctx, q, id)
+	rs, err := s.pool.Query(ctx, entriesQuery("$1", data, "NULL::text, NULL::integer, NULL::bigint"), id)
 	if err != nil {
 		return err
 	}
 	defer rs.Close()
 	return scanEntries(rs, visit)
+}
+
+func (s *Postgres) depth(ctx context.Context, id string) (int, error) {
+	var d int32
+	err := s.pool.QueryRow(ctx, `SELECT depth FROM snapshots WHERE id = $1`, id).Scan(&d)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return int(d), err
 }
 
 // GetBlob implements Store.

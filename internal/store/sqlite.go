@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,7 +29,8 @@ type SQLite struct {
 	path string
 	// mu queues this process's writers in order instead of letting them
 	// poll for the file's write lock.
-	mu sync.Mutex
+	mu        sync.Mutex
+	manifests manifestCache
 }
 
 var _ Store = (*SQLite)(nil)
@@ -137,7 +137,7 @@ func (s *SQLite) PutSnapshot(ctx context.Context, files []workspace.File) (strin
 
 // PutSnapshotDelta implements Store.
 func (s *SQLite) PutSnapshotDelta(ctx context.Context, base string, writes []workspace.File, deletes []string) (string, error) {
-	p, err := planFromBase(ctx, s, base, writes, deletes)
+	p, err := planFromBase(ctx, s, &s.manifests, base, writes, deletes)
 	if err != nil {
 		return "", err
 	}
@@ -151,6 +151,7 @@ func (s *SQLite) put(ctx context.Context, p plan) (string, error) {
 		return "", fmt.Errorf("put snapshot %s: %w", p.id, err)
 	}
 	writeStep("committed")
+	s.manifests.put(p.id, p.entries) // the next change is likely over it
 	return p.id, nil
 }
 
@@ -162,12 +163,13 @@ func (s *SQLite) write(ctx context.Context, p plan) error {
 	defer func() { _ = tx.Rollback() }() // no-op after Commit
 
 	// Inserting the snapshot row first makes an existing id a cheap no-op.
-	res, err := tx.ExecContext(ctx, `INSERT INTO snapshots (id) VALUES (?) ON CONFLICT (id) DO NOTHING`, p.id)
+	res, err := tx.ExecContext(ctx, `INSERT INTO snapshots (id, base_id, depth) VALUES (?, NULLIF(?, ''), ?) ON CONFLICT (id) DO NOTHING`,
+		p.id, p.base, p.depth)
 	if err != nil {
 		return fmt.Errorf("insert snapshot: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return err // n == 0: stored whole before, nothing to add
+		return err // n == 0: stored before, nothing to add
 	}
 	writeStep("snapshot row")
 
@@ -182,25 +184,6 @@ func (s *SQLite) write(ctx context.Context, p plan) error {
 		}
 	}
 
-	if p.base != "" {
-		replaced, err := json.Marshal(append([]string{}, p.replaced...)) // [], never null
-		if err != nil {
-			return fmt.Errorf("encode paths: %w", err)
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO snapshot_entries (snapshot_id, path, hash, mode, size)
-			SELECT ?, path, hash, mode, size FROM snapshot_entries
-			WHERE snapshot_id = ? AND path NOT IN (SELECT value FROM json_each(?))`, p.id, p.base, string(replaced))
-		if err != nil {
-			return fmt.Errorf("copy entries of %s: %w", p.base, err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("copy entries of %s: %w", p.base, err)
-		}
-		if err := p.checkCopied(n); err != nil {
-			return err
-		}
-	}
 	entryStmt, err := tx.PrepareContext(ctx, `INSERT INTO snapshot_entries (snapshot_id, path, hash, mode, size) VALUES (?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("prepare entries: %w", err)
@@ -209,6 +192,11 @@ func (s *SQLite) write(ctx context.Context, p plan) error {
 	for _, e := range p.added {
 		if _, err := entryStmt.ExecContext(ctx, p.id, e.Path, e.Hash, e.Mode, e.Size); err != nil {
 			return fmt.Errorf("insert entry: %w", err)
+		}
+	}
+	for _, path := range p.deleted {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO snapshot_deletions (snapshot_id, path) VALUES (?, ?)`, p.id, path); err != nil {
+			return fmt.Errorf("insert deletion: %w", err)
 		}
 	}
 	writeStep("entries")
@@ -238,16 +226,25 @@ func (s *SQLite) readEntries(ctx context.Context, id string, withData bool, visi
 	}
 	// Snapshots are immutable once committed, so reading the entries
 	// outside the existence check's transaction is consistent.
-	q := `SELECT e.path, e.hash, e.mode, e.size, NULL FROM snapshot_entries e WHERE e.snapshot_id = ? ORDER BY e.path`
+	data := "NULL"
 	if withData {
-		q = `SELECT e.path, e.hash, e.mode, e.size, b.data FROM snapshot_entries e JOIN blobs b ON b.hash = e.hash WHERE e.snapshot_id = ? ORDER BY e.path`
+		data = "b.data"
 	}
-	rs, err := s.db.QueryContext(ctx, q, id)
+	rs, err := s.db.QueryContext(ctx, entriesQuery("?", data, "NULL, NULL, NULL"), id)
 	if err != nil {
 		return err
 	}
 	defer rs.Close()
 	return scanEntries(rs, visit)
+}
+
+func (s *SQLite) depth(ctx context.Context, id string) (int, error) {
+	var d int
+	err := s.db.QueryRowContext(ctx, `SELECT depth FROM snapshots WHERE id = ?`, id).Scan(&d)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return d, err
 }
 
 // GetBlob implements Store.

@@ -44,9 +44,9 @@ type Store interface {
 	// PutSnapshotDelta stores the snapshot that base becomes with writes
 	// put in (new files, or new content or mode of the base's) and the
 	// paths in deletes taken out, and returns the id PutSnapshot gives
-	// the same files. Only what is written is hashed and sent: the base's
-	// other entries are copied inside the database, so a small change to a
-	// large workspace costs about what the change does. An unknown base is
+	// the same files. Only what is written is hashed and stored, as a layer
+	// over the base, so a small change to a large workspace costs about
+	// what the change does; reads see the layers merged. An unknown base is
 	// ErrNotFound; a path both written and deleted, a deleted path the base
 	// lacks, or a result PutSnapshot would refuse is ErrInvalidSnapshot.
 	PutSnapshotDelta(ctx context.Context, base string, writes []workspace.File, deletes []string) (string, error)
