@@ -1,9 +1,11 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"sync"
 
+	"github.com/autocoder/autocoder/internal/lru"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
@@ -17,55 +19,28 @@ const snapshotCacheBytes = 64 << 20
 // Its files are shared between callers, who must not change them (tools
 // never do). The zero value is ready to use.
 type snapshotCache struct {
-	limit   int // bytes of file contents; zero means snapshotCacheBytes
-	mu      sync.Mutex
-	entries []cachedSnapshot // most recently used last
-	bytes   int
+	limit int // bytes of file contents; zero means snapshotCacheBytes
+	once  sync.Once
+	files lru.Cache[[]workspace.File]
 }
 
-type cachedSnapshot struct {
-	id    string
-	files []workspace.File
-	bytes int
+func (c *snapshotCache) cache() *lru.Cache[[]workspace.File] {
+	c.once.Do(func() {
+		c.files.Limit, c.files.Size = cmp.Or(c.limit, snapshotCacheBytes), contentBytes
+	})
+	return &c.files
 }
 
-func (c *snapshotCache) get(id string) ([]workspace.File, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, e := range c.entries {
-		if e.id == id {
-			c.entries = append(append(c.entries[:i:i], c.entries[i+1:]...), e)
-			return e.files, true
-		}
-	}
-	return nil, false
-}
+func (c *snapshotCache) get(id string) ([]workspace.File, bool) { return c.cache().Get(id) }
 
-func (c *snapshotCache) put(id string, files []workspace.File) {
-	size := 0
+func (c *snapshotCache) put(id string, files []workspace.File) { c.cache().Put(id, files) }
+
+func contentBytes(files []workspace.File) int {
+	n := 0
 	for _, f := range files {
-		size += len(f.Data)
+		n += len(f.Data)
 	}
-	limit := c.limit
-	if limit == 0 {
-		limit = snapshotCacheBytes
-	}
-	if size > limit {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, e := range c.entries {
-		if e.id == id {
-			return
-		}
-	}
-	c.entries = append(c.entries, cachedSnapshot{id: id, files: files, bytes: size})
-	c.bytes += size
-	for c.bytes > limit {
-		c.bytes -= c.entries[0].bytes
-		c.entries = c.entries[1:]
-	}
+	return n
 }
 
 // toolFiles loads a snapshot for tool calls, through the cache.

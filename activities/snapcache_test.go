@@ -31,8 +31,11 @@ func TestSnapshotCacheEvictsLeastRecentlyUsed(t *testing.T) {
 		}
 	}
 	c.put("huge", sized(101))
-	if _, ok := c.get("huge"); ok || c.bytes != 80 {
-		t.Fatalf("a snapshot over the bound was kept; %d bytes held", c.bytes)
+	if _, ok := c.get("huge"); ok {
+		t.Fatal("a snapshot over the bound was kept")
+	}
+	if _, bytes := c.cache().Len(); bytes != 80 {
+		t.Fatalf("%d bytes held, want 80", bytes)
 	}
 }
 

@@ -81,6 +81,9 @@ func (t *task) run(ctx workflow.Context) (TaskResult, error) {
 	t.saveLessons(ctx, true)
 	t.Status.Step = len(t.Status.Plan) // the loop leaves it one past the last step
 	t.setPhase(ctx, PhaseSucceeded)
+	// Signals of this last workflow task may not have reached the signal
+	// loop: the status returned has them too.
+	t.drainSignals(ctx)
 	return TaskResult{
 		SnapshotID:   t.Base,
 		Iterations:   t.Status.Iteration,

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/autocoder/autocoder/internal/lru"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
@@ -40,6 +41,13 @@ type plan struct {
 	added   []Entry  // path order
 	deleted []string // path order
 }
+
+// manifestCacheSize is how many manifests a store keeps in memory: those
+// of the snapshots this process stored or changed most recently. A tool
+// loop's next change is over its last one, and reading the base's
+// manifest back is otherwise most of what storing a change costs. A
+// manifest never changes under its id, so a kept one is never stale.
+const manifestCacheSize = 8
 
 // maxDepth bounds the layers under a snapshot, and so what reading one
 // costs: a change over a snapshot this deep is stored whole.
@@ -163,19 +171,19 @@ func sortEntries(entries []Entry) {
 
 // planFromBase reads the base's depth and manifest, the manifest from
 // cache when it holds it, and plans the delta over it.
-func planFromBase(ctx context.Context, r entryReader, cache *manifestCache, base string, writes []workspace.File, deletes []string) (plan, error) {
+func planFromBase(ctx context.Context, r entryReader, cache *lru.Cache[[]Entry], base string, writes []workspace.File, deletes []string) (plan, error) {
 	depth, err := r.depth(ctx, base) // also says the base is there
 	if err != nil {
 		return plan{}, fmt.Errorf("put snapshot over %s: %w", base, err)
 	}
-	entries, ok := cache.get(base)
+	entries, ok := cache.Get(base)
 	if !ok {
 		m, err := getManifest(ctx, r, base)
 		if err != nil {
 			return plan{}, fmt.Errorf("put snapshot over %s: %w", base, err)
 		}
 		entries = m.Entries
-		cache.put(base, entries)
+		cache.Put(base, entries)
 	}
 	p, err := planDelta(Manifest{ID: base, Entries: entries}, depth, writes, deletes)
 	if err != nil {

@@ -11,13 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/autocoder/autocoder/internal/lru"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
 // Postgres is the shared backend for teams and several workers.
 type Postgres struct {
 	pool      *pgxpool.Pool
-	manifests manifestCache
+	manifests *lru.Cache[[]Entry] // see manifestCacheSize
 }
 
 var _ Store = (*Postgres)(nil)
@@ -42,7 +43,7 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	}
 	slog.DebugContext(ctx, "store opened", "backend", "postgres",
 		"host", cfg.ConnConfig.Host, "database", cfg.ConnConfig.Database)
-	return &Postgres{pool: pool}, nil
+	return &Postgres{pool: pool, manifests: &lru.Cache[[]Entry]{Limit: manifestCacheSize}}, nil
 }
 
 func migratePostgres(cc *pgx.ConnConfig) error {
@@ -71,7 +72,7 @@ func (s *Postgres) PutSnapshot(ctx context.Context, files []workspace.File) (str
 
 // PutSnapshotDelta implements Store.
 func (s *Postgres) PutSnapshotDelta(ctx context.Context, base string, writes []workspace.File, deletes []string) (string, error) {
-	p, err := planFromBase(ctx, s, &s.manifests, base, writes, deletes)
+	p, err := planFromBase(ctx, s, s.manifests, base, writes, deletes)
 	if err != nil {
 		return "", err
 	}
@@ -83,7 +84,7 @@ func (s *Postgres) put(ctx context.Context, p plan) (string, error) {
 		return "", fmt.Errorf("put snapshot %s: %w", p.id, err)
 	}
 	writeStep("committed")
-	s.manifests.put(p.id, p.entries) // the next change is likely over it
+	s.manifests.Put(p.id, p.entries) // the next change is likely over it
 	return p.id, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/autocoder/autocoder/internal/lru"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
@@ -30,7 +31,7 @@ type SQLite struct {
 	// mu queues this process's writers in order instead of letting them
 	// poll for the file's write lock.
 	mu        sync.Mutex
-	manifests manifestCache
+	manifests *lru.Cache[[]Entry] // see manifestCacheSize
 }
 
 var _ Store = (*SQLite)(nil)
@@ -68,7 +69,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		return nil, errors.Join(fmt.Errorf("open sqlite: %w", err), db.Close())
 	}
 	slog.DebugContext(ctx, "store opened", "backend", "sqlite", "path", path)
-	return &SQLite{db: db, memo: memo, path: path}, nil
+	return &SQLite{db: db, memo: memo, path: path, manifests: &lru.Cache[[]Entry]{Limit: manifestCacheSize}}, nil
 }
 
 func migrateSQLite(ctx context.Context, path string) (err error) {
@@ -137,7 +138,7 @@ func (s *SQLite) PutSnapshot(ctx context.Context, files []workspace.File) (strin
 
 // PutSnapshotDelta implements Store.
 func (s *SQLite) PutSnapshotDelta(ctx context.Context, base string, writes []workspace.File, deletes []string) (string, error) {
-	p, err := planFromBase(ctx, s, &s.manifests, base, writes, deletes)
+	p, err := planFromBase(ctx, s, s.manifests, base, writes, deletes)
 	if err != nil {
 		return "", err
 	}
@@ -151,7 +152,7 @@ func (s *SQLite) put(ctx context.Context, p plan) (string, error) {
 		return "", fmt.Errorf("put snapshot %s: %w", p.id, err)
 	}
 	writeStep("committed")
-	s.manifests.put(p.id, p.entries) // the next change is likely over it
+	s.manifests.Put(p.id, p.entries) // the next change is likely over it
 	return p.id, nil
 }
 
