@@ -178,11 +178,7 @@ func (s *Postgres) readEntries(ctx context.Context, id string, withData bool, vi
 	}
 	// Snapshots are immutable once committed, so reading the entries
 	// outside the existence check's transaction is consistent.
-	data := "NULL::bytea"
-	if withData {
-		data = "b.data"
-	}
-	rs, err := s.pool.Query(ctx, entriesQuery("$1", data, "NULL::text, NULL::integer, NULL::bigint"), id)
+	rs, err := s.pool.Query(ctx, entriesQuery(postgresSQL, withData), id)
 	if err != nil {
 		return err
 	}

@@ -19,35 +19,44 @@ type entryReader interface {
 	depth(ctx context.Context, id string) (int, error)
 }
 
-// entriesQuery selects a snapshot's entries (path, hash, mode, size, data)
-// in path order through its layers: for each path, the entry of the
-// newest layer that has one, unless a newer layer deleted the path. arg is
-// the backend's placeholder for the id; data is the data column, b.data
-// of the blob joined or a NULL of the backend's type; nulls are NULLs of
-// the hash, mode and size columns' types. CROSS JOIN makes SQLite drive
-// each join from its left side, so that a read looks up the snapshot's
-// own rows by key instead of scanning every snapshot's.
-func entriesQuery(arg, data, nulls string) string {
-	q := `WITH RECURSIVE chain (id, base_id, depth) AS (
-		SELECT id, base_id, depth FROM snapshots WHERE id = ` + arg + `
+// dialect is what the snapshot read query needs to know of a backend's
+// SQL: its placeholder for the id, and NULLs of the types of the data
+// column and of the hash, mode and size columns.
+type dialect struct {
+	arg, nullData, nulls string
+}
+
+var (
+	sqliteSQL   = dialect{arg: "?", nullData: "NULL", nulls: "NULL, NULL, NULL"}
+	postgresSQL = dialect{arg: "$1", nullData: "NULL::bytea", nulls: "NULL::text, NULL::integer, NULL::bigint"}
+)
+
+// entriesQuery selects a snapshot's entries (path, hash, mode, size, and
+// the blob's data or NULL) in path order through its layers: for each
+// path, the entry of the newest layer that has one, unless a newer layer
+// deleted the path. Each layer is shallower than the one over it, so even
+// a corrupt chain ends. CROSS JOIN makes SQLite drive each join from its
+// left side, so that a read looks up the snapshot's own rows by key
+// instead of scanning every snapshot's.
+func entriesQuery(d dialect, withData bool) string {
+	data, blobs := d.nullData, ` WHERE`
+	if withData {
+		data, blobs = "b.data", ` CROSS JOIN blobs b WHERE b.hash = t.hash AND`
+	}
+	return `WITH RECURSIVE chain (id, base_id, depth) AS (
+		SELECT id, base_id, depth FROM snapshots WHERE id = ` + d.arg + `
 		UNION ALL
-		SELECT s.id, s.base_id, s.depth FROM chain c CROSS JOIN snapshots s WHERE s.id = c.base_id
+		SELECT s.id, s.base_id, s.depth FROM chain c CROSS JOIN snapshots s WHERE s.id = c.base_id AND s.depth < c.depth
 	),
 	layered (path, hash, mode, size, depth) AS (
 		SELECT e.path, e.hash, e.mode, e.size, c.depth FROM chain c CROSS JOIN snapshot_entries e WHERE e.snapshot_id = c.id
 		UNION ALL
-		SELECT d.path, ` + nulls + `, c.depth FROM chain c CROSS JOIN snapshot_deletions d WHERE d.snapshot_id = c.id
+		SELECT d.path, ` + d.nulls + `, c.depth FROM chain c CROSS JOIN snapshot_deletions d WHERE d.snapshot_id = c.id
 	),
 	newest AS (
 		SELECT path, hash, mode, size, row_number() OVER (PARTITION BY path ORDER BY depth DESC) AS n FROM layered
 	)
-	SELECT t.path, t.hash, t.mode, t.size, ` + data + ` FROM newest t`
-	if data == "b.data" {
-		q += ` CROSS JOIN blobs b WHERE b.hash = t.hash AND`
-	} else {
-		q += ` WHERE`
-	}
-	return q + ` t.n = 1 AND t.hash IS NOT NULL ORDER BY t.path`
+	SELECT t.path, t.hash, t.mode, t.size, ` + data + ` FROM newest t` + blobs + ` t.n = 1 AND t.hash IS NOT NULL ORDER BY t.path`
 }
 
 // rows is the cursor shape shared by database/sql and pgx.

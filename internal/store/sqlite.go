@@ -227,11 +227,7 @@ func (s *SQLite) readEntries(ctx context.Context, id string, withData bool, visi
 	}
 	// Snapshots are immutable once committed, so reading the entries
 	// outside the existence check's transaction is consistent.
-	data := "NULL"
-	if withData {
-		data = "b.data"
-	}
-	rs, err := s.db.QueryContext(ctx, entriesQuery("?", data, "NULL, NULL, NULL"), id)
+	rs, err := s.db.QueryContext(ctx, entriesQuery(sqliteSQL, withData), id)
 	if err != nil {
 		return err
 	}
