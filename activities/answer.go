@@ -41,7 +41,7 @@ func (a *Activities) ApplyAnswer(ctx context.Context, in ApplyAnswerInput) (Appl
 	if in.Position < 0 || in.Position >= len(msgs) || msgs[in.Position].Role != llm.RoleAssistant {
 		return ApplyAnswerOutput{}, badInput("transcript %s has no assistant message at %d", in.Transcript, in.Position)
 	}
-	files, err := a.loadFiles(ctx, in.Snapshot)
+	files, err := a.cachedFiles(ctx, in.Snapshot)
 	if err != nil {
 		return ApplyAnswerOutput{}, err
 	}

@@ -29,14 +29,14 @@ type judged struct {
 // version of them. Without an input snapshot, tests in it, or when test
 // edits are allowed, the attempt runs as it is.
 func (a *Activities) loadJudged(ctx context.Context, in CheckInput) (judged, error) {
-	files, err := a.loadFiles(ctx, in.SnapshotID)
+	files, err := a.cachedFiles(ctx, in.SnapshotID)
 	if err != nil {
 		return judged{}, err
 	}
 	if !guarded(in) {
 		return judged{files: files}, nil
 	}
-	input, err := a.loadFiles(ctx, in.InputSnapshot)
+	input, err := a.cachedFiles(ctx, in.InputSnapshot)
 	if err != nil {
 		return judged{}, fmt.Errorf("load the user's tests: %w", err)
 	}

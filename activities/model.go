@@ -50,7 +50,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanOutput, error)
 // the previous attempt's failure, it reflects on it first and generates
 // with the diagnosis.
 func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOutput, error) {
-	files, err := a.loadFiles(ctx, in.BaseSnapshot)
+	files, err := a.cachedFiles(ctx, in.BaseSnapshot)
 	if err != nil {
 		return GenerateOutput{}, err
 	}

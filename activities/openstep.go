@@ -18,7 +18,7 @@ import (
 // as it is, even if this worker would build a different map (another
 // ctags, say).
 func (a *Activities) OpenStep(ctx context.Context, in OpenStepInput) (OpenStepOutput, error) {
-	files, err := a.loadFiles(ctx, in.Snapshot)
+	files, err := a.cachedFiles(ctx, in.Snapshot)
 	if err != nil {
 		return OpenStepOutput{}, err
 	}

@@ -54,7 +54,7 @@ func (a *Activities) RunTools(ctx context.Context, in RunToolsInput) (RunToolsOu
 	if err != nil {
 		return RunToolsOutput{}, err
 	}
-	before, err := a.toolFiles(ctx, in.Snapshot)
+	before, err := a.cachedFiles(ctx, in.Snapshot)
 	if err != nil {
 		return RunToolsOutput{}, err
 	}

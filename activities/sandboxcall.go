@@ -131,7 +131,7 @@ func (a *Activities) sandboxCall(ctx context.Context, in SandboxCallInput, c llm
 
 // runCommand runs a run call and keeps the files it changed.
 func (a *Activities) runCommand(ctx context.Context, in SandboxCallInput, out SandboxCallOutput, args tools.RunArgs) (sandboxCallMemo, error) {
-	files, err := a.toolFiles(ctx, in.Snapshot)
+	files, err := a.cachedFiles(ctx, in.Snapshot)
 	if err != nil {
 		return sandboxCallMemo{}, err
 	}

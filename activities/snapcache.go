@@ -12,12 +12,12 @@ import (
 // snapshotCacheBytes bounds the file contents snapshotCache keeps.
 const snapshotCacheBytes = 64 << 20
 
-// snapshotCache keeps the snapshots tool calls read most recently. A tool
-// loop reads the same workspace call after call, and loading a large one
-// from the store costs far more than the call itself; snapshots are
-// immutable by their content address, so a cached one is never stale.
-// Its files are shared between callers, who must not change them (tools
-// never do). The zero value is ready to use.
+// snapshotCache keeps the snapshots activities read most recently. A tool
+// loop reads the same workspace call after call (tools, runs, checks), and
+// loading a large one from the store costs far more than a call itself;
+// snapshots are immutable by their content address, so a cached one is
+// never stale. Its files are shared between callers, who must not change
+// them. The zero value is ready to use.
 type snapshotCache struct {
 	limit int // bytes of file contents; zero means snapshotCacheBytes
 	once  sync.Once
@@ -43,8 +43,9 @@ func contentBytes(files []workspace.File) int {
 	return n
 }
 
-// toolFiles loads a snapshot for tool calls, through the cache.
-func (a *Activities) toolFiles(ctx context.Context, id string) ([]workspace.File, error) {
+// cachedFiles loads a snapshot through the cache. Its files are shared:
+// callers read them and build new slices, never change them.
+func (a *Activities) cachedFiles(ctx context.Context, id string) ([]workspace.File, error) {
 	if files, ok := a.snapshots.get(id); ok {
 		return files, nil
 	}
