@@ -120,7 +120,7 @@ func RunDeltaContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		s := one(t)
 		layers, ok := s.(entryReader)
 		if !ok {
-			t.Skipf("%T does not say how deep a snapshot is", s)
+			t.Fatalf("%T does not say how deep a snapshot is", s)
 		}
 		want := normalised(genFiles(20, 50, "deep"))
 		id := mustPut(t, s, want)
