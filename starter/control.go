@@ -73,7 +73,7 @@ func NewCmdFeedback(f *Factory, runF func(*FeedbackOptions) error) *cobra.Comman
 	var o FeedbackOptions
 	return &cobra.Command{
 		Use:   "feedback ID TEXT",
-		Short: "Give a task guidance; it reaches the next prompt",
+		Short: "Give a task guidance; it reaches the model before its next turn",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ID, o.Text = args[0], args[1]

@@ -215,7 +215,8 @@ func (c *Client) Reject(ctx context.Context, id string, s workflows.RejectSignal
 	return c.signal(ctx, id, workflows.SignalReject, s)
 }
 
-// Feedback gives the task guidance for its next prompt.
+// Feedback gives the task guidance; the model hears it before its next
+// turn.
 func (c *Client) Feedback(ctx context.Context, id string, s workflows.FeedbackSignal) error {
 	return c.signal(ctx, id, workflows.SignalFeedback, s)
 }
