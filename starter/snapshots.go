@@ -29,7 +29,7 @@ func writeSnapshot(ctx context.Context, f *Factory, taskID string, task workflow
 	}
 	files = keepUsersTests(task, input, files, f.IO.ErrOut)
 	if holdBack {
-		files = holdBackSelfRunning(taskID, input, files, f.IO.ErrOut)
+		files = holdBackSelfRunning(taskID, selfRunning{hookDirs: hookDirsOf(ctx, dir)}, input, files, f.IO.ErrOut)
 	}
 	if err := workspace.WriteDir(dir, files); err != nil {
 		return 0, fmt.Errorf("write the files of task %s to %s: %w\n"+

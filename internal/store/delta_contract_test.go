@@ -169,7 +169,7 @@ func RunDeltaContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 			{"unsafe path", []workspace.File{{Path: "../escape"}}, nil, workspace.ErrUnsafePath, ""},
 			{"not canonical", []workspace.File{{Path: "a/./b"}}, nil, workspace.ErrUnsafePath, ""},
 			{"version control", []workspace.File{{Path: ".git/config"}}, nil, workspace.ErrVCSMetadata, ""},
-			{"bare repository", []workspace.File{{Path: "r/HEAD"}, {Path: "r/objects/x"}, {Path: "r/refs/heads/main"}}, nil, workspace.ErrVCSMetadata, ""},
+			{"bare repository", []workspace.File{{Path: "r/HEAD", Data: []byte("ref: refs/heads/main\n")}, {Path: "r/objects", Mode: 0o755}, {Path: "r/refs/heads/main"}}, nil, workspace.ErrVCSMetadata, ""},
 			{"file too large", []workspace.File{{Path: "big", Data: append(big, 'x')}}, nil, workspace.ErrTooLarge, ""},
 			{"too many bytes", sharing(big, 65), nil, workspace.ErrTooLarge, ""},
 			{"too many files", under("many/", genFiles(workspace.DefaultLimits.MaxFiles, 1, "many")), nil, workspace.ErrTooLarge, ""},

@@ -151,9 +151,17 @@ func planDelta(base Manifest, baseDepth int, writes []workspace.File, deletes []
 	p.entries = append(p.entries, p.added...)
 	sortEntries(p.entries)
 
+	// The base's files are known by hash only: the check takes a HEAD or
+	// commondir among them the cautious way.
+	leads := make(map[string][]byte)
+	for _, f := range writes {
+		if lead := workspace.GitLead(f.Path, f.Data); lead != nil {
+			leads[f.Path] = lead
+		}
+	}
 	sized := make([]workspace.Sized, len(p.entries))
 	for i, e := range p.entries {
-		sized[i] = workspace.Sized{Path: e.Path, Size: e.Size}
+		sized[i] = workspace.Sized{Path: e.Path, Size: e.Size, Mode: e.Mode, Lead: leads[e.Path]}
 	}
 	if err := workspace.DefaultLimits.CheckSized(sized); err != nil {
 		return plan{}, fmt.Errorf("%w: %w", ErrInvalidSnapshot, err)

@@ -106,17 +106,25 @@ func dropIgnorable(r rune) rune {
 
 // Check validates every path and the limits; it reports the first problem.
 func (l Limits) Check(files []File) error {
-	sized := make([]Sized, len(files))
-	for i, f := range files {
-		sized[i] = Sized{Path: f.Path, Size: int64(len(f.Data))}
-	}
-	return l.CheckSized(sized)
+	return l.CheckSized(sizedFiles(files))
 }
 
-// Sized is what a limit check needs of a file: its path and size.
+func sizedFiles(files []File) []Sized {
+	sized := make([]Sized, len(files))
+	for i, f := range files {
+		sized[i] = Sized{Path: f.Path, Size: int64(len(f.Data)), Mode: f.FileMode(), Lead: GitLead(f.Path, f.Data)}
+	}
+	return sized
+}
+
+// Sized is what a limit check needs of a file: its path, size and mode
+// and, for the files git reads to tell a repository (see GitLead), their
+// leading bytes; nil when not known, which the check takes the cautious way.
 type Sized struct {
 	Path string
 	Size int64
+	Mode uint32
+	Lead []byte
 }
 
 // CheckSized is Check for a workspace known by its paths and sizes, as a
@@ -147,44 +155,11 @@ func (l Limits) CheckSized(files []Sized) error {
 	if l.MaxTotalBytes > 0 && total > l.MaxTotalBytes {
 		return fmt.Errorf("%w: workspace holds %d bytes, more than the limit of %d", ErrTooLarge, total, l.MaxTotalBytes)
 	}
-	if dir, ok := bareRepository(files); ok {
-		return fmt.Errorf("%w: %q holds HEAD, objects/ and refs/, so git would take it for a repository and obey its config: %w",
-			ErrUnsafePath, dir+"/", ErrVCSMetadata)
+	if dirs := GitDirectories(files); len(dirs) > 0 {
+		return fmt.Errorf("%w: %s holds HEAD, objects and refs as git reads them, so git run there would take it for a repository and obey its config: %w",
+			ErrUnsafePath, dirName(dirs[0]), ErrVCSMetadata)
 	}
 	return nil
-}
-
-// bareRepository finds a directory the files make look like a bare git
-// repository: HEAD beside objects/ and refs/, compared case-insensitively.
-// Git run inside it would read the config file there as its own.
-func bareRepository(files []Sized) (string, bool) {
-	const head, objects, refs = 1, 2, 4
-	marks := map[string]int{}
-	for _, f := range files {
-		parts := strings.Split(strings.ToLower(f.Path), "/")
-		for i, part := range parts {
-			dir := strings.Join(parts[:i], "/")
-			switch {
-			case i == len(parts)-1 && part == "head":
-				marks[dir] |= head
-			case i < len(parts)-1 && part == "objects":
-				marks[dir] |= objects
-			case i < len(parts)-1 && part == "refs":
-				marks[dir] |= refs
-			}
-		}
-	}
-	var found []string
-	for dir, m := range marks {
-		if m == head|objects|refs {
-			found = append(found, dir)
-		}
-	}
-	if len(found) == 0 {
-		return "", false
-	}
-	sort.Strings(found)
-	return found[0], true
 }
 
 // Sort orders files by path, the canonical order everywhere.
@@ -198,4 +173,12 @@ func (f File) FileMode() uint32 {
 		return 0o644
 	}
 	return f.Mode & 0o777
+}
+
+// dirName names a workspace directory for a person: "" is the root.
+func dirName(dir string) string {
+	if dir == "" {
+		return "the workspace root"
+	}
+	return fmt.Sprintf("%q", dir+"/")
 }

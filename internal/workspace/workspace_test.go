@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"errors"
+	"path"
+	"strings"
 	"testing"
 )
 
@@ -37,7 +39,11 @@ func TestCheckRefusesABareRepositoryShape(t *testing.T) {
 	files := func(paths ...string) []File {
 		var fs []File
 		for _, p := range paths {
-			fs = append(fs, File{Path: p})
+			f := File{Path: p}
+			if strings.EqualFold(path.Base(p), "head") {
+				f.Data = []byte("ref: refs/heads/main\n")
+			}
+			fs = append(fs, f)
 		}
 		Sort(fs)
 		return fs

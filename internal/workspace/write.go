@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 var (
@@ -122,8 +124,69 @@ func (w *dirWrite) plan(files []File) error {
 			problems = append(problems, fmt.Errorf("%s is both a file and a directory of other files", f.Path))
 		}
 	}
+	for _, dir := range w.gitDirs(files) {
+		problems = append(problems, fmt.Errorf("%w: with these files %s would hold HEAD, objects and refs as git reads them, "+
+			"so git run there would take it for a repository and obey its config: %w", ErrUnsafePath, dirName(dir), ErrVCSMetadata))
+	}
 	w.bytes += int64(len(w.mkdirs)) * blockSize
 	return errors.Join(problems...)
+}
+
+// gitDirs lists the directories that git would take for a git directory
+// once files are written: the files over what the directory holds already
+// (which LoadDir may have left out, or another program put there).
+func (w *dirWrite) gitDirs(files []File) []string {
+	sized := sizedFiles(files)
+	planned := newGitTree(sized)
+	view := func(dir, name string) gitEntry {
+		if e, ok := planned[strings.ToLower(path.Join(dir, name))]; ok {
+			return e
+		}
+		return w.gitEntryOnDisk(path.Join(dir, gitSpelling[name]), name)
+	}
+	var found []string
+	for _, dir := range gitDirsTouched(sized) {
+		if isGitDir(view, dir) {
+			found = append(found, dir)
+		}
+	}
+	return found
+}
+
+// gitEntryOnDisk describes p as the git rule needs it. What cannot be
+// read safely (a symlink, a named pipe) or fails to read counts as what
+// git would accept.
+func (w *dirWrite) gitEntryOnDisk(p, name string) gitEntry {
+	cautious := gitEntry{exists: true, dir: true} // accessible
+	if name == gitHead || name == gitCommonDir {
+		cautious = gitEntry{exists: true, size: 1} // content unknown
+	}
+	info, err := w.root.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return gitEntry{}
+	case err != nil || !info.Mode().IsRegular() && !info.IsDir():
+		return cautious
+	case info.IsDir():
+		return gitEntry{exists: true, dir: true}
+	}
+	e := gitEntry{exists: true, mode: uint32(info.Mode().Perm()), size: info.Size()}
+	if name != gitHead && name != gitCommonDir {
+		return e
+	}
+	// Non-blocking, in case a named pipe took the file's place since Lstat.
+	f, err := w.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return cautious
+	}
+	defer f.Close()
+	lead := make([]byte, headPrefixLen)
+	n, err := io.ReadFull(f, lead)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return cautious
+	}
+	e.lead = lead[:n] // a longer commondir is taken the cautious way
+	return e
 }
 
 // planParents checks the directories above p; missing says whether p's
