@@ -34,9 +34,8 @@ const (
 // x86_64 audit arch but not its numbers, so the filter kills them.
 const x32SyscallBit = 0x40000000
 
-// namespaceFlags are the clone and unshare flags that make a namespace.
-// CLONE_NEWTIME is unshare's only: in clone's flags that bit is part of the
-// exit signal.
+// The clone and unshare flags that make a namespace. CLONE_NEWTIME is
+// unshare's only: in clone's flags that bit is part of the exit signal.
 const (
 	cloneNamespaces   = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 	unshareNamespaces = cloneNamespaces | unix.CLONE_NEWTIME
