@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -13,9 +14,13 @@ import (
 )
 
 // trivialSpec is the smallest real test run of a profile; "noop" runs
-// `true` in the python sandbox, which measures a backend's own floor.
+// `true` in the python sandbox, which measures a backend's own floor, and
+// "syscalls" makes 300,000 cheap system calls, the worst case of what a
+// seccomp filter adds to each.
 func trivialSpec(profile string) Spec {
 	switch profile {
+	case "syscalls":
+		return Spec{Profile: "python", Cmd: []string{"python3", "-c", "import os\nfor _ in range(300000): os.getppid()"}}
 	case "go":
 		return Spec{Profile: "go", Files: files("go.mod", goMod, "m_test.go", goPass), Cmd: []string{"go", "test", "-count=1", "./..."}}
 	case "noop":
@@ -108,74 +113,107 @@ func bare(tb testing.TB, spec Spec, seed string) time.Duration {
 type benchRow struct {
 	name     string
 	p50, p95 time.Duration
+	// seccomp is, for a bwrap row, the p50 of its runs' time over that of
+	// the run without the seccomp filter made right before or after it.
+	seccomp float64
 }
 
-func pct(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
+func pct[T cmp.Ordered](xs []T, q float64) T {
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
 // BenchmarkOverhead compares a trivial pytest and go test run bare, in
 // bwrap and in docker, each cold (a sandbox started for the run) and warm
-// (taken from the pool); the noop rows run `true`, the floor of each path:
+// (taken from the pool); the noop rows run `true`, the floor of each path,
+// and the syscalls rows a loop of system calls.
+// Each bwrap run alternates with one in a sandbox without the seccomp
+// filter (the -noseccomp rows), so the two see the same load; the seccomp
+// column is the filter's cost, the median of those pairs' ratios:
 //
 //	go test ./sandbox -run '^$' -bench Overhead -benchtime 10x
 func BenchmarkOverhead(b *testing.B) {
 	var rows []benchRow
-	for _, profile := range []string{"noop", "python", "go"} {
+	record := func(row benchRow) {
+		if i := slices.IndexFunc(rows, func(x benchRow) bool { return x.name == row.name }); i >= 0 {
+			rows[i] = row
+		} else {
+			rows = append(rows, row)
+		}
+	}
+	pooled := func(backend string, poolSize int) func(b *testing.B) Runner {
+		return func(b *testing.B) Runner { return testRunner(b, backend, poolSize) }
+	}
+	for _, profile := range []string{"noop", "syscalls", "python", "go"} {
 		spec := trivialSpec(profile)
 		modes := []struct {
 			name   string
 			runner func(b *testing.B) Runner
+			// unfiltered is the same sandbox without the seccomp filter.
+			unfiltered func(b *testing.B) Runner
 		}{
-			{"bare", nil},
-			{"bwrap-cold", func(b *testing.B) Runner { return testRunner(b, "bwrap", -1) }},
-			{"bwrap-warm", func(b *testing.B) Runner { return testRunner(b, "bwrap", 2) }},
-			{"docker-cold", func(b *testing.B) Runner { return testRunner(b, "docker", -1) }},
-			{"docker-warm", func(b *testing.B) Runner { return testRunner(b, "docker", 2) }},
+			{"bare", nil, nil},
+			{"bwrap-cold", pooled("bwrap", -1), pooled(bwrapNoSeccomp, -1)},
+			{"bwrap-warm", pooled("bwrap", 2), pooled(bwrapNoSeccomp, 2)},
+			{"docker-cold", pooled("docker", -1), nil},
+			{"docker-warm", pooled("docker", 2), nil},
 		}
 		for _, m := range modes {
 			b.Run(profile+"/"+m.name, func(b *testing.B) {
-				var samples []time.Duration
-				var r Runner
-				seed := ""
-				if m.runner != nil {
-					r = m.runner(b)
-				} else if profile == "go" {
-					c := inner(testRunner(b, "bwrap", -1)).(*bwrapRunner).startGoCache()
-					if err := c.wait(context.Background()); err != nil {
-						b.Fatal(err)
+				if m.runner == nil {
+					seed := ""
+					if profile == "go" {
+						c := inner(testRunner(b, "bwrap", -1)).(*bwrapRunner).startGoCache()
+						if err := c.wait(context.Background()); err != nil {
+							b.Fatal(err)
+						}
+						seed = c.dir
 					}
-					seed = c.dir
-				}
-				for range b.N {
-					if r == nil {
+					var samples []time.Duration
+					for range b.N {
 						samples = append(samples, bare(b, spec, seed))
-						continue
 					}
-					waitWarm(b, r)
-					start := time.Now()
-					res := run(b, r, spec)
-					samples = append(samples, time.Since(start))
-					if res.ExitCode != 0 {
-						b.Fatalf("%+v", res)
+					record(report(b, profile+"/"+m.name, samples))
+					return
+				}
+				runners := []Runner{m.runner(b)}
+				if m.unfiltered != nil {
+					runners = append(runners, m.unfiltered(b))
+				}
+				samples := make([][]time.Duration, len(runners))
+				for i := range b.N {
+					for k := range runners {
+						k = (k + i) % len(runners) // each goes first in turn
+						for _, r := range runners {
+							waitWarm(b, r) // the other's refill would compete for the CPU
+						}
+						start := time.Now()
+						res := run(b, runners[k], spec)
+						samples[k] = append(samples[k], time.Since(start))
+						if res.ExitCode != 0 {
+							b.Fatalf("%+v", res)
+						}
 					}
 				}
-				row := benchRow{profile + "/" + m.name, pct(samples, 0.5), pct(samples, 0.95)}
-				b.ReportMetric(float64(row.p50.Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(row.p95.Microseconds())/1000, "p95-ms")
-				b.ReportMetric(0, "ns/op")
-				if i := slices.IndexFunc(rows, func(x benchRow) bool { return x.name == row.name }); i >= 0 {
-					rows[i] = row
-				} else {
-					rows = append(rows, row)
+				row := report(b, profile+"/"+m.name, samples[0])
+				if m.unfiltered != nil {
+					ratios := make([]float64, b.N)
+					for i := range ratios {
+						ratios[i] = float64(samples[0][i]) / float64(samples[1][i])
+					}
+					row.seccomp = pct(ratios, 0.5)
+					b.ReportMetric(row.seccomp, "x-seccomp")
+					record(row)
+					record(benchRow{name: row.name + "-noseccomp", p50: pct(samples[1], 0.5), p95: pct(samples[1], 0.95)})
+					return
 				}
+				record(row)
 			})
 		}
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n%-20s %9s %9s %8s %10s\n", "mode", "p50", "p95", "x bare", "+ms p50")
+	fmt.Fprintf(&sb, "\n%-29s %9s %9s %8s %10s %8s\n", "mode", "p50", "p95", "x bare", "+ms p50", "seccomp")
 	base := map[string]time.Duration{}
 	for _, r := range rows {
 		prof, mode, _ := strings.Cut(r.name, "/")
@@ -186,8 +224,21 @@ func BenchmarkOverhead(b *testing.B) {
 		if bp := base[prof]; bp > 0 {
 			ratio, over = float64(r.p50)/float64(bp), r.p50-bp
 		}
-		fmt.Fprintf(&sb, "%-20s %9v %9v %7.2fx %+10.0f\n", r.name, r.p50.Round(time.Millisecond), r.p95.Round(time.Millisecond), ratio, float64(over.Milliseconds()))
+		sec := ""
+		if r.seccomp > 0 {
+			sec = fmt.Sprintf("%.3fx", r.seccomp)
+		}
+		fmt.Fprintf(&sb, "%-29s %9v %9v %7.2fx %+10.0f %8s\n", r.name, r.p50.Round(time.Millisecond), r.p95.Round(time.Millisecond), ratio, float64(over.Milliseconds()), sec)
 	}
 	b.Log(sb.String())
 	fmt.Print(sb.String())
+}
+
+// report gives a mode's p50 and p95 as the benchmark's metrics.
+func report(b *testing.B, name string, samples []time.Duration) benchRow {
+	row := benchRow{name: name, p50: pct(samples, 0.5), p95: pct(samples, 0.95)}
+	b.ReportMetric(float64(row.p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(row.p95.Microseconds())/1000, "p95-ms")
+	b.ReportMetric(0, "ns/op")
+	return row
 }

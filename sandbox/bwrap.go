@@ -34,6 +34,7 @@ type bwrapRunner struct {
 	uids    *uidPool
 	cred    *syscall.Credential
 	etcDir  string
+	seccomp []byte // the seccomp filter bwrap installs; nil for none
 	dir     string // the cache dir
 	goRoot  string
 	goCache atomic.Pointer[goCache] // nil until the go profile is first used
@@ -63,6 +64,11 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger, pools: map[bwrapKey]*warmPool[*proc]{}, limits: cfg.PoolLimits.withDefaults().forPool()}
 	if r.dir, err = cacheDir(cfg.CacheDir); err != nil {
 		return nil, err
+	}
+	if !cfg.noSeccomp {
+		if r.seccomp, err = seccompFilter(); err != nil {
+			r.log.Warn("sandbox: bwrap sandboxes run without a seccomp filter: the whole kernel is open to the code under test", "err", err)
+		}
 	}
 	if r.etcDir, err = writeEtc(r.dir); err != nil {
 		return nil, err
@@ -174,8 +180,14 @@ func (r *bwrapRunner) probe(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, r.bwrap, args...)
 	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	// With the filter: a kernel that cannot install it has no bwrap backend.
+	done, err := r.passSeccomp(cmd)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%w: bwrap cannot create namespaces here: %w: %s", ErrUnavailable, err, bytes.TrimSpace(out))
+		return fmt.Errorf("%w: bwrap cannot create namespaces or install its seccomp filter here: %w: %s", ErrUnavailable, err, bytes.TrimSpace(out))
 	}
 	return nil
 }
@@ -189,6 +201,9 @@ func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
 	}
 	if r.cred == nil && os.Geteuid() == 0 {
 		a = append(a, "--cap-drop", "ALL")
+	}
+	if r.seccomp != nil {
+		a = append(a, "--seccomp", strconv.Itoa(seccompFD))
 	}
 	a = append(a, "--clearenv")
 	for _, kv := range env {
@@ -236,6 +251,32 @@ func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
 		"--chdir", workDir,
 	)
 	return a
+}
+
+// seccompFD is where bwrap reads the seccomp filter: the first of the
+// command's ExtraFiles. prlimit, which starts bwrap, passes it on.
+const seccompFD = 3
+
+// passSeccomp gives cmd the filter to read on seccompFD, through a pipe:
+// the program is far smaller than a pipe's buffer, and nothing of it stays
+// on disk. The caller calls done once cmd has started or will not:
+// exec.Cmd does not close ExtraFiles.
+func (r *bwrapRunner) passSeccomp(cmd *exec.Cmd) (done func(), err error) {
+	if r.seccomp == nil {
+		return func() {}, nil
+	}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("seccomp pipe: %w", err)
+	}
+	_, err = wr.Write(r.seccomp)
+	wr.Close()
+	if err != nil {
+		rd.Close()
+		return nil, fmt.Errorf("seccomp pipe: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{rd}
+	return func() { rd.Close() }, nil
 }
 
 // rlimits bound what the cgroup-less sandbox may take; RLIMIT_CPU backs up
@@ -331,6 +372,12 @@ func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc,
 	}
 	cmd := exec.Command(r.prlimit, args...)
 	cmd.Env = []string{}
+	done, err := r.passSeccomp(cmd)
+	if err != nil {
+		lease.release()
+		return nil, err
+	}
+	defer done()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		lease.release()

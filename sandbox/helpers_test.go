@@ -33,7 +33,11 @@ func testRunner(t testing.TB, backend string, poolSize int) Runner {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := New(ctx, Config{Backend: backend, PoolSize: poolSize, Slots: 4, Warm: ProfileNames()})
+	cfg := Config{Backend: backend, PoolSize: poolSize, Slots: 4, Warm: ProfileNames()}
+	if backend == bwrapNoSeccomp {
+		cfg.Backend, cfg.noSeccomp = "bwrap", true
+	}
+	r, err := New(ctx, cfg)
 	if err != nil {
 		testenv.RequireService(t, backend+" backend", err)
 	}
@@ -51,6 +55,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// bwrapNoSeccomp names, for testRunner, bwrap without its seccomp filter:
+// the baseline of what the filter costs.
+const bwrapNoSeccomp = "bwrap-noseccomp"
 
 // backends are the backends every behaviour is checked on.
 var backends = []string{"docker", "bwrap"}

@@ -2,11 +2,15 @@ package sandbox
 
 import (
 	"context"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
@@ -170,6 +174,106 @@ func TestToolchainVolumes(t *testing.T) {
 		if _, err := d.cli.VolumeInspect(ctx, m.Source, client.VolumeInspectOptions{}); err != nil {
 			t.Fatalf("Reap removed a volume in use: %v", err)
 		}
+	}
+}
+
+// TestToolchainVolumesAfterACrash starts a runner where a dead process left
+// a fill half done: the toolchain volumes of an image, not marked complete,
+// still mounted by its leaked filler container. The fill must reap the
+// container before it replaces the volumes, which the daemon keeps while
+// a container mounts them ("volume is in use"); else sandboxes fall back to
+// the image's own files.
+func TestToolchainVolumesAfterACrash(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cli, err := newDockerClient(ctx)
+	if err != nil {
+		testenv.RequireService(t, "docker", err)
+	}
+	defer cli.Close()
+	// An image of the test's own, so that its volumes are too: those of
+	// the real images serve other runners on this host.
+	py := mustProfile(t, "python")
+	base, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: py.Image, Entrypoint: []string{"/bin/true"}}})
+	if err != nil {
+		testenv.RequireService(t, "the python sandbox image", err)
+	}
+	image := "autocoder-test/crashed-fill:" + randomHex(4)
+	committed, err := cli.ContainerCommit(ctx, base.ID, client.ContainerCommitOptions{Reference: image})
+	if _, rerr := cli.ContainerRemove(ctx, base.ID, client.ContainerRemoveOptions{Force: true}); rerr != nil {
+		t.Error(rerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols, ready := toolchainNames(py, committed.ID)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := cli.ImageRemove(ctx, image, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil {
+			t.Error(err)
+		}
+		for _, v := range append(slices.Collect(maps.Values(vols)), ready) {
+			if _, err := cli.VolumeRemove(ctx, v, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+				t.Error(err)
+			}
+		}
+	})
+
+	// What the dead process left: volumes filled by its filler, which it
+	// had no time to remove, and no mark that they are complete. The stale
+	// label tells them from the volumes a new fill makes.
+	const staleLabel = "autocoder.test.stale"
+	var mounts []mount.Mount
+	for dir, v := range vols {
+		if _, err := cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: v,
+			Labels: map[string]string{labelSandbox: "1", labelVolumeImage: committed.ID, staleLabel: "1"}}); err != nil {
+			t.Fatal(err)
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: v, Target: dir})
+	}
+	host, _ := os.Hostname()
+	dead := host + "/4194305/1" // a pid above the kernel's limit names no process
+	filler, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{Image: image, Entrypoint: []string{"/bin/true"}, NetworkDisabled: true,
+			Labels: map[string]string{labelSandbox: "1", labelBackend: "docker", labelProfile: "python", labelOwner: dead}},
+		HostConfig: &container.HostConfig{NetworkMode: "none", Mounts: mounts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := cli.ContainerRemove(context.Background(), filler.ID, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			t.Error(err)
+		}
+	})
+
+	// A fresh start, its python profile on the test's image; no run of
+	// another runner of this process uses the profile meanwhile.
+	t.Setenv("AUTOCODER_IMAGE_PYTHON", image)
+	r, err := New(ctx, Config{Backend: "docker", PoolSize: -1, Profiles: []string{"python"}, Warm: []string{"python"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	d := inner(r).(*dockerRunner)
+	if got := toolchainMounts(t, d, "python"); len(got) != len(py.ToolchainDirs) {
+		t.Fatalf("%d toolchain mounts after a crashed fill, want %d", len(got), len(py.ToolchainDirs))
+	}
+	if _, err := cli.ContainerInspect(ctx, filler.ID, client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Errorf("the dead process's filler is still there: %v", err)
+	}
+	for _, v := range vols {
+		ins, err := cli.VolumeInspect(ctx, v, client.VolumeInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ins.Volume.Labels[staleLabel] != "" {
+			t.Errorf("volume %s is the stale one", v)
+		}
+	}
+	res := run(t, r, Spec{Profile: "python", Cmd: sh(`awk '$5 == "/usr/lib" { print $6 }' /proc/self/mountinfo; python3 -c 'print("python runs")'`)})
+	if res.ExitCode != 0 || !strings.HasPrefix(res.Stdout, "ro,") || !strings.Contains(res.Stdout, "python runs") {
+		t.Fatalf("want python from the read-only toolchain volumes: exit %d %q %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
 }
 

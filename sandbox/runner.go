@@ -39,6 +39,9 @@ type Config struct {
 	// directory under os.TempDir().
 	CacheDir string
 	Logger   *slog.Logger
+	// noSeccomp runs bwrap sandboxes without their seccomp filter; only
+	// the benchmark sets it, to measure what the filter costs.
+	noSeccomp bool
 }
 
 // DefaultPoolSize is the warm sandboxes per profile when Config leaves it 0.

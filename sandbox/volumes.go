@@ -105,7 +105,14 @@ func (d *dockerRunner) populate(ctx context.Context, p Profile, image, imageID s
 	defer d.remove(lock.ID)
 	start := time.Now()
 	// A filler that died half-way leaves a volume that is not empty, which
-	// the daemon would not fill again: start from none.
+	// the daemon would not fill again: start from none. Its containers go
+	// first: the daemon keeps a volume that a container mounts, running or
+	// not, and a process that died while filling leaves the filler behind.
+	// A container that cannot be reaped fails the removal below if it holds
+	// a volume; one that holds none is no reason to stop.
+	if _, err := reapContainers(ctx, d.cli, d.log); err != nil {
+		d.log.Warn("sandbox: reaping leaked containers before a toolchain fill failed", "err", err)
+	}
 	for _, v := range vols {
 		if _, err := d.cli.VolumeRemove(ctx, v, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			return false, fmt.Errorf("toolchain volumes: remove stale %s: %w", v, err)

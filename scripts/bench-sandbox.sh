@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '==> %s\n' "$*" >&2; }
-bench() { go test ./sandbox -run '^$' -bench Overhead -benchtime "${BENCHTIME:-15x}" "$@" | grep -E '^(mode|noop/|python/|go/)'; }
+bench() { go test ./sandbox -run '^$' -bench Overhead -benchtime "${BENCHTIME:-15x}" "$@" | grep -E '^(mode|noop/|syscalls/|python/|go/)'; }
 
 overlay2=false
 if [ "${1:-}" = "--overlay2" ]; then

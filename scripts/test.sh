@@ -14,6 +14,8 @@ command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need_pkgs+=(postgresql-15)
 /usr/bin/python3 -c 'import pytest' 2>/dev/null || need_pkgs+=(python3-pytest)
 ctags --version 2>/dev/null | grep -q 'Universal Ctags' || need_pkgs+=(universal-ctags) # repository maps
+command -v node >/dev/null || need_pkgs+=(nodejs) # bwrap's seccomp filter is tested with node
+command -v java >/dev/null || need_pkgs+=(default-jre-headless) # and the JVM
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
