@@ -76,6 +76,10 @@ type Factory struct {
 	local bool
 	// connected is set once local mode found the data dir's server.
 	connected bool
+	// need is what the command needs of the local server (serverFits);
+	// settingsIgnored are settings the command sets another way.
+	need            serverNeed
+	settingsIgnored []string
 	// verbose also shows the logs on stderr.
 	verbose  bool
 	closeLog func()
@@ -126,13 +130,7 @@ func (f *Factory) temporalClient(ctx context.Context) (client.Client, error) {
 			return nil, err
 		}
 	}
-	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	c, err := client.DialContext(dialCtx, client.Options{
-		HostPort:  f.cfg.TemporalAddress,
-		Namespace: f.cfg.Namespace,
-		Logger:    sdklog.NewStructuredLogger(slog.Default()),
-	})
+	c, err := dial(ctx, f.cfg.TemporalAddress, f.cfg.Namespace)
 	if err != nil && f.useEmbedded() {
 		return nil, fmt.Errorf("%w: cannot reach the local server at %s (%v); see `autocoder dev status` and %s",
 			errUnavailable, f.cfg.TemporalAddress, err, f.cfg.logFile())
@@ -144,6 +142,17 @@ func (f *Factory) temporalClient(ctx context.Context) (client.Client, error) {
 	}
 	f.sdk = c
 	return c, nil
+}
+
+// dial connects to the Temporal frontend at hostPort.
+func dial(ctx context.Context, hostPort, namespace string) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return client.DialContext(ctx, client.Options{
+		HostPort:  hostPort,
+		Namespace: namespace,
+		Logger:    sdklog.NewStructuredLogger(slog.Default()),
+	})
 }
 
 func (f *Factory) openStore(ctx context.Context) (store.Store, error) {
