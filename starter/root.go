@@ -93,6 +93,7 @@ type TaskClient interface {
 	Watch(ctx context.Context, id string, every time.Duration, fn func(workflows.Status) bool) error
 	Wait(ctx context.Context, id string) (workflows.TaskResult, error)
 	ModelCall(ctx context.Context, id string) (*taskclient.ModelCall, error)
+	Retries(ctx context.Context, id string) ([]taskclient.Retry, error)
 	List(ctx context.Context, o taskclient.ListOptions) ([]taskclient.Task, error)
 	Reachable(ctx context.Context) error
 	Approve(ctx context.Context, id string, s workflows.ApproveSignal) error
