@@ -43,6 +43,7 @@ func follow(ctx context.Context, f *Factory, c TaskClient, id string, o followOp
 	asked := ""
 	var runErr error
 	r := retries{w: f.IO.ErrOut, before: v.clear}
+	waitsNote := f.settingslessNote(id)
 loop:
 	for {
 		select {
@@ -63,6 +64,11 @@ loop:
 			v.show(st)
 			if !st.Phase.Done() {
 				r.show(ctx, c, id)
+				if waitsNote != "" {
+					v.clear()
+					fmt.Fprintln(f.IO.ErrOut, waitsNote)
+					waitsNote = ""
+				}
 			}
 			if st.Pending == nil {
 				asked = ""

@@ -138,6 +138,16 @@ func (f *Factory) serverFits(ctx context.Context, a devserver.Address, restarted
 	return true, nil
 }
 
+// settingslessNote says, for a command that shows an open task, that the
+// server it found runs none of the task's activities; "" otherwise.
+func (f *Factory) settingslessNote(id string) string {
+	if !f.settingsless {
+		return ""
+	}
+	return "the local server was started by a command that only reads and runs no model call or sandbox: " +
+		"autocoder resume " + id + " from a shell with your model settings continues the task"
+}
+
 // settingsError is a server whose settings do not fit the command's. It
 // exits as a usage error: the person changes the shell or the server.
 type settingsError struct{ msg string }
@@ -160,6 +170,7 @@ func (f *Factory) openTasksOn(ctx context.Context, a devserver.Address) (int64, 
 
 func (f *Factory) useServer(a devserver.Address, started bool) {
 	f.connected = true
+	f.settingsless = a.Settingsless
 	f.cfg.TemporalAddress = a.Frontend
 	f.cfg.Namespace = a.Namespace
 	if a.UI != "" {
@@ -222,8 +233,9 @@ func newDevStatusCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUnavailable, err)
 			}
-			fmt.Fprintf(f.IO.Out, "Server:   running, pid %d, since %s\nTemporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\n",
-				a.PID, a.Started.Local().Format(time.DateTime), a.Frontend, a.Namespace, orDefault(a.UI, "none"), f.cfg.DataDir, a.LogFile)
+			fmt.Fprintf(f.IO.Out, "Server:   running, pid %d, since %s\nTemporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\nSettings: %s\n",
+				a.PID, a.Started.Local().Format(time.DateTime), a.Frontend, a.Namespace, orDefault(a.UI, "none"), f.cfg.DataDir, a.LogFile,
+				describeSettings(a))
 			return nil
 		},
 	}

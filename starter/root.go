@@ -74,8 +74,10 @@ type Factory struct {
 	ran bool
 	// local is set when this process hosts the embedded services.
 	local bool
-	// connected is set once local mode found the data dir's server.
-	connected bool
+	// connected is set once local mode found the data dir's server;
+	// settingsless when that server is settings-less.
+	connected    bool
+	settingsless bool
 	// need is what the command needs of the local server (serverFits);
 	// settingsIgnored are settings the command sets another way.
 	need            serverNeed

@@ -3,10 +3,12 @@ package starter
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/llm"
 )
 
@@ -92,4 +94,20 @@ func differPhrase(names []string) string {
 		return "its " + names[0] + " differs"
 	}
 	return "its " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " differ"
+}
+
+// describeSettings is a server's settings for `dev status`.
+func describeSettings(a devserver.Address) string {
+	if a.Settingsless {
+		return "none (started by a command that only reads; the next run or resume replaces it)"
+	}
+	names := slices.Sorted(maps.Keys(a.Settings))
+	if len(names) == 0 {
+		return "none set (the defaults)"
+	}
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = k + "=" + a.Settings[k]
+	}
+	return strings.Join(parts, " ")
 }
