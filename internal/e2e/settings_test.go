@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,6 +92,9 @@ func TestReadOnlyCommandThenRun(t *testing.T) {
 	if s := l.settings(t); !s.Settingsless || len(s.Settings) != 0 {
 		t.Errorf("the server a bare list started: %+v, want settings-less", s)
 	}
+	if out, _, _ := l.exec(ctx, t, bare(l.env), "dev", "status"); !strings.Contains(out, "Settings: none (started by a command that only reads") {
+		t.Errorf("dev status of the settings-less server:\n%s", out)
+	}
 
 	out := filepath.Join(t.TempDir(), "out")
 	stdout, stderr, code := l.exec(ctx, t, with(l.env, "AUTOCODER_SANDBOX=bwrap"), "run", sc.task, "--out", out)
@@ -107,6 +112,61 @@ func TestReadOnlyCommandThenRun(t *testing.T) {
 	if strings.Contains(s.Settings["OPENAI_API_KEY"], "test-key") {
 		t.Errorf("the address file holds the key itself: %+v", s.Settings)
 	}
+	if out, _, _ := l.exec(ctx, t, bare(l.env), "dev", "status"); !strings.Contains(out, "AUTOCODER_SANDBOX=bwrap") {
+		t.Errorf("dev status after the run:\n%s", out)
+	}
+}
+
+// TestOpenTaskWaitsForSettings: the server dies while a task's model call
+// is in flight; `status` from a shell with no model key starts a server
+// that runs none of the task's activities (the task waits, and status
+// says how to go on), and resume from the shell with the key finishes it.
+func TestOpenTaskWaitsForSettings(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sc := pythonScenario
+	var calls atomic.Int32
+	script := sc.script()
+	model := llmtest.New(t, func(req llmtest.ChatRequest) llmtest.Reply {
+		if calls.Add(1) == 1 {
+			return llmtest.Reply{Delay: 10 * time.Minute} // the plan call the crash cuts off
+		}
+		return script(req)
+	})
+	l := newLocal(t, model, "AUTOCODER_SANDBOX=bwrap")
+	out, stderr, code := l.exec(ctx, t, l.env, "run", sc.task, "--detach")
+	if code != 0 {
+		t.Fatalf("run --detach: exit %d\n%s", code, stderr)
+	}
+	id := strings.TrimSpace(out)
+	for calls.Load() == 0 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	first := l.settings(t)
+	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+
+	status, stderr, code := l.exec(ctx, t, bare(l.env), "status", id)
+	want := "note:      the local server was started by a command that only reads and runs no model call or sandbox: " +
+		"autocoder resume " + id + " from a shell with your model settings continues the task"
+	if code != 0 || !strings.Contains(status, want) {
+		t.Errorf("status from a bare shell: exit %d, want 0 and %q\n%s%s", code, want, status, stderr)
+	}
+	time.Sleep(3 * time.Second) // a worker that took the task's activities would fail it by now
+	if status, _, _ := l.exec(ctx, t, bare(l.env), "status", id, "--json"); strings.Contains(status, `"phase": "failed"`) {
+		t.Fatalf("the task failed on the server a bare status started:\n%s", status)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d model calls after the crash on the settings-less server, want none", n-1)
+	}
+
+	dir := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, code := l.exec(ctx, t, l.env, "resume", id, "--out", dir)
+	if code != 0 || !strings.Contains(stdout, "succeeded") {
+		t.Fatalf("resume with the key: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	checkFiles(t, sc, readDir(t, dir, sc))
 }
 
 // TestBusyServerWithOtherSettings: while the server holds an open task,
