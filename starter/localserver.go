@@ -129,7 +129,10 @@ func (f *Factory) serverFits(ctx context.Context, a devserver.Address, restarted
 	if err != nil {
 		return false, fmt.Errorf("%w: the local server cannot say whether it is busy, and %s: %v", errUnavailable, why, err)
 	}
-	if open > 0 || restarted {
+	if open == 0 && restarted {
+		return false, &settingsError{fmt.Sprintf("another command restarted the local server meanwhile, and %s; run this again", why)}
+	}
+	if open > 0 {
 		return false, &settingsError{fmt.Sprintf("the local server runs %d open task(s) and %s; "+
 			"run this when they have ended (autocoder list --status running), or `autocoder dev stop` first "+
 			"(open tasks then go on with the settings of the command that starts the next server)", open, why)}
