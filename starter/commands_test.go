@@ -102,6 +102,10 @@ func (c *fakeClient) ModelCall(_ context.Context, id string) (*taskclient.ModelC
 	return &taskclient.ModelCall{Activity: "ModelTurn", Attempt: 1, Since: time.Now()}, c.known(id)
 }
 
+func (c *fakeClient) Retries(_ context.Context, id string) ([]taskclient.Retry, error) {
+	return nil, c.known(id)
+}
+
 func (c *fakeClient) List(_ context.Context, o taskclient.ListOptions) ([]taskclient.Task, error) {
 	return c.tasks[:min(o.Limit, len(c.tasks))], nil
 }

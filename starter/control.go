@@ -242,6 +242,7 @@ func NewCmdResume(f *Factory, runF func(*ResumeOptions) error) *cobra.Command {
 			if runF != nil {
 				return runF(&o)
 			}
+			f.need = needWorker
 			stop, err := f.hostIfNeeded(cmd.Context())
 			if err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/owner"
 	"github.com/autocoder/autocoder/internal/taskclient"
@@ -43,8 +44,9 @@ func (f *Factory) hostIfNeeded(ctx context.Context) (stop func(), err error) {
 }
 
 // startEmbedded starts the local services and a worker, and points the
-// factory at them. The returned stop shuts everything down in order.
-func (f *Factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedded, error) {
+// factory at them. The returned stop shuts everything down in order. A
+// settings-less server's worker runs workflows only (no model, no sandbox).
+func (f *Factory) startEmbedded(ctx context.Context, sc sandbox.Config, settingsless bool) (*embedded, error) {
 	srv, err := devserver.Start(ctx, devserver.Options{
 		DataDir:            f.cfg.DataDir,
 		FrontendPort:       f.cfg.devPort,
@@ -77,11 +79,11 @@ func (f *Factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedd
 	if err != nil {
 		return fail(err)
 	}
-	acts, closeActs, err := f.Activities(ctx, sc)
+	acts, closeActs, err := f.workerActivities(ctx, sc, settingsless)
 	if err != nil {
 		return fail(err)
 	}
-	w := worker.New(c, acts, worker.Options{Namespace: f.cfg.Namespace, InFlightDir: f.cfg.inFlightDir()})
+	w := worker.New(c, acts, worker.Options{Namespace: f.cfg.Namespace, InFlightDir: f.cfg.inFlightDir(), WorkflowsOnly: settingsless})
 	if err := w.Start(); err != nil {
 		closeActs()
 		return fail(fmt.Errorf("start worker: %w", err))
@@ -97,16 +99,29 @@ func (f *Factory) startEmbedded(ctx context.Context, sc sandbox.Config) (*embedd
 	return e, nil
 }
 
+// workerActivities are the local worker's activities; a settings-less
+// worker runs only the local ones, which need the store alone.
+func (f *Factory) workerActivities(ctx context.Context, sc sandbox.Config, settingsless bool) (*activities.Activities, func(), error) {
+	if !settingsless {
+		return f.Activities(ctx, sc)
+	}
+	st, err := f.Store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &activities.Activities{Store: st}, func() {}, nil
+}
+
 // serve runs the local server until ctx ends or, when idle is positive, it
 // has been idle that long. Its address file is written once it serves and
 // removed when it stops. lock is the held start lock: it is released once
 // the address file is written, and held again while an idle server stops,
 // so that a client never finds a server that is going away.
-func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, ready func()) error {
+func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, settingsless bool, ready func()) error {
 	defer func() { lock.Close() }()
 	// No Warm: each language warms up once first used, so a Python task on
 	// a fresh server does not share the CPU with Go warm-ups.
-	e, err := f.startEmbedded(ctx, sandbox.Config{Backend: f.cfg.Sandbox})
+	e, err := f.startEmbedded(ctx, sandbox.Config{Backend: f.cfg.Sandbox}, settingsless)
 	if err != nil {
 		return err
 	}
@@ -119,6 +134,9 @@ func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 		Owner:     owner.ID(),
 		Started:   time.Now(),
 		LogFile:   f.cfg.logFile(),
+		// The server's own environment: what its worker runs tasks with.
+		Settings:     settingsFrom(os.Getenv),
+		Settingsless: settingsless,
 	}
 	if err := devserver.WriteAddress(f.cfg.DataDir, addr); err != nil {
 		return fmt.Errorf("%w: %v", errUnavailable, err)
@@ -132,7 +150,8 @@ func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 	reapCtx, stopReaping := context.WithCancel(ctx)
 	defer stopReaping()
 	go reapEvery(reapCtx, reapInterval)
-	slog.Info("local server ready", "temporal", addr.Frontend, "ui", addr.UI, "data", f.cfg.DataDir, "idle_timeout", idle)
+	slog.Info("local server ready", "temporal", addr.Frontend, "ui", addr.UI, "data", f.cfg.DataDir, "idle_timeout", idle,
+		"settingsless", settingsless)
 	ready()
 	// Stopped by a signal: the start lock is held while the server stops,
 	// as when it stops idle, so that a client arriving meanwhile waits for
@@ -195,6 +214,8 @@ func lockForStop(ctx context.Context, dataDir string) *os.File {
 type DevOptions struct {
 	Background  bool
 	IdleTimeout time.Duration
+	// Settingsless: started by a command that only reads (with Background).
+	Settingsless bool
 }
 
 func NewCmdDev(f *Factory, runF func(*DevOptions) error) *cobra.Command {
@@ -226,7 +247,7 @@ func NewCmdDev(f *Factory, runF func(*DevOptions) error) *cobra.Command {
 				if !cmd.Flags().Changed("idle-timeout") {
 					idle = durationFromEnv(envIdleTimeout, defaultIdleTimeout)
 				}
-				return f.serve(ctx, lock, idle, func() {})
+				return f.serve(ctx, lock, idle, o.Settingsless, func() {})
 			}
 			lock, err := devserver.LockStart(ctx, f.cfg.DataDir)
 			if err != nil {
@@ -237,7 +258,7 @@ func NewCmdDev(f *Factory, runF func(*DevOptions) error) *cobra.Command {
 				return fmt.Errorf("%w: a local server already runs for %s (pid %d, Temporal at %s); stop it with `autocoder dev stop`",
 					errUnavailable, f.cfg.DataDir, a.PID, a.Frontend)
 			}
-			return f.serve(ctx, lock, idle, func() {
+			return f.serve(ctx, lock, idle, false, func() {
 				fmt.Fprintf(f.IO.Out, "Temporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\nPress Ctrl-C to stop.\n",
 					f.cfg.TemporalAddress, f.cfg.Namespace, f.cfg.UIURL, f.cfg.DataDir, f.cfg.logFile())
 			})
@@ -245,6 +266,8 @@ func NewCmdDev(f *Factory, runF func(*DevOptions) error) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&o.Background, "background", false, "run as the background server a client started")
 	_ = cmd.Flags().MarkHidden("background")
+	cmd.Flags().BoolVar(&o.Settingsless, "settingsless", false, "with --background: run no activity, for a command that only reads")
+	_ = cmd.Flags().MarkHidden("settingsless")
 	cmd.Flags().DurationVar(&o.IdleTimeout, "idle-timeout", 0,
 		"stop after this long with no task running or waiting and no client (0: never; the background server uses "+envIdleTimeout+", default "+defaultIdleTimeout.String()+")")
 	cmd.AddCommand(newDevStatusCmd(f), newDevStopCmd(f))

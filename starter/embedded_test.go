@@ -27,7 +27,7 @@ func TestSignalStopHoldsTheStartLock(t *testing.T) {
 	}
 	ready := make(chan struct{})
 	served := make(chan error, 1)
-	go func() { served <- f.serve(ctx, lock, 0, func() { close(ready) }) }()
+	go func() { served <- f.serve(ctx, lock, 0, false, func() { close(ready) }) }()
 	select {
 	case <-ready:
 	case err := <-served:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -41,6 +42,8 @@ func follow(ctx context.Context, f *Factory, c TaskClient, id string, o followOp
 	defer tick.Stop()
 	asked := ""
 	var runErr error
+	r := retries{w: f.IO.ErrOut, before: v.clear}
+	waitsNote := f.settingslessNote(id)
 loop:
 	for {
 		select {
@@ -59,6 +62,14 @@ loop:
 			}
 			k.ok()
 			v.show(st)
+			if !st.Phase.Done() {
+				r.show(ctx, c, id)
+				if waitsNote != "" {
+					v.clear()
+					fmt.Fprintln(f.IO.ErrOut, waitsNote)
+					waitsNote = ""
+				}
+			}
 			if st.Pending == nil {
 				asked = ""
 				continue
@@ -87,6 +98,10 @@ loop:
 	if st, err := queryStatusBounded(ctx, c, id); err == nil {
 		v.final(st)
 		result.Status = st
+	}
+	var fe *taskclient.FailedError
+	if errors.As(runErr, &fe) && !fe.Cancelled {
+		return failed(f, id, o.json, fe)
 	}
 	if runErr != nil {
 		return endedWithout(ctx, k, runErr)
@@ -129,6 +144,84 @@ func endedWithout(ctx context.Context, k *contact, runErr error) error {
 		return k.lost(runErr)
 	}
 	return taskFailure(runErr)
+}
+
+// failed reports a task that ended without success: one line naming the
+// cause, as its status gives it, and where to look further; Temporal's
+// whole error chain only with --verbose, and in the JSON --json prints.
+func failed(f *Factory, id string, asJSON bool, fe *taskclient.FailedError) error {
+	if asJSON {
+		if err := writeJSON(f.IO.Out, map[string]any{"id": id, "error": fe.Message, "detail": fe.Error()}); err != nil {
+			return err
+		}
+	}
+	line := fmt.Sprintf("task %s failed: %s; autocoder status %s shows where it stopped", id, fe.Message, id)
+	if f.verbose {
+		line += "\nthe whole error: " + fe.Error()
+	} else {
+		line += " (the whole error: --verbose)"
+	}
+	return &taskEnded{line: line, err: fe}
+}
+
+// taskEnded is a failed task as the command reports it; it unwraps to the
+// task's *taskclient.FailedError, which decides the exit code.
+type taskEnded struct {
+	line string
+	err  *taskclient.FailedError
+}
+
+func (e *taskEnded) Error() string { return e.line }
+func (e *taskEnded) Unwrap() error { return e.err }
+
+// retries shows the task's failed attempts as they happen, from its
+// pending activities: one line per attempt that failed, with the failure
+// and when the next attempt starts.
+type retries struct {
+	w      io.Writer
+	before func() // readies w for a line (ends a redrawn status line)
+	shown  map[string]int32
+}
+
+// retryLister lists a task's retried activities (taskclient.Client.Retries).
+type retryLister interface {
+	Retries(ctx context.Context, id string) ([]taskclient.Retry, error)
+}
+
+func (r *retries) show(ctx context.Context, c retryLister, id string) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	rs, err := c.Retries(ctx, id)
+	if err != nil {
+		return // following goes on without them when the server cannot say
+	}
+	for _, rt := range rs {
+		if r.shown[rt.ActivityID] >= rt.Attempt {
+			continue
+		}
+		if r.shown == nil {
+			r.shown = map[string]int32{}
+		}
+		r.shown[rt.ActivityID] = rt.Attempt
+		r.before()
+		fmt.Fprintln(r.w, describeRetry(rt, time.Now()))
+	}
+}
+
+// describeRetry is one line for a failed attempt, e.g. "Plan failed: model
+// provider openai failed (HTTP 503); attempt 2 of 6 in 1s".
+func describeRetry(rt taskclient.Retry, now time.Time) string {
+	next := fmt.Sprintf("attempt %d", rt.Attempt)
+	if rt.MaxAttempts > 0 {
+		next += fmt.Sprintf(" of %d", rt.MaxAttempts)
+	}
+	if rt.RetryAt.IsZero() {
+		next += " started"
+	} else {
+		next += " in " + max(rt.RetryAt.Sub(now), 0).Round(time.Second).String()
+	}
+	// The failure may quote the provider: Clip makes it safe to print.
+	return fmt.Sprintf("%s failed: %s; %s", rt.Activity, termsafe.Clip(orDefault(rt.LastFailure, "no reason given"), 200), next)
 }
 
 func printGate(w io.Writer, id string, p *workflows.Approval) {

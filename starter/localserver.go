@@ -16,6 +16,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/owner"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/sandbox"
 )
 
@@ -36,7 +37,8 @@ const (
 // connectLocal points the factory at the data dir's local server, starting
 // one in the background when none runs. Of clients starting at once, the
 // one holding the start lock starts the server and hands the lock to it;
-// the others wait for the lock, then find the address file.
+// the others wait for the lock, then find the address file. A server whose
+// settings do not fit the command's is restarted or refused (serverFits).
 func (f *Factory) connectLocal(ctx context.Context) error {
 	if f.connected {
 		return nil
@@ -51,12 +53,23 @@ func (f *Factory) connectLocal(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, serverStartTimeout)
 	defer cancel()
-	started := false
+	started, restarted := false, false
 	for {
 		a, err := devserver.ReadAddress(dir)
 		if err == nil {
-			f.useServer(a, started)
-			return nil
+			restart, err := f.serverFits(ctx, a, restarted)
+			if err != nil {
+				return err
+			}
+			if !restart {
+				f.useServer(a, started)
+				return nil
+			}
+			if err := stopServer(ctx, a); err != nil {
+				return err
+			}
+			restarted = true
+			continue
 		}
 		if !errors.Is(err, devserver.ErrNotRunning) {
 			return fmt.Errorf("%w: %v", errUnavailable, err)
@@ -65,10 +78,9 @@ func (f *Factory) connectLocal(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v (see %s)", errUnavailable, err, f.cfg.logFile())
 		}
-		if a, err := devserver.ReadAddress(dir); err == nil {
+		if _, err := devserver.ReadAddress(dir); err == nil {
 			lock.Close()
-			f.useServer(a, started)
-			return nil
+			continue // started meanwhile: checked at the top
 		}
 		if started {
 			lock.Close()
@@ -85,8 +97,83 @@ func (f *Factory) connectLocal(ctx context.Context) error {
 	}
 }
 
+// serverFits decides whether the command can use the running server a.
+// A command that only reads uses any. One that follows tasks needs a
+// server whose worker runs them: a settings-less server is restarted
+// (restart is true). One that starts a task needs this shell's settings:
+// a server with others and no open task is restarted; one that serves open
+// tasks is refused, naming the settings that differ, since restarting it
+// would run those tasks with this shell's settings. After one restart a
+// server that still does not fit was started meanwhile by another command,
+// and is refused too.
+func (f *Factory) serverFits(ctx context.Context, a devserver.Address, restarted bool) (restart bool, err error) {
+	if f.need == needReads {
+		return false, nil
+	}
+	if a.Settingsless && !restarted {
+		fmt.Fprintln(f.IO.ErrOut, "the local server was started by a command that only reads: restarting it with this shell's settings")
+		return true, nil
+	}
+	var differ []string // none: a settings-less server has none to name
+	if !a.Settingsless {
+		if f.need == needWorker {
+			return false, nil
+		}
+		differ = settingsFrom(os.Getenv).differing(serverSettings(a.Settings), f.settingsIgnored...)
+		if len(differ) == 0 {
+			return false, nil
+		}
+	}
+	why := differPhrase(differ) + " from this shell's"
+	open, err := f.openTasksOn(ctx, a)
+	if err != nil {
+		return false, fmt.Errorf("%w: the local server cannot say whether it is busy, and %s: %v", errUnavailable, why, err)
+	}
+	if open == 0 && restarted {
+		return false, &settingsError{fmt.Sprintf("another command restarted the local server meanwhile, and %s; run this again", why)}
+	}
+	if open > 0 {
+		return false, &settingsError{fmt.Sprintf("the local server runs %d open task(s) and %s; "+
+			"run this when they have ended (autocoder list --status running), or `autocoder dev stop` first "+
+			"(open tasks then go on with the settings of the command that starts the next server)", open, why)}
+	}
+	fmt.Fprintf(f.IO.ErrOut, "the local server has no open task and %s: restarting it with this shell's settings\n", why)
+	return true, nil
+}
+
+// settingslessNote says, for a command that shows an open task, that the
+// server it found runs none of the task's activities; "" otherwise.
+func (f *Factory) settingslessNote(id string) string {
+	if !f.settingsless {
+		return ""
+	}
+	return "the local server was started by a command that only reads and runs no model call or sandbox: " +
+		"autocoder resume " + id + " from a shell with your model settings continues the task"
+}
+
+// settingsError is a server whose settings do not fit the command's. It
+// exits as a usage error: the person changes the shell or the server.
+type settingsError struct{ msg string }
+
+func (e *settingsError) Error() string        { return e.msg }
+func (e *settingsError) Is(target error) bool { return target == errUsage }
+
+// openTasksOn counts the open tasks of the server a, through a connection
+// of its own: the factory's is made for the server the command ends up on.
+func (f *Factory) openTasksOn(ctx context.Context, a devserver.Address) (int64, error) {
+	c, err := dial(ctx, a.Frontend, a.Namespace)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return taskclient.New(c, a.Namespace).OpenTasks(ctx)
+}
+
 func (f *Factory) useServer(a devserver.Address, started bool) {
 	f.connected = true
+	f.settingsless = a.Settingsless
 	f.cfg.TemporalAddress = a.Frontend
 	f.cfg.Namespace = a.Namespace
 	if a.UI != "" {
@@ -100,7 +187,9 @@ func (f *Factory) useServer(a devserver.Address, started bool) {
 // startBackground starts this program as the data dir's background server,
 // in a session of its own so that no signal meant for this client reaches
 // it, with its output in the log file. It hands the held start lock to the
-// server, which releases it once it serves (or exits).
+// server, which releases it once it serves (or exits). For a command that
+// only reads, the server is settings-less: it holds no task to this shell's
+// settings, so the next command that has some replaces it.
 func (f *Factory) startBackground(lock *os.File) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -115,7 +204,11 @@ func (f *Factory) startBackground(lock *os.File) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "dev", "--background")
+	args := []string{"dev", "--background"}
+	if f.need == needReads {
+		args = append(args, "--settingsless")
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), envDataDir+"="+dir)
 	cmd.Dir = dir // not the client's directory, which may go away
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -143,8 +236,9 @@ func newDevStatusCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUnavailable, err)
 			}
-			fmt.Fprintf(f.IO.Out, "Server:   running, pid %d, since %s\nTemporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\n",
-				a.PID, a.Started.Local().Format(time.DateTime), a.Frontend, a.Namespace, orDefault(a.UI, "none"), f.cfg.DataDir, a.LogFile)
+			fmt.Fprintf(f.IO.Out, "Server:   running, pid %d, since %s\nTemporal: %s (namespace %s)\nWeb UI:   %s\nData:     %s\nLog:      %s\nSettings: %s\n",
+				a.PID, a.Started.Local().Format(time.DateTime), a.Frontend, a.Namespace, orDefault(a.UI, "none"), f.cfg.DataDir, a.LogFile,
+				describeSettings(a))
 			return nil
 		},
 	}
@@ -164,26 +258,34 @@ func newDevStopCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%w: %v", errUnavailable, err)
 			}
-			if err := syscall.Kill(a.PID, syscall.SIGTERM); err != nil {
-				return fmt.Errorf("%w: stop pid %d: %v", errUnavailable, a.PID, err)
+			if err := stopServer(cmd.Context(), a); err != nil {
+				return err
 			}
-			host, _ := os.Hostname()
-			deadline := time.Now().Add(stopTimeout)
-			for {
-				if gone, _ := owner.Gone(a.Owner, host); gone {
-					fmt.Fprintf(f.IO.ErrOut, "stopped the local server (pid %d)\n", a.PID)
-					return nil
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("%w: the local server (pid %d) did not stop within %s; see %s", errUnavailable, a.PID, stopTimeout, a.LogFile)
-				}
-				select {
-				case <-cmd.Context().Done():
-					return cmd.Context().Err()
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
+			fmt.Fprintf(f.IO.ErrOut, "stopped the local server (pid %d)\n", a.PID)
+			return nil
 		},
+	}
+}
+
+// stopServer asks the server a to stop and waits until it has.
+func stopServer(ctx context.Context, a devserver.Address) error {
+	if err := syscall.Kill(a.PID, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("%w: stop pid %d: %v", errUnavailable, a.PID, err)
+	}
+	host, _ := os.Hostname()
+	deadline := time.Now().Add(stopTimeout)
+	for {
+		if gone, _ := owner.Gone(a.Owner, host); gone {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: the local server (pid %d) did not stop within %s; see %s", errUnavailable, a.PID, stopTimeout, a.LogFile)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 

@@ -74,8 +74,14 @@ type Factory struct {
 	ran bool
 	// local is set when this process hosts the embedded services.
 	local bool
-	// connected is set once local mode found the data dir's server.
-	connected bool
+	// connected is set once local mode found the data dir's server;
+	// settingsless when that server is settings-less.
+	connected    bool
+	settingsless bool
+	// need is what the command needs of the local server (serverFits);
+	// settingsIgnored are settings the command sets another way.
+	need            serverNeed
+	settingsIgnored []string
 	// verbose also shows the logs on stderr.
 	verbose  bool
 	closeLog func()
@@ -89,6 +95,7 @@ type TaskClient interface {
 	Watch(ctx context.Context, id string, every time.Duration, fn func(workflows.Status) bool) error
 	Wait(ctx context.Context, id string) (workflows.TaskResult, error)
 	ModelCall(ctx context.Context, id string) (*taskclient.ModelCall, error)
+	Retries(ctx context.Context, id string) ([]taskclient.Retry, error)
 	List(ctx context.Context, o taskclient.ListOptions) ([]taskclient.Task, error)
 	Reachable(ctx context.Context) error
 	Approve(ctx context.Context, id string, s workflows.ApproveSignal) error
@@ -126,13 +133,7 @@ func (f *Factory) temporalClient(ctx context.Context) (client.Client, error) {
 			return nil, err
 		}
 	}
-	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	c, err := client.DialContext(dialCtx, client.Options{
-		HostPort:  f.cfg.TemporalAddress,
-		Namespace: f.cfg.Namespace,
-		Logger:    sdklog.NewStructuredLogger(slog.Default()),
-	})
+	c, err := dial(ctx, f.cfg.TemporalAddress, f.cfg.Namespace)
 	if err != nil && f.useEmbedded() {
 		return nil, fmt.Errorf("%w: cannot reach the local server at %s (%v); see `autocoder dev status` and %s",
 			errUnavailable, f.cfg.TemporalAddress, err, f.cfg.logFile())
@@ -144,6 +145,17 @@ func (f *Factory) temporalClient(ctx context.Context) (client.Client, error) {
 	}
 	f.sdk = c
 	return c, nil
+}
+
+// dial connects to the Temporal frontend at hostPort.
+func dial(ctx context.Context, hostPort, namespace string) (client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return client.DialContext(ctx, client.Options{
+		HostPort:  hostPort,
+		Namespace: namespace,
+		Logger:    sdklog.NewStructuredLogger(slog.Default()),
+	})
 }
 
 func (f *Factory) openStore(ctx context.Context) (store.Store, error) {

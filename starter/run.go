@@ -109,6 +109,12 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 			return usageError("--model: %v", err)
 		}
 	}
+	// The task runs with the settings of the local server's worker: they
+	// must be this shell's.
+	f.need = needOwnSettings
+	if o.Model != "" {
+		f.settingsIgnored = []string{llm.EnvModel}
+	}
 	if !o.Detach && f.useEmbedded() {
 		// The worker runs in the local server, which a first command starts
 		// with its environment: a missing model would only fail the task

@@ -66,6 +66,9 @@ func showStatus(ctx context.Context, f *Factory, id string, asJSON bool) error {
 	if call != nil {
 		fmt.Fprintf(f.IO.Out, "model:     %s\n", describeCall(call, time.Now()))
 	}
+	if note := f.settingslessNote(id); note != "" && !st.Phase.Done() {
+		fmt.Fprintf(f.IO.Out, "note:      %s\n", note)
+	}
 	return nil
 }
 

@@ -31,10 +31,15 @@ type Options struct {
 	// so that a worker started after a crash retries the crashed worker's
 	// activities at once. Empty: no records.
 	InFlightDir string
+	// WorkflowsOnly serves workflow tasks (and the local activities they
+	// run) but takes no activity: workflows advance and answer queries,
+	// while their model calls and sandbox runs wait in the server for a
+	// worker that has the settings to run them.
+	WorkflowsOnly bool
 }
 
 // Worker serves the task queue (the workflow, model and store activities)
-// and its sandbox task queue (checks, and the tool loop's run and
+// and, unless WorkflowsOnly, its sandbox task queue (checks, and the tool loop's run and
 // run_tests calls). It takes no more
 // sandbox runs than the sandbox has slots, so runs beyond them wait in the
 // server, where any worker with a free slot takes them and a crashed
@@ -61,9 +66,14 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
 		WorkflowTaskPollerBehavior: sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{}),
 		ActivityTaskPollerBehavior: sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{}),
 		// In-flight activities get this long to finish on shutdown.
-		WorkerStopTimeout: 30 * time.Second,
+		WorkerStopTimeout:       30 * time.Second,
+		LocalActivityWorkerOnly: opts.WorkflowsOnly,
 	})
 	Register(main, acts)
+	w.main = main
+	if opts.WorkflowsOnly {
+		return w
+	}
 	slots := 1
 	if acts.Sandbox != nil {
 		slots = acts.Sandbox.Slots()
@@ -75,7 +85,7 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
 		WorkerStopTimeout:                  30 * time.Second,
 	})
 	registerSandbox(sandbox, acts)
-	w.main, w.sandbox = main, sandbox
+	w.sandbox = sandbox
 	return w
 }
 
@@ -88,6 +98,9 @@ func (w *Worker) Start() error {
 	if err := w.main.Start(); err != nil {
 		return err
 	}
+	if w.sandbox == nil {
+		return nil
+	}
 	if err := w.sandbox.Start(); err != nil {
 		w.main.Stop()
 		return fmt.Errorf("sandbox task queue: %w", err)
@@ -99,7 +112,9 @@ func (w *Worker) Start() error {
 func (w *Worker) Stop() {
 	done := make(chan struct{})
 	go func() {
-		w.sandbox.Stop()
+		if w.sandbox != nil {
+			w.sandbox.Stop()
+		}
 		close(done)
 	}()
 	w.main.Stop()

@@ -37,6 +37,14 @@ type Address struct {
 	Owner     string    `json:"owner"` // owner.ID of the server process
 	Started   time.Time `json:"started"`
 	LogFile   string    `json:"logFile,omitempty"`
+	// Settings fingerprint the environment the server's worker runs
+	// tasks with (names to values, secrets hashed), for clients to compare
+	// with their own.
+	Settings map[string]string `json:"settings,omitempty"`
+	// Settingsless marks a server started by a command that only reads:
+	// its worker runs no activity, so open tasks wait for a server
+	// started with settings, and the next command that has some replaces it.
+	Settingsless bool `json:"settingsless,omitempty"`
 }
 
 // WriteAddress publishes a to the data dir, atomically: a reader sees the

@@ -37,7 +37,8 @@ var (
 )
 
 // FailedError is a task that ended without success; Message is the
-// workflow's own, written for people.
+// workflow's own, written for people (what its status says), and Error
+// the whole chain Temporal reports, for those who ask for it.
 type FailedError struct {
 	Message   string
 	Cancelled bool
@@ -88,12 +89,8 @@ func classify(err error) error {
 	case errors.As(err, &notFound):
 		return &kindError{ErrNotFound, err}
 	case errors.As(err, &ended):
-		f := &FailedError{Message: err.Error(), err: err}
-		var app *temporal.ApplicationError
+		f := &FailedError{Message: failureMessage(ended), err: err}
 		var canceled *temporal.CanceledError
-		if errors.As(err, &app) {
-			f.Message = app.Message()
-		}
 		if errors.As(err, &canceled) {
 			f.Cancelled = true
 		}
@@ -102,6 +99,22 @@ func classify(err error) error {
 		return err
 	}
 	return &kindError{ErrUnreachable, err}
+}
+
+// failureMessage is the message of the error a task ended with, as the
+// workflow put it in its status: the first application error, below the
+// activity that failed when one did. Above that activity, Temporal's chain
+// repeats the cause once per wrapping, with event ids and retry flags.
+func failureMessage(err error) string {
+	var act *temporal.ActivityError
+	if errors.As(err, &act) && act.Unwrap() != nil {
+		err = act.Unwrap()
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return err.Error()
 }
 
 // Client reaches coding tasks through a Temporal client it does not own.

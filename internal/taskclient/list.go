@@ -107,3 +107,16 @@ func decode[T any](p *commonpb.Payload) T {
 	}
 	return v
 }
+
+// OpenTasks counts the namespace's tasks that have not ended, including
+// those waiting for a person: whether a local server is busy.
+func (c *Client) OpenTasks(ctx context.Context) (int64, error) {
+	resp, err := c.sdk.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+		Namespace: c.namespace,
+		Query:     "ExecutionStatus = 'Running'",
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count open tasks: %w", classify(err))
+	}
+	return resp.GetCount(), nil
+}

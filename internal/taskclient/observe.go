@@ -59,6 +59,39 @@ func (c *Client) ModelCall(ctx context.Context, id string) (*ModelCall, error) {
 	return nil, nil
 }
 
+// Retry is an activity of the task that failed and is retried: waiting
+// for its next attempt (RetryAt set) or running it.
+type Retry struct {
+	ActivityID  string    `json:"activityId"`
+	Activity    string    `json:"activity"`
+	Attempt     int32     `json:"attempt"`               // the next attempt, or the one running
+	MaxAttempts int32     `json:"maxAttempts,omitempty"` // 0: unlimited
+	RetryAt     time.Time `json:"retryAt,omitzero"`
+	LastFailure string    `json:"lastFailure,omitempty"`
+}
+
+// Retries lists the task's activities past their first attempt, from its
+// pending activities, in the server's order.
+func (c *Client) Retries(ctx context.Context, id string) ([]Retry, error) {
+	d, err := c.Describe(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []Retry
+	for _, pa := range d.GetPendingActivities() {
+		if pa.GetAttempt() < 2 {
+			continue
+		}
+		r := Retry{ActivityID: pa.GetActivityId(), Activity: pa.GetActivityType().GetName(), Attempt: pa.GetAttempt(),
+			MaxAttempts: pa.GetMaximumAttempts(), LastFailure: pa.GetLastFailure().GetMessage()}
+		if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED && pa.GetNextAttemptScheduleTime() != nil {
+			r.RetryAt = pa.GetNextAttemptScheduleTime().AsTime()
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // History returns the events of the task's current run, for tests and
 // benchmarks that read what happened when.
 func (c *Client) History(ctx context.Context, id string) ([]*historypb.HistoryEvent, error) {
