@@ -77,7 +77,11 @@ type ModelTurnInput struct {
 // CallSummary names one tool call for the workflow and status lines; the
 // arguments themselves stay in the transcript, out of workflow history.
 type CallSummary struct {
-	ID   string `json:"id"`
+	ID string `json:"id"`
+	// Name is the tool called. It is empty for a call refused before it
+	// runs (a problem of its form, see llm.ScreenCalls): the workflow
+	// routes it, as any name it does not know, to RunTools, which answers
+	// it with the problem; a refused finish therefore ends nothing.
 	Name string `json:"name"`
 	Args string `json:"args,omitempty"` // the start of the arguments
 	// Label says what the call does, for people: "read app/models.py".
@@ -172,6 +176,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	}
 	if reused {
 		log.Info("model turn reused from an earlier try", "transcript", in.Transcript, "position", in.Position)
+		res.ToolCalls = llm.ScreenCalls(res.ToolCalls) // a memo of an older worker may hold calls unscreened
 	} else {
 		if requestTokens(request) > budget {
 			if to := summarizeTo(msgs[:in.Position], covers); to > 0 {
@@ -194,7 +199,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	}
 	for _, c := range res.ToolCalls {
 		out.Calls = append(out.Calls, callSummary(c))
-		if c.Name == ToolFinish && out.Finish == nil {
+		if c.Name == ToolFinish && c.Problem == "" && out.Finish == nil {
 			out.Finish = &FinishArgs{}
 			if err := json.Unmarshal([]byte(c.Arguments), out.Finish); err != nil {
 				out.Finish = &FinishArgs{} // a half-decoded value would say more than the model did
@@ -245,6 +250,9 @@ func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv
 	if err != nil {
 		return llm.TurnResult{}, modelError(err)
 	}
+	// Screened before the memo: a malformed call is answered, not fatal,
+	// and over-size arguments are never stored.
+	res.ToolCalls = llm.ScreenCalls(res.ToolCalls)
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return llm.TurnResult{}, fmt.Errorf("encode memo: %w", err)
@@ -268,6 +276,10 @@ const labelBytes = 100
 // arguments.
 func callSummary(c llm.ToolCall) CallSummary {
 	s := CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes), Label: CallLabel(c.Name, c.Arguments)}
+	if c.Problem != "" {
+		s.Name, s.Label = "", "refused "+s.Label
+		return s
+	}
 	if c.Name == ToolRun {
 		s.Command = truncate.Head(callArgs(c.Arguments).Command, commandBytes)
 	}

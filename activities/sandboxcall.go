@@ -101,6 +101,9 @@ func (a *Activities) sandboxCall(ctx context.Context, in SandboxCallInput, c llm
 		out.Headline = "refused: bad arguments"
 		return sandboxCallMemo{Output: out, Text: fmt.Sprintf(format, args...), IsError: true}
 	}
+	if c.Problem != "" {
+		return refuse("%s", c.Problem), nil
+	}
 	switch c.Name {
 	case tools.NameRun:
 		var args tools.RunArgs

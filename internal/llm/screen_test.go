@@ -1,0 +1,67 @@
+package llm_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/llm"
+)
+
+// ScreenCalls turns a hostile turn's calls into ones a conversation can
+// answer once each: a repeated id gets one of ours and a problem, a name no
+// provider takes back is replaced, over-size arguments are dropped; good
+// calls are left alone, and screening twice changes nothing.
+func TestScreenCalls(t *testing.T) {
+	huge := `{"path": "big.txt", "content": "` + strings.Repeat("x", llm.MaxToolArgumentBytes) + `"}`
+	in := []llm.ToolCall{
+		{ID: "a", Name: "read", Arguments: `{"path": "x.py"}`},
+		{ID: "a", Name: "write", Arguments: `{"path": "y.py", "content": "1"}`},
+		{ID: "call_1_0", Name: "list"}, // the id ours would take first
+		{ID: "b", Name: ""},
+		{ID: "c", Name: strings.Repeat("n", 100)},
+		{ID: "d", Name: "write", Arguments: huge},
+		{ID: "", Name: "list"},
+		{ID: "e", Name: "exec", Arguments: `{not json`}, // the tools' to answer
+	}
+	got := llm.ScreenCalls(in)
+	if in[1].ID != "a" || in[5].Arguments != huge {
+		t.Fatal("ScreenCalls changed its argument")
+	}
+	want := []struct{ id, name, problem string }{
+		{"a", "read", ""},
+		{"call_1_1", "write", `its id "a" is the id of an earlier call of this turn, so it is answered as "call_1_1"`},
+		{"call_1_0", "list", ""},
+		{"b", llm.InvalidToolName, "it names no tool"},
+		{"c", llm.InvalidToolName, "is not a tool name"},
+		{"d", "write", "more than the 256 KiB a call may carry"},
+		{"call_6_0", "list", ""},
+		{"e", "exec", ""},
+	}
+	ids := map[string]bool{}
+	for i, w := range want {
+		c := got[i]
+		if c.ID != w.id || c.Name != w.name || (w.problem == "") != (c.Problem == "") || !strings.Contains(c.Problem, w.problem) {
+			t.Errorf("call %d = %q %q problem %q; want %q %q with a problem saying %q", i, c.ID, c.Name, c.Problem, w.id, w.name, w.problem)
+		}
+		ids[c.ID] = true
+	}
+	if len(ids) != len(got) {
+		t.Errorf("ids %v are not unique", ids)
+	}
+	if n := len(got[5].Arguments); n > 100 {
+		t.Errorf("the over-size call keeps %d bytes of arguments", n)
+	}
+	if again := llm.ScreenCalls(got); !reflect.DeepEqual(again, got) {
+		t.Errorf("screening twice changed the calls:\n%+v\n%+v", again, got)
+	}
+
+	// Answered once each, the turn is a conversation both providers take.
+	conv := llm.Conversation{Messages: []llm.Message{{Role: llm.RoleUser, Text: "go"}, {Role: llm.RoleAssistant, ToolCalls: got}}}
+	for _, c := range got {
+		conv.Append(llm.Message{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: c.ID, Name: c.Name, Content: "ok"}})
+	}
+	if err := conv.Validate(); err != nil {
+		t.Errorf("the screened turn, answered, is not a valid conversation: %v", err)
+	}
+}
