@@ -176,7 +176,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	}
 	if reused {
 		log.Info("model turn reused from an earlier try", "transcript", in.Transcript, "position", in.Position)
-		res.ToolCalls = llm.ScreenCalls(res.ToolCalls) // a memo of an older worker may hold calls unscreened
+		res.ToolCalls = llm.ScreenCalls(res.ToolCalls, msgs[:in.Position]) // a memo of an older worker may hold calls unscreened
 	} else {
 		if requestTokens(request) > budget {
 			if to := summarizeTo(msgs[:in.Position], covers); to > 0 {
@@ -185,7 +185,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 			}
 			log.Warn("request over the context budget with every older turn summarized; sending it", "tokens", requestTokens(request), "budget", budget)
 		}
-		if res, err = a.turn(ctx, model, key, request, offered, in.MaxOutputTokens); err != nil {
+		if res, err = a.turn(ctx, model, key, request, msgs[:in.Position], offered, in.MaxOutputTokens); err != nil {
 			return ModelTurnOutput{}, err
 		}
 	}
@@ -238,9 +238,10 @@ func (a *Activities) earlierTurn(ctx context.Context, key string, msgs []llm.Mes
 	return res, false, nil
 }
 
-// turn calls the model, heartbeating while it waits as complete does, and
-// memoizes the answer before anything uses it.
-func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv []llm.Message, offered []llm.Tool, maxTokens int) (llm.TurnResult, error) {
+// turn calls the model with the request conv, heartbeating while it waits
+// as complete does, and memoizes the answer, its calls screened against the
+// whole conversation before it (earlier), before anything uses it.
+func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv, earlier []llm.Message, offered []llm.Tool, maxTokens int) (llm.TurnResult, error) {
 	if err := a.checkSpace(ctx); err != nil {
 		return llm.TurnResult{}, err
 	}
@@ -252,7 +253,7 @@ func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv
 	}
 	// Screened before the memo: a malformed call is answered, not fatal,
 	// and over-size arguments are never stored.
-	res.ToolCalls = llm.ScreenCalls(res.ToolCalls)
+	res.ToolCalls = llm.ScreenCalls(res.ToolCalls, earlier)
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return llm.TurnResult{}, fmt.Errorf("encode memo: %w", err)

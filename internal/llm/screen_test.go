@@ -9,9 +9,10 @@ import (
 )
 
 // ScreenCalls turns a hostile turn's calls into ones a conversation can
-// answer once each: a repeated id gets one of ours and a problem, a name no
-// provider takes back is replaced, over-size arguments are dropped; good
-// calls are left alone, and screening twice changes nothing.
+// answer once each: an id repeated in the turn gets one of ours and a
+// problem, one of an earlier turn only one of ours, a name no provider
+// takes back is replaced, over-size arguments are dropped; good calls are
+// left alone, and screening twice changes nothing.
 func TestScreenCalls(t *testing.T) {
 	huge := `{"path": "big.txt", "content": "` + strings.Repeat("x", llm.MaxToolArgumentBytes) + `"}`
 	in := []llm.ToolCall{
@@ -23,8 +24,11 @@ func TestScreenCalls(t *testing.T) {
 		{ID: "d", Name: "write", Arguments: huge},
 		{ID: "", Name: "list"},
 		{ID: "e", Name: "exec", Arguments: `{not json`}, // the tools' to answer
+		{ID: "old", Name: "list"},                       // an id of an earlier turn
 	}
-	got := llm.ScreenCalls(in)
+	earlier := []llm.Message{{Role: llm.RoleUser, Text: "go"}, {Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "old", Name: "list"}}},
+		{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: "old", Name: "list", Content: "a.py"}}}
+	got := llm.ScreenCalls(in, earlier)
 	if in[1].ID != "a" || in[5].Arguments != huge {
 		t.Fatal("ScreenCalls changed its argument")
 	}
@@ -37,8 +41,9 @@ func TestScreenCalls(t *testing.T) {
 		{"d", "write", "more than the 256 KiB a call may carry"},
 		{"call_6_0", "list", ""},
 		{"e", "exec", ""},
+		{"call_8_0", "list", ""},
 	}
-	ids := map[string]bool{}
+	ids := map[string]bool{"old": true}
 	for i, w := range want {
 		c := got[i]
 		if c.ID != w.id || c.Name != w.name || (w.problem == "") != (c.Problem == "") || !strings.Contains(c.Problem, w.problem) {
@@ -46,18 +51,18 @@ func TestScreenCalls(t *testing.T) {
 		}
 		ids[c.ID] = true
 	}
-	if len(ids) != len(got) {
+	if len(ids) != len(got)+1 {
 		t.Errorf("ids %v are not unique", ids)
 	}
 	if n := len(got[5].Arguments); n > 100 {
 		t.Errorf("the over-size call keeps %d bytes of arguments", n)
 	}
-	if again := llm.ScreenCalls(got); !reflect.DeepEqual(again, got) {
+	if again := llm.ScreenCalls(got, earlier); !reflect.DeepEqual(again, got) {
 		t.Errorf("screening twice changed the calls:\n%+v\n%+v", again, got)
 	}
 
 	// Answered once each, the turn is a conversation both providers take.
-	conv := llm.Conversation{Messages: []llm.Message{{Role: llm.RoleUser, Text: "go"}, {Role: llm.RoleAssistant, ToolCalls: got}}}
+	conv := llm.Conversation{Messages: append(earlier, llm.Message{Role: llm.RoleAssistant, ToolCalls: got})}
 	for _, c := range got {
 		conv.Append(llm.Message{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: c.ID, Name: c.Name, Content: "ok"}})
 	}

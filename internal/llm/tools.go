@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -236,18 +237,27 @@ const InvalidToolName = "invalid_tool_name"
 //     of ours, in the assistant message and in its result alike, and is not
 //     run: two calls under one id cannot be told apart by the model, and
 //     anything keyed by the id (a sandbox call's memo) stays one per call.
-//     A call without an id gets one of ours and runs.
+//   - A call without an id, or with the id of a call of an earlier turn
+//     (servers that number calls per turn do that; Anthropic refuses a
+//     conversation repeating a tool_use id), gets one of ours and runs.
 //   - Arguments over MaxToolArgumentBytes are replaced by a note of their
 //     size: they would be stored and sent back on every later turn.
 //
-// It is idempotent, so an answer screened before it was memoized, and
-// screened again when reused, comes out the same.
-func ScreenCalls(calls []ToolCall) []ToolCall {
+// earlier is the conversation before the turn. Screening is idempotent,
+// so an answer screened before it was memoized, and screened again when
+// reused, comes out the same.
+func ScreenCalls(calls []ToolCall, earlier []Message) []ToolCall {
 	if len(calls) == 0 {
 		return calls
 	}
 	out := slices.Clone(calls)
-	taken := make(map[string]bool, len(out))
+	taken := map[string]bool{}
+	for _, m := range earlier {
+		for _, c := range m.ToolCalls {
+			taken[c.ID] = true
+		}
+	}
+	before := maps.Clone(taken)
 	for _, c := range out {
 		taken[c.ID] = true
 	}
@@ -273,7 +283,7 @@ func ScreenCalls(calls []ToolCall) []ToolCall {
 			c.Name = InvalidToolName
 		}
 		switch {
-		case c.ID == "":
+		case c.ID == "" || before[c.ID]:
 			c.ID = fresh(i)
 		case seen[c.ID]:
 			id := fresh(i)
