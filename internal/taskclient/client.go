@@ -94,6 +94,7 @@ func classify(err error) error {
 		if errors.As(err, &app) {
 			f.Message = app.Message()
 		}
+		f.Message = workflows.ClipError(f.Message) // a task recorded before the workflow bounded it
 		if errors.As(err, &canceled) {
 			f.Cancelled = true
 		}
