@@ -63,9 +63,14 @@ func malformedTurn() []malformedCall {
 	}
 }
 
+// unwritableRun makes files whose names a workspace cannot hold: a newline
+// and an escape sequence in them.
+const unwritableRun = `printf x > "$(printf 'bad\nname.py')"; printf y > "$(printf '\033[31mred.py')"`
+
 // hostile makes every malformed call in its first turn, checks that each
-// got a result saying what was wrong, then fixes the bug properly, runs the
-// tests and finishes.
+// got a result saying what was wrong, then fixes the bug properly, runs a
+// command that makes files of names that cannot be kept (and is told so),
+// runs the tests and finishes.
 func hostile(p *problems) agent {
 	turn0 := malformedTurn()
 	return func(v turnView) llmtest.Reply {
@@ -92,10 +97,14 @@ func hostile(p *problems) agent {
 				return p.fail("the calls sent back share ids: %v", ids)
 			}
 			return calls(v, "", call("edit", map[string]any{"path": "calc.py", "old_text": "a - b", "new_text": "a + b"}),
-				call("run_tests", map[string]any{}))
+				call("run", map[string]any{"command": unwritableRun}), call("run_tests", map[string]any{}))
 		case 2:
-			if res := v.lastResults(); len(res) != 2 || !strings.Contains(res[1], "1 passed") {
+			res := v.lastResults()
+			if len(res) != 3 || !strings.Contains(res[2], "1 passed") {
 				return p.fail("the tests do not pass after the fix: %q", res)
+			}
+			if want := `not kept, for their names (a control character or escape sequence, not UTF-8, or too long): "\x1b[31mred.py", "bad\nname.py"`; !strings.Contains(res[1], want) {
+				return p.fail("the run's result does not say %q:\n%s", want, res[1])
 			}
 			return calls(v, "", call("finish", map[string]any{"summary": "add subtracted; it adds now."}))
 		}
@@ -109,8 +118,9 @@ func hostile(p *problems) agent {
 // a missing required argument; a 256-byte file name; a 6000-byte path;
 // 300 KiB of arguments; a write without content; a newline and an escape
 // sequence in a name) gets a result for each saying what was wrong, under
-// ids the provider accepts, and the task then succeeds with nothing of the
-// refused calls in its files.
+// ids the provider accepts; a run that makes files of such names is told
+// they are not kept; and the task then succeeds with nothing of the refused
+// calls in its files.
 func TestMalformedToolCallsDoNotFailTheTask(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
