@@ -176,7 +176,13 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	}
 	if reused {
 		log.Info("model turn reused from an earlier try", "transcript", in.Transcript, "position", in.Position)
-		res.ToolCalls = llm.ScreenCalls(res.ToolCalls, msgs[:in.Position]) // a memo of an older worker may hold calls unscreened
+		if in.Position < len(msgs) {
+			// Appended already, maybe by an older worker that did not
+			// screen calls: what the transcript holds is the turn.
+			res.ToolCalls = msgs[in.Position].ToolCalls
+		} else {
+			res.ToolCalls = llm.ScreenCalls(res.ToolCalls, msgs[:in.Position]) // a memo of an older worker may hold calls unscreened
+		}
 	} else {
 		if requestTokens(request) > budget {
 			if to := summarizeTo(msgs[:in.Position], covers); to > 0 {

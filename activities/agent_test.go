@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -505,5 +507,28 @@ func TestMalformedCallsAreAnsweredOnce(t *testing.T) {
 				t.Errorf("%d requests, want 2", calls())
 			}
 		})
+	}
+}
+
+// A turn an older worker memoized and appended without screening its calls
+// (here two under one id), then crashed before finishing, is taken from
+// the transcript as it stands on the retry: screening it now would append
+// a different message at the same position, a TranscriptConflict.
+func TestModelTurnRetryKeepsAnUnscreenedAppendedTurn(t *testing.T) {
+	e, model, calls := agentEnv(t, protocols[0], func(seen) llmtest.Reply { return llmtest.Reply{Content: "unused"} })
+	n := start(t, e, "tr")
+	old := llm.TurnResult{StopReason: llm.StopToolUse, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "list"}, {ID: "c1", Name: "read", Arguments: `{"path": "a.py"}`}}}
+	raw, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.acts.Store.PutMemo(ctx, memoKey("turn", "tr", strconv.Itoa(n)), raw); err != nil {
+		t.Fatal(err)
+	}
+	run[int](t, e, e.acts.AppendMessages, AppendMessagesInput{Transcript: "tr", Position: n, Messages: []llm.Message{old.Message()}})
+	out := run[ModelTurnOutput](t, e, e.acts.ModelTurn, ModelTurnInput{Transcript: "tr", Position: n, Tools: ToolSetWorkspace, Model: model})
+	if !out.Reused || len(out.Calls) != 2 || out.Calls[1].ID != "c1" || calls() != 0 {
+		t.Fatalf("retry = %+v after %d model calls; want the stored turn as it is", out, calls())
 	}
 }
