@@ -499,6 +499,7 @@ func TestMalformedCallsAreAnsweredOnce(t *testing.T) {
 			if err != nil || len(memo) > 64<<10 {
 				t.Errorf("turn memo: %d bytes, %v; want it without the over-size arguments", len(memo), err)
 			}
+			t.Logf("a turn with %d bytes of arguments: memo %d bytes", len(huge), len(memo))
 			in.Position = ran.Length
 			if out := run[ModelTurnOutput](t, e, e.acts.ModelTurn, in); out.Text != "done" {
 				t.Fatalf("next turn = %+v", out)

@@ -131,6 +131,7 @@ func TestMalformedToolCallsDoNotFailTheTask(t *testing.T) {
 	}
 	for _, p := range scriptedProviders[:2] { // OpenAI and Anthropic
 		t.Run(p.name, func(t *testing.T) {
+			started := time.Now()
 			var probs problems
 			model := hostile(&probs)
 			env, requests := p.start(t, func(v turnView) llmtest.Reply { return model.answer("1. Fix add in calc.py.", v) })
@@ -169,9 +170,15 @@ func TestMalformedToolCallsDoNotFailTheTask(t *testing.T) {
 			if strings.Join(paths, " ") != "calc.py test_calc.py" {
 				t.Errorf("the task's files are %q; want only calc.py and test_calc.py", paths)
 			}
-			if n := len(requests()); n != 4 {
-				t.Errorf("%d requests, want 4: the plan and three turns", n)
+			reqs := requests()
+			if len(reqs) != 4 {
+				t.Errorf("%d requests, want 4: the plan and three turns", len(reqs))
 			}
+			largest := 0
+			for _, v := range reqs {
+				largest = max(largest, v.bytes)
+			}
+			t.Logf("%s: task succeeded in %s; the largest request carried %d bytes", p.name, time.Since(started).Round(time.Millisecond), largest)
 		})
 	}
 }
