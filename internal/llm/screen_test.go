@@ -25,6 +25,7 @@ func TestScreenCalls(t *testing.T) {
 		{ID: "", Name: "list"},
 		{ID: "e", Name: "exec", Arguments: `{not json`}, // the tools' to answer
 		{ID: "old", Name: "list"},                       // an id of an earlier turn
+		{ID: "old", Name: "list"},                       // and again in this one
 	}
 	earlier := []llm.Message{{Role: llm.RoleUser, Text: "go"}, {Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "old", Name: "list"}}},
 		{Role: llm.RoleTool, Result: &llm.ToolResult{CallID: "old", Name: "list", Content: "a.py"}}}
@@ -42,6 +43,7 @@ func TestScreenCalls(t *testing.T) {
 		{"call_6_0", "list", ""},
 		{"e", "exec", ""},
 		{"call_8_0", "list", ""},
+		{"call_9_0", "list", `its id "old" is the id of an earlier call of this turn`},
 	}
 	ids := map[string]bool{"old": true}
 	for i, w := range want {

@@ -270,7 +270,7 @@ func ScreenCalls(calls []ToolCall, earlier []Message) []ToolCall {
 			}
 		}
 	}
-	seen := make(map[string]bool, len(out))
+	written := make(map[string]bool, len(out)) // the turn's ids so far, as the model wrote them
 	for i := range out {
 		c := &out[i]
 		var problems []string
@@ -282,15 +282,14 @@ func ScreenCalls(calls []ToolCall, earlier []Message) []ToolCall {
 			}
 			c.Name = InvalidToolName
 		}
-		switch {
-		case c.ID == "" || before[c.ID]:
+		switch id := c.ID; {
+		case id != "" && written[id]:
 			c.ID = fresh(i)
-		case seen[c.ID]:
-			id := fresh(i)
-			problems = append(problems, fmt.Sprintf("its id %q is the id of an earlier call of this turn, so it is answered as %q", clipped(c.ID, 64), id))
-			c.ID = id
+			problems = append(problems, fmt.Sprintf("its id %q is the id of an earlier call of this turn, so it is answered as %q", clipped(id, 64), c.ID))
+		case id == "" || before[id]:
+			c.ID = fresh(i)
 		}
-		seen[c.ID] = true
+		written[calls[i].ID] = true
 		if n := len(c.Arguments); n > MaxToolArgumentBytes {
 			problems = append(problems, fmt.Sprintf("its arguments are %s, more than the %s a call may carry (write a large file in parts: write the first part, then add the rest with edit, or generate it with a run command)",
 				bytesize.Format(int64(n)), bytesize.Format(MaxToolArgumentBytes)))
