@@ -278,14 +278,14 @@ func ScreenCalls(calls []ToolCall, earlier []Message) []ToolCall {
 			if c.Name == "" {
 				problems = append(problems, "it names no tool")
 			} else {
-				problems = append(problems, fmt.Sprintf("%q is not a tool name (1-64 letters, digits, _ or -)", clipped(c.Name, 64)))
+				problems = append(problems, fmt.Sprintf("%q is not a tool name (1-64 letters, digits, _ or -)", truncate.Quote(c.Name, 64)))
 			}
 			c.Name = InvalidToolName
 		}
 		switch id := c.ID; {
 		case id != "" && written[id]:
 			c.ID = fresh(i)
-			problems = append(problems, fmt.Sprintf("its id %q is the id of an earlier call of this turn, so it is answered as %q", clipped(id, 64), c.ID))
+			problems = append(problems, fmt.Sprintf("its id %q is the id of an earlier call of this turn, so it is answered as %q", truncate.Quote(id, 64), c.ID))
 		case id == "" || before[id]:
 			c.ID = fresh(i)
 		}
@@ -300,12 +300,4 @@ func ScreenCalls(calls []ToolCall, earlier []Message) []ToolCall {
 		}
 	}
 	return out
-}
-
-// clipped shortens a model's text quoted in a problem.
-func clipped(s string, n int) string {
-	if head := truncate.Head(s, n); len(head) < len(s) {
-		return head + "…"
-	}
-	return s
 }

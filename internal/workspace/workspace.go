@@ -57,6 +57,10 @@ const (
 	MaxPathBytes = 4000
 )
 
+// quotedBytes bounds a path an error quotes: one line's worth, whatever
+// the path's length.
+const quotedBytes = 80
+
 // ErrUnwritableName reports a path no file system or terminal keeps as
 // written: a control character or escape sequence in it, bytes that are
 // not UTF-8, or a name or path longer than MaxNameBytes or MaxPathBytes.
@@ -76,29 +80,29 @@ func CleanPath(p string) (string, error) {
 		return "", fmt.Errorf("%w: empty path", ErrUnsafePath)
 	}
 	if strings.ContainsAny(p, "\x00\\") {
-		return "", fmt.Errorf("%w: %q contains a NUL byte or backslash", ErrUnsafePath, clipName(p))
+		return "", fmt.Errorf("%w: %q contains a NUL byte or backslash", ErrUnsafePath, truncate.Quote(p, quotedBytes))
 	}
 	if err := writable(p); err != nil {
 		return "", err
 	}
 	if strings.HasPrefix(p, "/") {
-		return "", fmt.Errorf("%w: %q is absolute", ErrUnsafePath, clipName(p))
+		return "", fmt.Errorf("%w: %q is absolute", ErrUnsafePath, truncate.Quote(p, quotedBytes))
 	}
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("%w: %q leaves the workspace", ErrUnsafePath, clipName(p))
+			return "", fmt.Errorf("%w: %q leaves the workspace", ErrUnsafePath, truncate.Quote(p, quotedBytes))
 		}
 		if len(part) > MaxNameBytes {
 			return "", fmt.Errorf("%w: %w: the name %q is %d bytes, more than the %d a file system allows; use a shorter name",
-				ErrUnsafePath, ErrUnwritableName, clipName(part), len(part), MaxNameBytes)
+				ErrUnsafePath, ErrUnwritableName, truncate.Quote(part, quotedBytes), len(part), MaxNameBytes)
 		}
 		if IsVCSName(part) {
-			return "", fmt.Errorf("%w: %q: %w", ErrUnsafePath, clipName(p), ErrVCSMetadata)
+			return "", fmt.Errorf("%w: %q: %w", ErrUnsafePath, truncate.Quote(p, quotedBytes), ErrVCSMetadata)
 		}
 	}
 	c := path.Clean(p)
 	if c == "." || c == "" {
-		return "", fmt.Errorf("%w: %q names no file", ErrUnsafePath, clipName(p))
+		return "", fmt.Errorf("%w: %q names no file", ErrUnsafePath, truncate.Quote(p, quotedBytes))
 	}
 	return c, nil
 }
@@ -111,26 +115,18 @@ func CleanPath(p string) (string, error) {
 func writable(p string) error {
 	if len(p) > MaxPathBytes {
 		return fmt.Errorf("%w: %w: the path %q is %d bytes, more than the %d allowed; use a shorter path",
-			ErrUnsafePath, ErrUnwritableName, clipName(p), len(p), MaxPathBytes)
+			ErrUnsafePath, ErrUnwritableName, truncate.Quote(p, quotedBytes), len(p), MaxPathBytes)
 	}
 	if !utf8.ValidString(p) {
-		return fmt.Errorf("%w: %w: %q is not valid UTF-8", ErrUnsafePath, ErrUnwritableName, clipName(p))
+		return fmt.Errorf("%w: %w: %q is not valid UTF-8", ErrUnsafePath, ErrUnwritableName, truncate.Quote(p, quotedBytes))
 	}
 	for _, r := range p {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
 			return fmt.Errorf("%w: %w: %q holds the control character %U (a newline, tab or escape sequence); use a name of printable characters",
-				ErrUnsafePath, ErrUnwritableName, clipName(p), r)
+				ErrUnsafePath, ErrUnwritableName, truncate.Quote(p, quotedBytes), r)
 		}
 	}
 	return nil
-}
-
-// clipName shortens a name quoted in an error to one line's worth.
-func clipName(s string) string {
-	if head := truncate.Head(s, 80); len(head) < len(s) {
-		return head + "…"
-	}
-	return s
 }
 
 // vcsNames are the metadata directories of version-control systems, in
