@@ -1,11 +1,14 @@
 package llm_test
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/llmtest"
 )
 
 // ScreenCalls turns a hostile turn's calls into ones a conversation can
@@ -70,5 +73,53 @@ func TestScreenCalls(t *testing.T) {
 	}
 	if err := conv.Validate(); err != nil {
 		t.Errorf("the screened turn, answered, is not a valid conversation: %v", err)
+	}
+}
+
+// A streamed call whose arguments pass MaxToolArgumentBytes, sent as the
+// providers send arguments, a few bytes per event, comes back refused and
+// without them, over both protocols, in about the time reading the stream
+// takes: the arguments are not joined piece by piece (which took 20 s for
+// 1 MiB) nor kept past the limit.
+func TestStreamedOverSizeArgumentsAreRefused(t *testing.T) {
+	huge := `{"path": "big.txt", "content": "` + strings.Repeat("x", 1<<20) + `"}`
+	reply := llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "write", Arguments: huge}, {ID: "c2", Name: "list", Arguments: `{}`}}}
+	oa := llmtest.New(t, func(llmtest.ChatRequest) llmtest.Reply { return reply })
+	an := llmtest.NewAnthropic(t, func(llmtest.MessagesRequest) llmtest.Reply { return reply })
+	for _, p := range []struct {
+		name string
+		spec llm.Spec
+		env  llm.Env
+	}{
+		{"openai", llm.Spec{Provider: llm.ProviderOpenAI, Model: "gpt-4.1-mini"}, llm.Env{OpenAIKey: "k", OpenAIBaseURL: oa.URL()}},
+		{"anthropic", llm.Spec{Provider: llm.ProviderAnthropic, Model: "claude-sonnet-4-5"}, llm.Env{AnthropicKey: "k", AnthropicBaseURL: an.URL()}},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			m, err := llm.New(p.spec, p.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conv := llm.Conversation{Messages: []llm.Message{{Role: llm.RoleUser, Text: "write it"}}}
+			tools := []llm.Tool{{Name: "write", Parameters: []byte(`{"type":"object"}`)}, {Name: "list", Parameters: []byte(`{"type":"object"}`)}}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			started := time.Now()
+			res, err := m.Turn(ctx, conv, tools, llm.TurnOptions{Stream: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(started)
+			if len(res.ToolCalls) != 2 {
+				t.Fatalf("%d calls, want 2", len(res.ToolCalls))
+			}
+			big, small := res.ToolCalls[0], res.ToolCalls[1]
+			if !strings.Contains(big.Problem, "more than the 256 KiB a call may carry") || len(big.Arguments) > 100 {
+				t.Errorf("the over-size call: problem %q, %d bytes of arguments kept", big.Problem, len(big.Arguments))
+			}
+			if small.Problem != "" || small.Arguments != `{}` {
+				t.Errorf("the small call: %+v", small)
+			}
+			t.Logf("%d bytes of arguments streamed in 16-byte pieces: read in %s", len(huge), took.Round(time.Millisecond))
+		})
 	}
 }

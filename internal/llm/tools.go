@@ -291,13 +291,55 @@ func ScreenCalls(calls []ToolCall, earlier []Message) []ToolCall {
 		}
 		written[calls[i].ID] = true
 		if n := len(c.Arguments); n > MaxToolArgumentBytes {
-			problems = append(problems, fmt.Sprintf("its arguments are %s, more than the %s a call may carry (write a large file in parts: write the first part, then add the rest with edit, or generate it with a run command)",
-				bytesize.Format(int64(n)), bytesize.Format(MaxToolArgumentBytes)))
-			c.Arguments = fmt.Sprintf(`{"omitted": "%d bytes of arguments, over the limit"}`, n)
+			var problem string
+			c.Arguments, problem = tooLarge(n)
+			problems = append(problems, problem)
 		}
 		if len(problems) > 0 && c.Problem == "" {
-			c.Problem = "not run: " + strings.Join(problems, "; ") + ". Make the call again, corrected, if you still need it."
+			c.Problem = notRun(problems...)
 		}
 	}
 	return out
+}
+
+// notRun is the Problem of a call refused for problems.
+func notRun(problems ...string) string {
+	return "not run: " + strings.Join(problems, "; ") + ". Make the call again, corrected, if you still need it."
+}
+
+// tooLarge is what a call keeps of arguments of n bytes, over
+// MaxToolArgumentBytes, and the problem that says so.
+func tooLarge(n int) (args, problem string) {
+	return fmt.Sprintf(`{"omitted": "%d bytes of arguments, over the limit"}`, n),
+		fmt.Sprintf("its arguments are %s, more than the %s a call may carry (write a large file in parts: write the first part, then add the rest with edit, or generate it with a run command)",
+			bytesize.Format(int64(n)), bytesize.Format(MaxToolArgumentBytes))
+}
+
+// argBuffer gathers a streamed call's arguments in one buffer, not by
+// joining strings (streams send them a few bytes at a time, so joining
+// costs time quadratic in their size: 20 s for 1 MiB), and only up to
+// MaxToolArgumentBytes: past it the bytes are counted, not kept, so a
+// flood of arguments costs no memory.
+type argBuffer struct {
+	b strings.Builder
+	n int
+}
+
+func (a *argBuffer) WriteString(s string) {
+	a.n += len(s)
+	if a.n <= MaxToolArgumentBytes {
+		a.b.WriteString(s)
+	}
+}
+
+// into gives c the arguments, or, past the limit, refuses it as
+// ScreenCalls would.
+func (a *argBuffer) into(c *ToolCall) {
+	if a.n <= MaxToolArgumentBytes {
+		c.Arguments = a.b.String()
+		return
+	}
+	var problem string
+	c.Arguments, problem = tooLarge(a.n)
+	c.Problem = notRun(problem)
 }
