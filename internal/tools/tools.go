@@ -185,8 +185,9 @@ func Call(files []workspace.File, name string, args json.RawMessage, lim Limits)
 }
 
 // DecodeArgs decodes a call's JSON arguments into the tool's argument
-// struct (RunArgs, RunTestsArgs, FinishArgs), strictly: unknown fields and
-// trailing data are errors, and no arguments at all mean none given.
+// struct (RunArgs, RunTestsArgs, FinishArgs), strictly: unknown fields,
+// trailing data and a missing required argument are errors, and no
+// arguments at all mean none given.
 func DecodeArgs(raw json.RawMessage, into any) error {
 	return decodeArgs(raw, into)
 }
