@@ -77,7 +77,11 @@ type ModelTurnInput struct {
 // CallSummary names one tool call for the workflow and status lines; the
 // arguments themselves stay in the transcript, out of workflow history.
 type CallSummary struct {
-	ID   string `json:"id"`
+	ID string `json:"id"`
+	// Name is the tool called. It is empty for a call refused before it
+	// runs (a problem of its form, see llm.ScreenCalls): the workflow
+	// routes it, as any name it does not know, to RunTools, which answers
+	// it with the problem; a refused finish therefore ends nothing.
 	Name string `json:"name"`
 	Args string `json:"args,omitempty"` // the start of the arguments
 	// Label says what the call does, for people: "read app/models.py".
@@ -172,6 +176,13 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	}
 	if reused {
 		log.Info("model turn reused from an earlier try", "transcript", in.Transcript, "position", in.Position)
+		if in.Position < len(msgs) {
+			// Appended already, maybe by an older worker that did not
+			// screen calls: what the transcript holds is the turn.
+			res.ToolCalls = msgs[in.Position].ToolCalls
+		} else {
+			res.ToolCalls = llm.ScreenCalls(res.ToolCalls, msgs[:in.Position]) // a memo of an older worker may hold calls unscreened
+		}
 	} else {
 		if requestTokens(request) > budget {
 			if to := summarizeTo(msgs[:in.Position], covers); to > 0 {
@@ -180,7 +191,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 			}
 			log.Warn("request over the context budget with every older turn summarized; sending it", "tokens", requestTokens(request), "budget", budget)
 		}
-		if res, err = a.turn(ctx, model, key, request, offered, in.MaxOutputTokens); err != nil {
+		if res, err = a.turn(ctx, model, key, request, msgs[:in.Position], offered, in.MaxOutputTokens); err != nil {
 			return ModelTurnOutput{}, err
 		}
 	}
@@ -194,7 +205,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	}
 	for _, c := range res.ToolCalls {
 		out.Calls = append(out.Calls, callSummary(c))
-		if c.Name == ToolFinish && out.Finish == nil {
+		if c.Name == ToolFinish && c.Problem == "" && out.Finish == nil {
 			out.Finish = &FinishArgs{}
 			if err := json.Unmarshal([]byte(c.Arguments), out.Finish); err != nil {
 				out.Finish = &FinishArgs{} // a half-decoded value would say more than the model did
@@ -233,9 +244,10 @@ func (a *Activities) earlierTurn(ctx context.Context, key string, msgs []llm.Mes
 	return res, false, nil
 }
 
-// turn calls the model, heartbeating while it waits as complete does, and
-// memoizes the answer before anything uses it.
-func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv []llm.Message, offered []llm.Tool, maxTokens int) (llm.TurnResult, error) {
+// turn calls the model with the request conv, heartbeating while it waits
+// as complete does, and memoizes the answer, its calls screened against the
+// whole conversation before it (earlier), before anything uses it.
+func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv, earlier []llm.Message, offered []llm.Tool, maxTokens int) (llm.TurnResult, error) {
 	if err := a.checkSpace(ctx); err != nil {
 		return llm.TurnResult{}, err
 	}
@@ -245,6 +257,9 @@ func (a *Activities) turn(ctx context.Context, model llm.Model, key string, conv
 	if err != nil {
 		return llm.TurnResult{}, modelError(err)
 	}
+	// Screened before the memo: a malformed call is answered, not fatal,
+	// and over-size arguments are never stored.
+	res.ToolCalls = llm.ScreenCalls(res.ToolCalls, earlier)
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return llm.TurnResult{}, fmt.Errorf("encode memo: %w", err)
@@ -268,6 +283,10 @@ const labelBytes = 100
 // arguments.
 func callSummary(c llm.ToolCall) CallSummary {
 	s := CallSummary{ID: c.ID, Name: c.Name, Args: clip(c.Arguments, summaryBytes), Label: CallLabel(c.Name, c.Arguments)}
+	if c.Problem != "" {
+		s.Name, s.Label = "", "refused "+s.Label
+		return s
+	}
 	if c.Name == ToolRun {
 		s.Command = truncate.Head(callArgs(c.Arguments).Command, commandBytes)
 	}

@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -435,5 +437,99 @@ func TestRunToolsInParts(t *testing.T) {
 	_, err = e.tenv.ExecuteActivity(e.acts.RunTools, RunToolsInput{Transcript: "tr", Position: 2, Snapshot: snap})
 	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeBadInput {
 		t.Fatalf("no model turn before the position: %v", err)
+	}
+}
+
+// A turn of malformed calls (two sharing an id, one naming no tool, one
+// with over-size arguments) costs the model error results, not the task:
+// the duplicate is answered under an id of ours, in the stored assistant
+// message and in its result alike, so the next request, which the scripted
+// servers refuse when a call is unanswered or answered twice, goes out; the
+// over-size arguments are kept neither in the memo nor in the transcript.
+func TestMalformedCallsAreAnsweredOnce(t *testing.T) {
+	huge := `{"path": "big.txt", "content": "` + strings.Repeat("x", 1<<20) + `"}`
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			e, model, calls := agentEnv(t, p,
+				func(seen) llmtest.Reply {
+					return llmtest.Reply{ChunkBytes: 64 << 10, ToolCalls: []llmtest.ToolCall{
+						{ID: "c1", Name: "read", Arguments: `{"path": "app/models.py"}`},
+						{ID: "c1", Name: "write", Arguments: `{"path": "app/models.py", "content": "gone"}`},
+						{ID: "c2", Name: "", Arguments: `{}`},
+						{ID: "c3", Name: "write", Arguments: huge},
+					}}
+				},
+				func(s seen) llmtest.Reply {
+					if len(s.Results) != 4 {
+						return llmtest.Fail("%d results sent back, want 4: %+v", len(s.Results), s.Results)
+					}
+					return llmtest.Reply{Content: "done"}
+				})
+			snap := e.snapshot(t, map[string]string{"app/models.py": modelsPy})
+			n := start(t, e, "tr")
+			in := ModelTurnInput{Transcript: "tr", Position: n, Tools: ToolSetWorkspace, Model: model}
+			out := run[ModelTurnOutput](t, e, e.acts.ModelTurn, in)
+			var ids, names []string
+			for _, c := range out.Calls {
+				ids, names = append(ids, c.ID), append(names, c.Name)
+			}
+			if len(ids) != 4 || ids[0] != "c1" || ids[1] == "c1" || strings.Join(names, ",") != "read,,," {
+				t.Fatalf("calls %q named %q; want the duplicate given an id of ours and the last three refused (no name)", ids, names)
+			}
+			ran := run[RunToolsOutput](t, e, e.acts.RunTools, RunToolsInput{Transcript: "tr", Position: n + 1, Snapshot: snap, CallIDs: ids})
+			if ran.Snapshot != snap {
+				t.Errorf("a refused write changed the workspace")
+			}
+			msgs := e.messages(t, "tr")
+			wants := []string{modelsPy[:20], `its id "c1" is the id of an earlier call`, "it names no tool", "more than the 256 KiB a call may carry"}
+			for i, want := range wants {
+				r := msgs[n+1+i].Result
+				if r.CallID != ids[i] || !strings.Contains(r.Content, want) || (i > 0) != r.IsError {
+					t.Errorf("result %d = %+v; want call %s answered with %q", i, r, ids[i], want)
+				}
+			}
+			for _, m := range msgs {
+				for _, c := range m.ToolCalls {
+					if len(c.Arguments) > llm.MaxToolArgumentBytes {
+						t.Errorf("the transcript keeps %d bytes of arguments", len(c.Arguments))
+					}
+				}
+			}
+			memo, err := e.acts.Store.GetMemo(context.Background(), memoKey("turn", "tr", "2"))
+			if err != nil || len(memo) > 64<<10 {
+				t.Errorf("turn memo: %d bytes, %v; want it without the over-size arguments", len(memo), err)
+			}
+			t.Logf("a turn with %d bytes of arguments: memo %d bytes", len(huge), len(memo))
+			in.Position = ran.Length
+			if out := run[ModelTurnOutput](t, e, e.acts.ModelTurn, in); out.Text != "done" {
+				t.Fatalf("next turn = %+v", out)
+			}
+			if calls() != 2 {
+				t.Errorf("%d requests, want 2", calls())
+			}
+		})
+	}
+}
+
+// A turn an older worker memoized and appended without screening its calls
+// (here two under one id), then crashed before finishing, is taken from
+// the transcript as it stands on the retry: screening it now would append
+// a different message at the same position, a TranscriptConflict.
+func TestModelTurnRetryKeepsAnUnscreenedAppendedTurn(t *testing.T) {
+	e, model, calls := agentEnv(t, protocols[0], func(seen) llmtest.Reply { return llmtest.Reply{Content: "unused"} })
+	n := start(t, e, "tr")
+	old := llm.TurnResult{StopReason: llm.StopToolUse, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "list"}, {ID: "c1", Name: "read", Arguments: `{"path": "a.py"}`}}}
+	raw, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.acts.Store.PutMemo(ctx, memoKey("turn", "tr", strconv.Itoa(n)), raw); err != nil {
+		t.Fatal(err)
+	}
+	run[int](t, e, e.acts.AppendMessages, AppendMessagesInput{Transcript: "tr", Position: n, Messages: []llm.Message{old.Message()}})
+	out := run[ModelTurnOutput](t, e, e.acts.ModelTurn, ModelTurnInput{Transcript: "tr", Position: n, Tools: ToolSetWorkspace, Model: model})
+	if !out.Reused || len(out.Calls) != 2 || out.Calls[1].ID != "c1" || calls() != 0 {
+		t.Fatalf("retry = %+v after %d model calls; want the stored turn as it is", out, calls())
 	}
 }

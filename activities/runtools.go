@@ -63,9 +63,11 @@ func (a *Activities) RunTools(ctx context.Context, in RunToolsInput) (RunToolsOu
 	results := make([]llm.Message, len(calls))
 	changed := false
 	for i, c := range calls {
-		res, err := tools.Call(files, c.Name, json.RawMessage(c.Arguments), tools.Limits{})
-		if err != nil {
-			return RunToolsOutput{}, fmt.Errorf("run tool %s: %w", c.Name, err)
+		res := tools.Result{Text: c.Problem, IsError: true}
+		if c.Problem == "" {
+			if res, err = tools.Call(files, c.Name, json.RawMessage(c.Arguments), tools.Limits{}); err != nil {
+				return RunToolsOutput{}, fmt.Errorf("run tool %s: %w", c.Name, err)
+			}
 		}
 		if res.Files != nil {
 			files, changed = res.Files, true

@@ -17,6 +17,7 @@ import (
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/tools"
+	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 )
@@ -101,6 +102,9 @@ func (a *Activities) sandboxCall(ctx context.Context, in SandboxCallInput, c llm
 		out.Headline = "refused: bad arguments"
 		return sandboxCallMemo{Output: out, Text: fmt.Sprintf(format, args...), IsError: true}
 	}
+	if c.Problem != "" {
+		return refuse("%s", c.Problem), nil
+	}
 	switch c.Name {
 	case tools.NameRun:
 		var args tools.RunArgs
@@ -165,6 +169,13 @@ func (a *Activities) runCommand(ctx context.Context, in SandboxCallInput, out Sa
 			out.Changed = d.changed
 		}
 		text.WriteString(d.describe())
+		if len(res.Unwritable) > 0 {
+			quoted := make([]string, len(res.Unwritable))
+			for i, p := range res.Unwritable {
+				quoted[i] = strconv.Quote(truncate.Head(p, 200))
+			}
+			fmt.Fprintf(&text, "not kept, for their names (a control character or escape sequence, not UTF-8, or too long): %s; use names of printable characters\n", joinLimited(quoted, 10))
+		}
 	}
 	if notKept != "" {
 		fmt.Fprintf(&text, "files not kept: %s; the workspace is as it was before the command\n", notKept)

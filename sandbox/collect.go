@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -78,23 +79,24 @@ func (s *splitter) flush() {
 	}
 }
 
-// files reads the collected workdir.
-func (s *splitter) files(input []workspace.File, l workspace.Limits, killed bool) ([]workspace.File, error) {
+// files reads the collected workdir, and the names of files left out of
+// it because their names cannot be written as they are.
+func (s *splitter) files(input []workspace.File, l workspace.Limits, killed bool) ([]workspace.File, []string, error) {
 	if !s.found {
 		if killed {
-			return nil, fmt.Errorf("%w: the run was killed before it ended", ErrNotCollected)
+			return nil, nil, fmt.Errorf("%w: the run was killed before it ended", ErrNotCollected)
 		}
-		return nil, fmt.Errorf("%w: the sandbox sent no files", ErrNotCollected)
+		return nil, nil, fmt.Errorf("%w: the sandbox sent no files", ErrNotCollected)
 	}
 	raw, dropped := s.tar.bytes()
 	if dropped {
-		return nil, fmt.Errorf("%w: %w: the workdir's listing and archive are over %d bytes", ErrNotCollected, workspace.ErrTooLarge, s.tar.max)
+		return nil, nil, fmt.Errorf("%w: %w: the workdir's listing and archive are over %d bytes", ErrNotCollected, workspace.ErrTooLarge, s.tar.max)
 	}
-	files, err := collected(raw, input, l)
+	files, unwritable, err := collected(raw, input, l)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotCollected, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrNotCollected, err)
 	}
-	return files, nil
+	return files, unwritable, nil
 }
 
 // collected rebuilds the workdir from what the sandbox sent after the
@@ -102,27 +104,34 @@ func (s *splitter) files(input []workspace.File, l workspace.Limits, killed bool
 // wrote. A listed file that is not in the tar is the input's, unchanged; a
 // listed file that is neither (made with a modification time of 0, as
 // `cp -p` of an input file or `touch -d @0` would) is left out with the
-// special files. The result must fit l.
-func collected(raw []byte, input []workspace.File, l workspace.Limits) ([]workspace.File, error) {
-	var listed []string
+// special files. The result must fit l. Listed files whose names
+// CleanPath refuses as unwritable (a newline, an escape sequence, too
+// long) are left out too, and returned by name, so the run's caller can
+// say so rather than drop them silently.
+func collected(raw []byte, input []workspace.File, l workspace.Limits) ([]workspace.File, []string, error) {
+	var listed, unwritable []string
 	for {
 		i := bytes.IndexByte(raw, 0)
 		if i < 0 {
-			return nil, errors.New("the workdir's listing has no end")
+			return nil, nil, errors.New("the workdir's listing has no end")
 		}
 		name := string(raw[:i])
 		raw = raw[i+1:]
 		if name == "" {
 			break
 		}
-		listed = append(listed, strings.TrimPrefix(name, "./"))
+		p := strings.TrimPrefix(name, "./")
+		listed = append(listed, p)
 		if l.MaxFiles > 0 && len(listed) > l.MaxFiles {
-			return nil, fmt.Errorf("%w: the workdir holds more than %d files", workspace.ErrTooLarge, l.MaxFiles)
+			return nil, nil, fmt.Errorf("%w: the workdir holds more than %d files", workspace.ErrTooLarge, l.MaxFiles)
+		}
+		if _, err := workspace.CleanPath(p); errors.Is(err, workspace.ErrUnwritableName) {
+			unwritable = append(unwritable, p)
 		}
 	}
 	written, err := readFiles(bytes.NewReader(raw), l)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byPath := make(map[string]workspace.File, len(input)+len(written))
 	for _, f := range input {
@@ -147,9 +156,10 @@ func collected(raw []byte, input []workspace.File, l workspace.Limits) ([]worksp
 	}
 	workspace.Sort(files)
 	if err := l.Check(files); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return files, nil
+	slices.Sort(unwritable) // find lists in directory order, which varies
+	return files, unwritable, nil
 }
 
 // readFiles reads a tar that untrusted code made: only regular files (and

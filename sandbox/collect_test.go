@@ -188,26 +188,29 @@ func TestReadFilesUntrustedArchive(t *testing.T) {
 func TestCollectedListing(t *testing.T) {
 	input := files("same.txt", "same", "gone.txt", "bye", "edited.txt", "old")
 	var buf bytes.Buffer
-	buf.WriteString("./same.txt\x00./edited.txt\x00./new.txt\x00./epoch.txt\x00./.git/config\x00\x00")
+	buf.WriteString("./same.txt\x00./edited.txt\x00./new.txt\x00./epoch.txt\x00./.git/config\x00./bad\nname.txt\x00./\x1b[2Jclear.txt\x00\x00")
 	tw := tar.NewWriter(&buf)
-	for _, f := range files("./edited.txt", "new", "./new.txt", "fresh") {
+	for _, f := range files("./edited.txt", "new", "./new.txt", "fresh", "./bad\nname.txt", "x", "./\x1b[2Jclear.txt", "y") {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: 0o644, Size: int64(len(f.Data))}); err != nil {
 			t.Fatal(err)
 		}
 		tw.Write(f.Data)
 	}
 	tw.Close()
-	got, err := collected(buf.Bytes(), input, workspace.DefaultLimits)
+	got, unwritable, err := collected(buf.Bytes(), input, workspace.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p := paths(got); !slices.Equal(p, []string{"edited.txt", "new.txt", "same.txt"}) || string(got[0].Data) != "new" || string(got[2].Data) != "same" {
 		t.Fatalf("files %q", p)
 	}
-	if _, err := collected([]byte("./a.txt\x00./b"), nil, workspace.DefaultLimits); err == nil {
+	if want := []string{"\x1b[2Jclear.txt", "bad\nname.txt"}; !slices.Equal(unwritable, want) {
+		t.Errorf("names left out as unwritable %q, want %q", unwritable, want)
+	}
+	if _, _, err := collected([]byte("./a.txt\x00./b"), nil, workspace.DefaultLimits); err == nil {
 		t.Fatal("a listing without its end was read")
 	}
-	if _, err := collected([]byte("./a\x00./b\x00./c\x00\x00"), nil, workspace.Limits{MaxFiles: 2}); !errors.Is(err, workspace.ErrTooLarge) {
+	if _, _, err := collected([]byte("./a\x00./b\x00./c\x00\x00"), nil, workspace.Limits{MaxFiles: 2}); !errors.Is(err, workspace.ErrTooLarge) {
 		t.Fatalf("too many files listed: %v", err)
 	}
 }

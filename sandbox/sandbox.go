@@ -68,6 +68,11 @@ type Result struct {
 	// version-control metadata paths. It holds the workdir only when
 	// FilesErr is nil.
 	Files []workspace.File
+	// Unwritable names the files the run made that Files leaves out
+	// because their names cannot be written as they are (see
+	// workspace.ErrUnwritableName): a newline or escape sequence in them,
+	// bytes that are not UTF-8, too long.
+	Unwritable []string
 	// FilesErr says why Files is not the workdir although Collect was
 	// asked: the run was killed before the end (timeout, out of memory),
 	// or it left more than the workspace limits allow (ErrTooLarge).

@@ -339,7 +339,7 @@ func (o outputs) fill(r *Result) error {
 		return fmt.Errorf("%w: %s", ErrSetup, strings.TrimSpace(r.Stderr))
 	}
 	if o.split != nil {
-		r.Files, r.FilesErr = o.split.files(o.input, o.files, r.TimedOut || r.OOMKilled)
+		r.Files, r.Unwritable, r.FilesErr = o.split.files(o.input, o.files, r.TimedOut || r.OOMKilled)
 	}
 	return nil
 }

@@ -578,3 +578,24 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("unreachable: exit %d, stderr %s", code, errOut)
 	}
 }
+
+// A file of the user's whose name cannot be written faithfully (a newline,
+// an escape sequence, bytes that are not UTF-8) is left out of the upload
+// and named, escaped; the task starts with the rest.
+func TestRunReportsUnsafeNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"main.go", "a\nb.go", "\x1b[31mred.go", "caf\xe9.go"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("package main\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newFakeClient()
+	r := runFake(t, c, "run", "--detach", "--lang", "go", "--dir", dir, "fix it")
+	r.want(t, exitOK, nil, []string{"1 files, 13 bytes; 3 skipped", `skipped "a\nb.go"`, `skipped "\x1b[31mred.go"`, `skipped "caf\xe9.go"`})
+	if strings.ContainsRune(r.errOut, 0x1b) {
+		t.Errorf("stderr carries a raw escape:\n%q", r.errOut)
+	}
+	if len(c.started) != 1 || c.started[0].InputSnapshot == "" {
+		t.Errorf("started %+v, want one task with the uploaded snapshot", c.started)
+	}
+}

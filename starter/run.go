@@ -21,6 +21,7 @@ import (
 	"github.com/autocoder/autocoder/internal/policy"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/termsafe"
+	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -254,7 +255,32 @@ func uploadDir(ctx context.Context, f *Factory, dir string) (string, error) {
 		return "", usageError("--dir %s: %v", dir, err)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "uploaded %s: %d files, %d bytes; %d skipped\n", dir, summary.Files, summary.Bytes, len(summary.Skipped))
+	reportUnsafeNames(f.IO.ErrOut, summary.Skipped)
 	return id, nil
+}
+
+// unsafeNamesShown bounds the skipped names upload lists one by one.
+const unsafeNamesShown = 10
+
+// reportUnsafeNames names the files left out because their names cannot be
+// written faithfully (a control character or escape sequence, bytes that
+// are not UTF-8, too long) or would leave the workspace: unlike ignored
+// files, the person may expect them in the task. Names are shown quoted
+// (%q escapes every control and format character), so an escape sequence
+// in one is not played by the terminal.
+func reportUnsafeNames(w io.Writer, skipped []workspace.Skipped) {
+	n := 0
+	for _, sk := range skipped {
+		if sk.Reason != workspace.SkipUnsafeName {
+			continue
+		}
+		if n++; n <= unsafeNamesShown {
+			fmt.Fprintf(w, "skipped %q: the name holds a control character or escape sequence, is not UTF-8 or is too long; rename it to include it\n", truncate.Head(sk.Path, 200))
+		}
+	}
+	if n > unsafeNamesShown {
+		fmt.Fprintf(w, "skipped %d more files for their names\n", n-unsafeNamesShown)
+	}
 }
 
 // taskFailure keeps the workflow's own message, written for people.

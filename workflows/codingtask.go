@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/tools"
 )
 
 // Error types a task can end with.
@@ -184,8 +185,17 @@ func (t *task) exhausted() error {
 	if out := t.lastOutput(); out != "" {
 		msg += fmt.Sprintf("; last result: %s\n%s", t.Status.LastTest.Headline(), out)
 	}
-	return temporal.NewNonRetryableApplicationError(msg, ErrTypeIterationsExhausted, nil)
+	return temporal.NewNonRetryableApplicationError(ClipError(msg), ErrTypeIterationsExhausted, nil)
 }
+
+// MaxErrorBytes bounds the message a task fails with, in its status and
+// its result: one screen, with the head and tail of a long check output,
+// not the hundreds of KB a failing sandbox can print.
+const MaxErrorBytes = 4 << 10
+
+// ClipError bounds a failure message to MaxErrorBytes, keeping its head and
+// tail.
+func ClipError(msg string) string { return tools.Elide(msg, MaxErrorBytes) }
 
 func (t *task) lastOutput() string {
 	if t.Status.LastTest == nil {
@@ -286,9 +296,9 @@ func orText(s, def string) string {
 func rootMessage(err error) string {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return app.Message()
+		return ClipError(app.Message())
 	}
-	return err.Error()
+	return ClipError(err.Error())
 }
 
 // RegisterOptions names the workflow for registration.

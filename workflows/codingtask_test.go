@@ -214,6 +214,30 @@ func (s *codingTaskSuite) TestIterationsExhaustedFailsWithTheLastOutput() {
 	s.Equal(PhaseFailed, s.queryStatus().Phase)
 }
 
+// A failure that carries a check's output (here 600 KB of it) reaches the
+// status and the task's error as one screen: its head and its tail.
+func (s *codingTaskSuite) TestFailureMessageIsBounded() {
+	s.onPlan("step")
+	s.onAttempt("snapX")
+	huge := failing
+	huge.Output = "first line of the output\n" + strings.Repeat("tar: File name too long\n", 25000) + "last line of the output"
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(huge, nil).Once()
+
+	one := input
+	one.MaxIterations = 1
+	s.env.ExecuteWorkflow(CodingTask, one)
+
+	var app *temporal.ApplicationError
+	s.Require().True(errors.As(s.env.GetWorkflowError(), &app))
+	st := s.queryStatus()
+	for _, msg := range []string{app.Message(), st.Error} {
+		s.LessOrEqual(len(msg), MaxErrorBytes)
+		s.Contains(msg, "first line of the output")
+		s.Contains(msg, "last line of the output")
+		s.Contains(msg, "bytes elided")
+	}
+}
+
 func (s *codingTaskSuite) TestValidationFailureSkipsTests() {
 	s.onPlan("step")
 	s.onAttempt("snap1")

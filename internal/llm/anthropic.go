@@ -44,6 +44,8 @@ type anBlock struct {
 	ID    string          `json:"id,omitempty"`
 	Name  string          `json:"name,omitempty"`
 	Input json.RawMessage `json:"input,omitempty"`
+	// args gathers a streamed tool_use block's input; never sent.
+	args *argBuffer
 	// tool_result
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	Content   string `json:"content,omitempty"`
@@ -121,11 +123,14 @@ func anthropicResult(r anResponse) TurnResult {
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":
-			args := string(b.Input)
-			if args == "" {
-				args = "{}"
+			c := ToolCall{ID: b.ID, Name: b.Name, Arguments: string(b.Input)}
+			if b.args != nil && b.args.n > 0 {
+				b.args.into(&c)
 			}
-			res.ToolCalls = append(res.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+			if c.Arguments == "" {
+				c.Arguments = "{}"
+			}
+			res.ToolCalls = append(res.ToolCalls, c)
 		}
 	}
 	res.Text = text.String()
@@ -138,7 +143,7 @@ func anthropicResult(r anResponse) TurnResult {
 func readAnthropicStream(body io.Reader, onText func(string)) (anResponse, error) {
 	var (
 		r       anResponse
-		partial = map[int]*strings.Builder{} // tool_use input JSON by block index
+		partial = map[int]*argBuffer{} // tool_use input JSON by block index
 		done    bool
 	)
 	block := func(i int) (*anBlock, error) {
@@ -165,7 +170,7 @@ func readAnthropicStream(body io.Reader, onText func(string)) (anResponse, error
 			if b.Type == "tool_use" {
 				// The input arrives as input_json_delta; the start holds {}.
 				b.Input = nil
-				partial[ev.Index] = &strings.Builder{}
+				partial[ev.Index] = &argBuffer{}
 			}
 			r.Content = append(r.Content, b)
 		case "content_block_delta":
@@ -187,8 +192,8 @@ func readAnthropicStream(body io.Reader, onText func(string)) (anResponse, error
 			if err != nil {
 				return err
 			}
-			if p := partial[ev.Index]; p != nil && p.Len() > 0 {
-				b.Input = json.RawMessage(p.String())
+			if p := partial[ev.Index]; p != nil {
+				b.args = p
 			}
 		case "message_delta":
 			r.StopReason = ev.Delta.StopReason

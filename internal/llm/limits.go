@@ -22,6 +22,12 @@ const (
 	EnvMaxAnswer        = "AUTOCODER_MODEL_MAX_ANSWER"
 )
 
+// MaxToolArgumentBytes caps the arguments of one tool call, as
+// MaxAnswerBytes caps an answer's text: ScreenCalls refuses a call over
+// it. 256 KiB is about 64,000 tokens, more than the output budget of a
+// model's turn, and a quarter of the largest file a workspace takes.
+const MaxToolArgumentBytes = 256 << 10
+
 // Limits bound one model call while it runs, well inside the activity's
 // own timeout, so a hanging or flooding provider costs minutes and
 // megabytes, not the whole activity timeout and the worker's memory.

@@ -185,13 +185,14 @@ func readOpenAIStream(body io.Reader, onText func(string)) (TurnResult, error) {
 // continues the last call unless it brings a new id.
 type openAICalls struct {
 	byIndex map[int]*ToolCall
+	args    map[int]*argBuffer
 	last    int
 	next    int // the index after the highest seen
 }
 
 func (a *openAICalls) add(deltas []oaToolCall) {
 	if a.byIndex == nil {
-		a.byIndex = map[int]*ToolCall{}
+		a.byIndex, a.args = map[int]*ToolCall{}, map[int]*argBuffer{}
 	}
 	for _, d := range deltas {
 		idx := a.last
@@ -204,7 +205,7 @@ func (a *openAICalls) add(deltas []oaToolCall) {
 		tc := a.byIndex[idx]
 		if tc == nil {
 			tc = &ToolCall{}
-			a.byIndex[idx] = tc
+			a.byIndex[idx], a.args[idx] = tc, &argBuffer{}
 		}
 		a.last, a.next = idx, max(a.next, idx+1)
 		if d.ID != "" {
@@ -213,7 +214,7 @@ func (a *openAICalls) add(deltas []oaToolCall) {
 		if d.Function.Name != "" {
 			tc.Name = d.Function.Name
 		}
-		tc.Arguments += d.Function.Arguments
+		a.args[idx].WriteString(d.Function.Arguments)
 	}
 }
 
@@ -226,7 +227,9 @@ func (a *openAICalls) list() []ToolCall {
 	sort.Ints(idxs)
 	out := make([]ToolCall, 0, len(idxs))
 	for _, idx := range idxs {
-		out = append(out, *a.byIndex[idx])
+		tc := *a.byIndex[idx]
+		a.args[idx].into(&tc)
+		out = append(out, tc)
 	}
 	return withIDs(out)
 }

@@ -5,7 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/bytesize"
+	"github.com/autocoder/autocoder/internal/truncate"
 )
 
 // Tool is a function the model may call.
@@ -45,6 +51,10 @@ type ToolCall struct {
 	// Arguments is the JSON the model wrote, kept as text: a model can write
 	// invalid JSON, and the loop reports that back instead of losing it.
 	Arguments string `json:"arguments"`
+	// Problem, when set, says why the call is not run (see ScreenCalls);
+	// the loop answers it with this text as an error result. It is ours:
+	// providers never see it.
+	Problem string `json:"problem,omitempty"`
 }
 
 // ToolResult is the answer to one tool call. It carries the tool's name as
@@ -209,4 +219,127 @@ func argumentsObject(args string) (json.RawMessage, error) {
 		return nil, errors.New("not a JSON object")
 	}
 	return json.RawMessage(b), nil
+}
+
+// InvalidToolName stands in for a called name no provider would take back
+// in the conversation (empty, over 64 bytes, other characters); the call's
+// Problem quotes what the model wrote.
+const InvalidToolName = "invalid_tool_name"
+
+// ScreenCalls returns a turn's calls made fit to keep and to send back,
+// each with a Problem when the model got its form wrong, so that one
+// malformed call costs the model a tool result instead of costing the
+// task: the conversation must answer every call once, under an id no other
+// call of the turn has and a name both providers accept.
+//
+//   - A call whose name is not a tool name is renamed InvalidToolName.
+//   - A call reusing the id of an earlier call of the turn is given an id
+//     of ours, in the assistant message and in its result alike, and is not
+//     run: two calls under one id cannot be told apart by the model, and
+//     anything keyed by the id (a sandbox call's memo) stays one per call.
+//   - A call without an id, or with the id of a call of an earlier turn
+//     (servers that number calls per turn do that; Anthropic refuses a
+//     conversation repeating a tool_use id), gets one of ours and runs.
+//   - Arguments over MaxToolArgumentBytes are replaced by a note of their
+//     size: they would be stored and sent back on every later turn.
+//
+// earlier is the conversation before the turn. Screening is idempotent,
+// so an answer screened before it was memoized, and screened again when
+// reused, comes out the same.
+func ScreenCalls(calls []ToolCall, earlier []Message) []ToolCall {
+	if len(calls) == 0 {
+		return calls
+	}
+	out := slices.Clone(calls)
+	taken := map[string]bool{}
+	for _, m := range earlier {
+		for _, c := range m.ToolCalls {
+			taken[c.ID] = true
+		}
+	}
+	before := maps.Clone(taken)
+	for _, c := range out {
+		taken[c.ID] = true
+	}
+	fresh := func(i int) string {
+		for n := 0; ; n++ {
+			id := fmt.Sprintf("call_%d_%d", i, n)
+			if !taken[id] {
+				taken[id] = true
+				return id
+			}
+		}
+	}
+	written := make(map[string]bool, len(out)) // the turn's ids so far, as the model wrote them
+	for i := range out {
+		c := &out[i]
+		var problems []string
+		if !toolName.MatchString(c.Name) {
+			if c.Name == "" {
+				problems = append(problems, "it names no tool")
+			} else {
+				problems = append(problems, fmt.Sprintf("%q is not a tool name (1-64 letters, digits, _ or -)", truncate.Quote(c.Name, 64)))
+			}
+			c.Name = InvalidToolName
+		}
+		switch id := c.ID; {
+		case id != "" && written[id]:
+			c.ID = fresh(i)
+			problems = append(problems, fmt.Sprintf("its id %q is the id of an earlier call of this turn, so it is answered as %q", truncate.Quote(id, 64), c.ID))
+		case id == "" || before[id]:
+			c.ID = fresh(i)
+		}
+		written[calls[i].ID] = true
+		if n := len(c.Arguments); n > MaxToolArgumentBytes {
+			var problem string
+			c.Arguments, problem = tooLarge(n)
+			problems = append(problems, problem)
+		}
+		if len(problems) > 0 && c.Problem == "" {
+			c.Problem = notRun(problems...)
+		}
+	}
+	return out
+}
+
+// notRun is the Problem of a call refused for problems.
+func notRun(problems ...string) string {
+	return "not run: " + strings.Join(problems, "; ") + ". Make the call again, corrected, if you still need it."
+}
+
+// tooLarge is what a call keeps of arguments of n bytes, over
+// MaxToolArgumentBytes, and the problem that says so.
+func tooLarge(n int) (args, problem string) {
+	return fmt.Sprintf(`{"omitted": "%d bytes of arguments, over the limit"}`, n),
+		fmt.Sprintf("its arguments are %s, more than the %s a call may carry (write a large file in parts: write the first part, then add the rest with edit, or generate it with a run command)",
+			bytesize.Format(int64(n)), bytesize.Format(MaxToolArgumentBytes))
+}
+
+// argBuffer gathers a streamed call's arguments in one buffer, not by
+// joining strings (streams send them a few bytes at a time, so joining
+// costs time quadratic in their size: 20 s for 1 MiB), and only up to
+// MaxToolArgumentBytes: past it the bytes are counted, not kept, so a
+// flood of arguments costs no memory.
+type argBuffer struct {
+	b strings.Builder
+	n int
+}
+
+func (a *argBuffer) WriteString(s string) {
+	a.n += len(s)
+	if a.n <= MaxToolArgumentBytes {
+		a.b.WriteString(s)
+	}
+}
+
+// into gives c the arguments, or, past the limit, refuses it as
+// ScreenCalls would.
+func (a *argBuffer) into(c *ToolCall) {
+	if a.n <= MaxToolArgumentBytes {
+		c.Arguments = a.b.String()
+		return
+	}
+	var problem string
+	c.Arguments, problem = tooLarge(a.n)
+	c.Problem = notRun(problem)
 }

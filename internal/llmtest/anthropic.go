@@ -188,9 +188,10 @@ func writeAnthropicStream(w http.ResponseWriter, id, model string, blocks []map[
 }
 
 // pairedToolUse checks, as the messages API does once consecutive messages
-// of one role are merged, that each tool_use block is answered by a
-// tool_result in the next message and that each tool_result answers a
-// tool_use of the message before. It returns the API's complaint.
+// of one role are merged, that tool_use ids are unique in the request, that
+// each tool_use block is answered by a tool_result in the next message and
+// that each tool_result answers a tool_use of the message before. It
+// returns the API's complaint.
 func pairedToolUse(msgs []AnthropicMessage) string {
 	var merged []AnthropicMessage
 	for _, m := range msgs {
@@ -202,6 +203,15 @@ func pairedToolUse(msgs []AnthropicMessage) string {
 	}
 	if len(merged) > 0 && merged[0].Role != "user" {
 		return "messages: first message must use the \"user\" role"
+	}
+	ids := map[string]bool{}
+	for i, m := range merged {
+		for j, b := range m.Blocks {
+			if b.Type == "tool_use" && ids[b.ID] {
+				return fmt.Sprintf("messages.%d.content.%d: `tool_use` ids must be unique", i, j)
+			}
+			ids[b.ID] = true
+		}
 	}
 	for i, m := range merged {
 		uses := map[string]bool{}

@@ -99,9 +99,9 @@ func (r ChatRequest) ToolResults() []Message {
 //
 // A streamed answer can misbehave further: it pauses for Stall once
 // StallAfter bytes of content are sent (0: right after the headers, before
-// any content), the shape of a model that stalls mid-answer; and it comes
-// in pieces of ChunkBytes (default 16), so a huge answer streams in a few
-// large events.
+// any content), the shape of a model that stalls mid-answer; and its text
+// and tool-call arguments come in pieces of ChunkBytes (default 16), so a
+// huge answer streams in a few large events.
 type Reply struct {
 	Content    string
 	ToolCalls  []ToolCall
@@ -534,7 +534,7 @@ func writeStream(w http.ResponseWriter, r *http.Request, id string, req ChatRequ
 			return // the client hung up
 		}
 	}
-	for _, d := range toolCallDeltas(reply.ToolCalls, reply.InterleaveToolCalls) {
+	for _, d := range toolCallDeltas(reply.ToolCalls, reply.InterleaveToolCalls, cmp.Or(reply.ChunkBytes, chunkBytes)) {
 		send(chunk(map[string]any{"tool_calls": []any{d}}, nil))
 	}
 	send(chunk(map[string]any{}, finishReason(reply)))
@@ -551,13 +551,13 @@ func writeStream(w http.ResponseWriter, r *http.Request, id string, req ChatRequ
 // call's index, id, type and name, then its arguments in pieces carrying
 // only the index. Interleaved, all calls start first and their pieces
 // then alternate.
-func toolCallDeltas(calls []ToolCall, interleave bool) []map[string]any {
+func toolCallDeltas(calls []ToolCall, interleave bool, size int) []map[string]any {
 	starts := make([]map[string]any, len(calls))
 	pieces := make([][]map[string]any, len(calls))
 	for i, c := range calls {
 		starts[i] = map[string]any{"index": i, "id": c.ID, "type": "function",
 			"function": map[string]any{"name": c.Name, "arguments": ""}}
-		for _, p := range splitChunks(c.Arguments, chunkBytes) {
+		for _, p := range splitChunks(c.Arguments, size) {
 			pieces[i] = append(pieces[i], map[string]any{"index": i, "function": map[string]any{"arguments": p}})
 		}
 	}

@@ -91,6 +91,7 @@ func classify(err error) error {
 	case errors.As(err, &ended):
 		f := &FailedError{Message: failureMessage(ended), err: err}
 		var canceled *temporal.CanceledError
+		f.Message = workflows.ClipError(f.Message) // a task recorded before the workflow bounded it
 		if errors.As(err, &canceled) {
 			f.Cancelled = true
 		}

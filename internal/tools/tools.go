@@ -185,8 +185,9 @@ func Call(files []workspace.File, name string, args json.RawMessage, lim Limits)
 }
 
 // DecodeArgs decodes a call's JSON arguments into the tool's argument
-// struct (RunArgs, RunTestsArgs, FinishArgs), strictly: unknown fields and
-// trailing data are errors, and no arguments at all mean none given.
+// struct (RunArgs, RunTestsArgs, FinishArgs), strictly: unknown fields,
+// trailing data and a missing required argument are errors, and no
+// arguments at all mean none given.
 func DecodeArgs(raw json.RawMessage, into any) error {
 	return decodeArgs(raw, into)
 }
@@ -202,6 +203,33 @@ func decodeArgs(raw json.RawMessage, into any) error {
 	}
 	if dec.More() {
 		return fmt.Errorf("trailing data after the JSON object")
+	}
+	return missingRequired(raw, into)
+}
+
+// missingRequired reports the first required argument (a field of the
+// struct into points at without ",omitempty", as schemaOf declares it)
+// that raw does not give, or gives as null: decoding alone would leave it
+// empty, and a write without content would create an empty file instead of
+// asking for the content.
+func missingRequired(raw json.RawMessage, into any) error {
+	t := reflect.TypeOf(into)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	var given map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &given); err != nil {
+		return err // Decode took it, so this cannot happen; never drop it
+	}
+	t = t.Elem()
+	for i := range t.NumField() {
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if opts == "omitempty" || name == "" || name == "-" {
+			continue
+		}
+		if v, ok := given[name]; !ok || string(bytes.TrimSpace(v)) == "null" {
+			return fmt.Errorf("the required argument %q is missing", name)
+		}
 	}
 	return nil
 }

@@ -380,3 +380,28 @@ func TestDefs(t *testing.T) {
 		}
 	}
 }
+
+// A required argument left out, or given as null, is the model's mistake:
+// the call is refused with the argument named, and nothing is written.
+func TestRequiredArgumentsAreAskedFor(t *testing.T) {
+	files := ws("a.py", "x = 1\n")
+	cases := []struct {
+		name string
+		args string
+		want check
+	}{
+		{"write", `{"path": "b.py"}`, check{isErr: true, has: []string{`"content" is missing`, "content (string, required)"}}},
+		{"write", `{"path": "b.py", "content": null}`, check{isErr: true, has: []string{`"content" is missing`}}},
+		{"write", `{"content": "y = 2\n"}`, check{isErr: true, has: []string{`"path" is missing`}}},
+		{"edit", `{"path": "a.py", "old_text": "x = 1"}`, check{isErr: true, has: []string{`"new_text" is missing`}}},
+		{"write", `{"path": "b.py", "content": ""}`, check{has: []string{"created b.py (0 bytes"}, changed: true}}, // empty on purpose
+		{"list", `{}`, check{has: []string{"a.py"}}},                                                               // every argument optional
+	}
+	for _, c := range cases {
+		r, err := Call(files, c.name, json.RawMessage(c.args), Limits{})
+		if err != nil {
+			t.Fatalf("%s %s: internal error: %v", c.name, c.args, err)
+		}
+		c.want.verify(t, r)
+	}
+}

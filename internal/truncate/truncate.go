@@ -30,3 +30,12 @@ func Tail(s string, n int) string {
 	}
 	return s[cut:]
 }
+
+// Quote returns Head(s, n) with "…" after it when s was cut: a person's
+// or a model's text quoted in a message, whose length it cannot choose.
+func Quote(s string, n int) string {
+	if head := Head(s, n); len(head) < len(s) {
+		return head + "…"
+	}
+	return s
+}

@@ -42,3 +42,15 @@ func TestNeverSplitsARune(t *testing.T) {
 		}
 	}
 }
+
+func TestQuote(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"hello", 5, "hello"}, {"hello", 3, "hel…"}, {"héllo", 2, "h…"}} {
+		if got := Quote(tt.in, tt.n); got != tt.want {
+			t.Errorf("Quote(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}

@@ -8,6 +8,9 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/autocoder/autocoder/internal/truncate"
 )
 
 // File is one file of a workspace. Path is slash-separated and relative.
@@ -41,34 +44,89 @@ var ErrVCSMetadata = errors.New("version-control metadata is never part of a wor
 // ErrTooLarge reports a file or workspace over its Limits.
 var ErrTooLarge = errors.New("over the workspace limits")
 
+// Limits of the file systems a workspace is written to: the sandbox's
+// tmpfs, the user's disk, and the tar that carries files between them.
+const (
+	// MaxNameBytes is the longest name of one path component: NAME_MAX of
+	// Linux file systems (ext4, xfs, tmpfs, overlayfs) and of APFS.
+	MaxNameBytes = 255
+	// MaxPathBytes is the longest path: Linux's PATH_MAX (4096 with its
+	// NUL) less room for the directory the workspace is unpacked into
+	// (the sandbox's /work, a temporary directory), so that tar can still
+	// open the file by its path there.
+	MaxPathBytes = 4000
+)
+
+// quotedBytes bounds a path an error quotes: one line's worth, whatever
+// the path's length.
+const quotedBytes = 80
+
+// ErrUnwritableName reports a path no file system or terminal keeps as
+// written: a control character or escape sequence in it, bytes that are
+// not UTF-8, or a name or path longer than MaxNameBytes or MaxPathBytes.
+// Errors carrying it also carry ErrUnsafePath.
+var ErrUnwritableName = errors.New("the name cannot be written as it is")
+
 // CleanPath validates a relative, slash-separated path and returns its
 // canonical form. Absolute paths, "..", empty names, backslashes and NUL
 // bytes are rejected: the path names a file inside the workspace or nothing.
 // So is any path with a version-control directory among its parts (see
-// IsVCSName), wherever it appears.
+// IsVCSName), wherever it appears, and any path that cannot be written
+// faithfully (ErrUnwritableName): checked here, every path from the model,
+// a run or the user's directory obeys the limits before a file is made,
+// rather than failing later in tar or in the user's directory.
 func CleanPath(p string) (string, error) {
 	if p == "" {
 		return "", fmt.Errorf("%w: empty path", ErrUnsafePath)
 	}
 	if strings.ContainsAny(p, "\x00\\") {
-		return "", fmt.Errorf("%w: %q contains a NUL byte or backslash", ErrUnsafePath, p)
+		return "", fmt.Errorf("%w: %q contains a NUL byte or backslash", ErrUnsafePath, truncate.Quote(p, quotedBytes))
+	}
+	if err := writable(p); err != nil {
+		return "", err
 	}
 	if strings.HasPrefix(p, "/") {
-		return "", fmt.Errorf("%w: %q is absolute", ErrUnsafePath, p)
+		return "", fmt.Errorf("%w: %q is absolute", ErrUnsafePath, truncate.Quote(p, quotedBytes))
 	}
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("%w: %q leaves the workspace", ErrUnsafePath, p)
+			return "", fmt.Errorf("%w: %q leaves the workspace", ErrUnsafePath, truncate.Quote(p, quotedBytes))
+		}
+		if len(part) > MaxNameBytes {
+			return "", fmt.Errorf("%w: %w: the name %q is %d bytes, more than the %d a file system allows; use a shorter name",
+				ErrUnsafePath, ErrUnwritableName, truncate.Quote(part, quotedBytes), len(part), MaxNameBytes)
 		}
 		if IsVCSName(part) {
-			return "", fmt.Errorf("%w: %q: %w", ErrUnsafePath, p, ErrVCSMetadata)
+			return "", fmt.Errorf("%w: %q: %w", ErrUnsafePath, truncate.Quote(p, quotedBytes), ErrVCSMetadata)
 		}
 	}
 	c := path.Clean(p)
 	if c == "." || c == "" {
-		return "", fmt.Errorf("%w: %q names no file", ErrUnsafePath, p)
+		return "", fmt.Errorf("%w: %q names no file", ErrUnsafePath, truncate.Quote(p, quotedBytes))
 	}
 	return c, nil
+}
+
+// writable refuses what a file name cannot faithfully hold: a path over
+// MaxPathBytes, bytes that are not UTF-8 (JSON, which carries snapshots and
+// transcripts, would replace them), and control characters (a newline
+// splits the NUL-less lists tools read; ESC and the C1 controls start
+// terminal escape sequences that `ls` or `git status` would play).
+func writable(p string) error {
+	if len(p) > MaxPathBytes {
+		return fmt.Errorf("%w: %w: the path %q is %d bytes, more than the %d allowed; use a shorter path",
+			ErrUnsafePath, ErrUnwritableName, truncate.Quote(p, quotedBytes), len(p), MaxPathBytes)
+	}
+	if !utf8.ValidString(p) {
+		return fmt.Errorf("%w: %w: %q is not valid UTF-8", ErrUnsafePath, ErrUnwritableName, truncate.Quote(p, quotedBytes))
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			return fmt.Errorf("%w: %w: %q holds the control character %U (a newline, tab or escape sequence); use a name of printable characters",
+				ErrUnsafePath, ErrUnwritableName, truncate.Quote(p, quotedBytes), r)
+		}
+	}
+	return nil
 }
 
 // vcsNames are the metadata directories of version-control systems, in

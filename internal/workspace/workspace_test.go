@@ -70,3 +70,39 @@ func TestCheckRefusesABareRepositoryShape(t *testing.T) {
 		}
 	}
 }
+
+func TestCleanPathRefusesNamesThatCannotBeWritten(t *testing.T) {
+	deep := strings.Repeat(strings.Repeat("d", 99)+"/", 60) + "f.py" // 6004 bytes, each part short
+	refused := map[string]string{
+		"256-byte name":            strings.Repeat("n", 256) + ".py",
+		"256-byte directory":       strings.Repeat("n", 256) + "/a.py",
+		"6000-byte path":           deep,
+		"newline":                  "a\nb.py",
+		"carriage return":          "a\rb.py",
+		"tab":                      "a\tb.py",
+		"escape sequence":          "\x1b[31mred.py",
+		"C1 control (CSI)":         "a\u009b2Jb.py",
+		"DEL":                      "a\x7fb.py",
+		"bytes that are not UTF-8": "caf\xe9.py",
+	}
+	for what, p := range refused {
+		_, err := CleanPath(p)
+		if !errors.Is(err, ErrUnwritableName) || !errors.Is(err, ErrUnsafePath) {
+			t.Errorf("%s: CleanPath = %v, want ErrUnwritableName and ErrUnsafePath", what, err)
+			continue
+		}
+		if len(err.Error()) > 400 {
+			t.Errorf("%s: the error is %d bytes; it quotes too much of the path", what, len(err.Error()))
+		}
+	}
+	allowed := []string{
+		strings.Repeat("n", 255),
+		strings.Repeat(strings.Repeat("d", 99)+"/", 39) + "f.py", // 3904 bytes
+		"café/naïve 日本語.py", "a b/c-d_e.f", "emoji-🙂.txt",
+	}
+	for _, p := range allowed {
+		if c, err := CleanPath(p); err != nil || c != p {
+			t.Errorf("CleanPath(%.40q…) = %v; want it unchanged", p, err)
+		}
+	}
+}
