@@ -223,7 +223,7 @@ func TestAgentToolSetOffersEveryTool(t *testing.T) {
 
 // applyRun keeps a workspace the limits allow.
 func TestApplyRunRefusesABareRepository(t *testing.T) {
-	after := []workspace.File{{Path: "x/HEAD", Data: []byte("ref")}, {Path: "x/objects/a", Data: []byte("o")}, {Path: "x/refs/heads/m", Data: []byte("r")}}
+	after := []workspace.File{{Path: "x/HEAD", Data: []byte("ref: refs/heads/main\n")}, {Path: "x/objects/a", Data: []byte("o")}, {Path: "x/refs/heads/m", Data: []byte("r")}}
 	if _, d := applyRun(nil, after); !strings.Contains(d.refused, "repository") {
 		t.Fatalf("refused %q", d.refused)
 	}
