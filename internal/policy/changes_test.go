@@ -166,7 +166,8 @@ func TestLineRules(t *testing.T) {
 		{"lib/x.hpp", "/* system(\"ls\") in a comment */\n", nil},
 		{"keys.py", "import os\nkey = os.environ['AWS_SECRET_ACCESS_KEY']\nwith open(os.path.expanduser('~/.ssh/id_rsa')) as f:\n    pass\n", []string{"2:credentials", "3:credentials"}},
 		{"keys.go", "package p\n\nimport \"os\"\n\nvar T = os.Getenv(\"GITHUB_TOKEN\")\n", []string{"5:credentials"}},
-		{"README.md", "system(\"ls\")\n", nil},
+		{"README.md", "system(\"ls\")\nPut your key in ~/.ssh/id_rsa or OPENAI_API_KEY.\n", nil},
+		{"blob.c", "\x00system(\"ls\");\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

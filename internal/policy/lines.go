@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -46,9 +47,11 @@ func DefaultLineRules() []LineRules {
 }
 
 // Shared rules apply to every source file: reading credentials is never
-// part of a program's job in the sandbox, whatever its language.
+// part of a program's job in the sandbox, whatever its language. (Prose,
+// such as a README telling where keys go, is not judged.)
 var Shared = LineRules{
-	Language: "any",
+	Language:   "any",
+	Extensions: slices.Concat([]string{".py", ".go", ".sh", ".bash", ".rb", ".php"}, JavaScript.Extensions, Rust.Extensions, Java.Extensions, C.Extensions),
 	Rules: []LineRule{
 		{Credentials, `(?:~|\$HOME|/home/[^/"']+|/root)?/\.(?:ssh|aws|gnupg|kube|docker/config\.json|netrc|git-credentials|pypirc|npmrc)\b`, "names a credential file"},
 		{Credentials, `/etc/(?:shadow|gshadow|sudoers)\b`, "names a system credential file"},
@@ -135,7 +138,7 @@ func CheckLines(files []workspace.File, rules Rules, sets []LineRules, changes C
 	}
 	var out []Finding
 	for _, f := range files {
-		if !changes.Judges(f.Path) {
+		if !changes.Judges(f.Path) || binary(f.Data) {
 			continue
 		}
 		test := isTest(f.Path)
@@ -235,6 +238,12 @@ func remoteCalls(f workspace.File) []Finding {
 		}
 	}
 	return out
+}
+
+// binary reports data with a NUL byte in its first 8000, as git decides:
+// not source, whatever its name.
+func binary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0
 }
 
 // dedupe keeps one finding per file, line and rule, as the checkers do.
