@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -400,5 +401,63 @@ func TestFailedCheckRecallsLessons(t *testing.T) {
 	s := run[TestSummary](t, e, e.acts.Check, in)
 	if s.Passed || s.Lessons == nil || !slices.Contains(s.Lessons.IDs, saved[0]) || !strings.Contains(s.Lessons.Text, "return a + b") {
 		t.Errorf("asked: lessons %+v; want lesson %s with its fix", s.Lessons, saved[0])
+	}
+}
+
+// TestCheckJudgesOnlyTheAttemptAndWarns: on the real sandbox, the user's
+// own code that spawns processes and imports dynamically gives no finding
+// when the attempt changed another line; in warn mode the attempt's own
+// findings are warnings and the tests run; a line rule's finding (a
+// credential read) stops a denying check before the tests.
+func TestCheckJudgesOnlyTheAttemptAndWarns(t *testing.T) {
+	sb := realSandbox(t)
+	const pyTest = "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+	const pyUser = "import subprocess\n\nmod = __import__('json')\n\ndef add(a, b):\n    return a - b\n"
+	const goMod = "module example.com/calc\n\ngo 1.21\n"
+	const goTest = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"wrong\")\n\t}\n}\n"
+	const goUser = "package calc\n\nimport \"os/exec\"\n\nvar Sh = exec.Command\n\nfunc Add(a, b int) int { return a - b }\n"
+	tests := []struct {
+		name, lang     string
+		input, attempt map[string]string
+		warn           bool
+		stage          string
+		passed         bool
+		warnings       []string // "file:line:rule"
+	}{
+		{"python: the user's code is not judged", "python",
+			map[string]string{"calc.py": pyUser, "test_calc.py": pyTest},
+			map[string]string{"calc.py": strings.Replace(pyUser, "a - b", "a + b", 1), "test_calc.py": pyTest},
+			false, "test", true, nil},
+		{"python: the attempt's spawn warns", "python", nil,
+			map[string]string{"calc.py": "import os\n\ndef add(a, b):\n    os.system('true')\n    return a + b\n", "test_calc.py": pyTest},
+			true, "test", true, []string{"calc.py:4:process"}},
+		{"python: a credential read stops a denying check", "python", nil,
+			map[string]string{"calc.py": "import os\nKEY = os.environ.get('OPENAI_API_KEY')\n\ndef add(a, b):\n    return a + b\n", "test_calc.py": pyTest},
+			false, "validate", false, nil},
+		{"go: the user's code is not judged", "go",
+			map[string]string{"go.mod": goMod, "calc.go": goUser, "calc_test.go": goTest},
+			map[string]string{"go.mod": goMod, "calc.go": strings.Replace(goUser, "a - b", "a + b", 1), "calc_test.go": goTest},
+			false, "test", true, nil},
+		{"go: the attempt's spawn warns", "go", nil,
+			map[string]string{"go.mod": goMod, "calc.go": strings.Replace(goUser, "a - b", "a + b", 1), "calc_test.go": goTest},
+			true, "test", true, []string{"calc.go:3:process"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, llmtest.Text(""))
+			e.acts.Sandbox = sb
+			in := CheckInput{SnapshotID: e.snapshot(t, tc.attempt), Language: tc.lang, Warn: tc.warn}
+			if tc.input != nil {
+				in.InputSnapshot = e.snapshot(t, tc.input)
+			}
+			s := run[TestSummary](t, e, e.acts.Check, in)
+			var warnings []string
+			for _, f := range s.Warnings {
+				warnings = append(warnings, fmt.Sprintf("%s:%d:%s", f.File, f.Line, f.Rule))
+			}
+			if s.Stage != tc.stage || s.Passed != tc.passed || !slices.Equal(warnings, tc.warnings) {
+				t.Errorf("stage %s, passed %v, warnings %v; want %s, %v, %v\n%s", s.Stage, s.Passed, warnings, tc.stage, tc.passed, tc.warnings, s.Output)
+			}
+		})
 	}
 }

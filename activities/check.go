@@ -38,11 +38,17 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, err
 	if err != nil {
 		return TestSummary{}, err
 	}
+	p, err := a.policyCheck(ctx, in, j.files)
+	if err != nil {
+		return TestSummary{}, err
+	}
 	var s TestSummary
 	if in.Language == "python" {
-		s, err = a.checkAndTestPython(ctx, in, j.files, test)
-	} else if s, err = a.validate(ctx, in, j.files); err == nil && s.Passed {
+		s, err = a.checkAndTestPython(ctx, p, j.files, test)
+	} else if s, err = a.validate(p, j.files); err == nil && s.Passed {
+		warnings := s.Warnings
 		s, err = a.runTests(ctx, in, j.files, test)
+		s.Warnings = warnings
 	}
 	if err != nil {
 		return s, err
@@ -162,31 +168,47 @@ func namedTestsRan(s TestSummary, in CheckInput) TestSummary {
 	return s
 }
 
-// validate checks syntax and the safety policy before anything runs. Go is
-// checked natively; Python is parsed by a checker that runs in the sandbox,
-// so untrusted source never meets a host interpreter.
-func (a *Activities) validate(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
-	start := time.Now()
+// policyRun is what the safety policy judges in a check: its rules, the
+// lines the attempt added or changed, whether findings are only warnings,
+// and the findings the host's rules already made.
+type policyRun struct {
+	rules   policy.Rules
+	changes policy.Changes
+	warn    bool
+	lines   []policy.Finding // of the line rules every language gets
+}
+
+// policyCheck sets up a check's policy: in a task on the user's project,
+// only what the attempt added or changed is judged, never the user's own
+// code; the line rules run here, over text only.
+func (a *Activities) policyCheck(ctx context.Context, in CheckInput, files []workspace.File) (policyRun, error) {
 	rules, err := checkRules(in)
 	if err != nil {
-		return TestSummary{}, err
+		return policyRun{}, err
 	}
-	var findings []policy.Finding
-	switch in.Language {
-	case "go":
-		findings, err = policy.CheckGo(files, rules)
+	p := policyRun{rules: rules, changes: policy.AllChanged(), warn: in.Warn}
+	if in.InputSnapshot != "" {
+		input, err := a.cachedFiles(ctx, in.InputSnapshot)
 		if err != nil {
-			return TestSummary{}, fmt.Errorf("check go: %w", err)
+			return policyRun{}, fmt.Errorf("load the input snapshot: %w", err)
 		}
-	case "python":
-		findings, err = a.checkPython(ctx, files, rules)
-		if err != nil {
-			return TestSummary{}, err
-		}
-	default:
-		return TestSummary{}, badInput("unsupported language %q (want python or go)", in.Language)
+		p.changes = policy.Diff(input, files)
 	}
-	return validation(findings, time.Since(start)), nil
+	if p.lines, err = policy.CheckLines(files, rules, policy.DefaultLineRules(), p.changes); err != nil {
+		return policyRun{}, fmt.Errorf("check lines: %w", err)
+	}
+	return p, nil
+}
+
+// validate checks syntax and the safety policy of a Go snapshot before
+// anything runs; Python is checked in the sandbox (checkAndTestPython).
+func (a *Activities) validate(p policyRun, files []workspace.File) (TestSummary, error) {
+	start := time.Now()
+	findings, err := policy.CheckGo(files, p.rules, p.changes)
+	if err != nil {
+		return TestSummary{}, fmt.Errorf("check go: %w", err)
+	}
+	return p.validation(policy.Merge(findings, p.lines), time.Since(start)), nil
 }
 
 // checkRules are the policy rules a check applies.
@@ -201,14 +223,28 @@ func checkRules(in CheckInput) (policy.Rules, error) {
 	return rules, nil
 }
 
-// validation is the outcome of a static check.
-func validation(findings []policy.Finding, took time.Duration) TestSummary {
-	s := TestSummary{Stage: "validate", Passed: len(findings) == 0, Duration: took}
+// validation is the outcome of a static check. In warn mode, findings
+// other than syntax errors pass it, as warnings the summary carries on.
+func (p policyRun) validation(findings []policy.Finding, took time.Duration) TestSummary {
+	failing, warnings := findings, []policy.Finding(nil)
+	if p.warn {
+		failing = nil
+		for _, f := range findings {
+			if f.Rule == policy.RuleSyntax {
+				failing = append(failing, f)
+			} else {
+				warnings = append(warnings, f)
+			}
+		}
+	}
+	s := TestSummary{Stage: "validate", Passed: len(failing) == 0, Duration: took}
 	if !s.Passed {
 		s.ExitCode = 1
-		s.Output = policy.Summary(findings)
-		s.PolicyOnly = !slices.ContainsFunc(findings, func(f policy.Finding) bool { return f.Rule == policy.RuleSyntax })
+		s.Output = policy.Summary(failing)
+		s.PolicyOnly = !slices.ContainsFunc(failing, func(f policy.Finding) bool { return f.Rule == policy.RuleSyntax })
+		return s
 	}
+	s.Warnings = warnings
 	return s
 }
 
@@ -216,13 +252,14 @@ func validation(findings []policy.Finding, took time.Duration) TestSummary {
 // tests in the same sandbox: the checker finishes its report before any of
 // the code runs, then hands over to the test command (policy.PythonCheck).
 // One sandbox instead of two saves a container's start and removal per
-// attempt.
-func (a *Activities) checkAndTestPython(ctx context.Context, in CheckInput, files []workspace.File, test []string) (TestSummary, error) {
-	rules, err := checkRules(in)
-	if err != nil {
-		return TestSummary{}, err
+// attempt. A line rule's finding outside warn mode stops the tests before
+// the sandbox starts; the checker still runs, for its own findings.
+func (a *Activities) checkAndTestPython(ctx context.Context, p policyRun, files []workspace.File, test []string) (TestSummary, error) {
+	then := test
+	if len(p.lines) > 0 && !p.warn {
+		then = nil
 	}
-	res, err := a.runPythonCheck(ctx, files, rules, test...)
+	res, err := a.runPythonCheck(ctx, policy.PyCheck{Rules: p.rules, Changes: p.changes, Warn: p.warn, Then: then}, files)
 	if err != nil {
 		return TestSummary{}, err
 	}
@@ -230,41 +267,22 @@ func (a *Activities) checkAndTestPython(ctx context.Context, in CheckInput, file
 	if err != nil {
 		return TestSummary{}, pythonCheckError(res, err)
 	}
-	if len(findings) > 0 || len(test) == 0 {
-		return validation(findings, res.Duration), nil
+	v := p.validation(policy.Merge(findings, p.lines), res.Duration)
+	if !v.Passed || len(then) == 0 {
+		return v, nil
 	}
 	res.Stdout = rest
-	return summarize(res), nil
-}
-
-// checkPython runs the embedded checker over the files in the sandbox.
-func (a *Activities) checkPython(ctx context.Context, files []workspace.File, rules policy.Rules) ([]policy.Finding, error) {
-	res, err := a.runPythonCheck(ctx, files, rules)
-	if err != nil {
-		return nil, err
-	}
-	findings, err := policy.ParsePythonFindings(res.Stdout)
-	if err != nil {
-		return nil, pythonCheckError(res, err)
-	}
-	return findings, nil
+	s := summarize(res)
+	s.Warnings = v.Warnings
+	return s, nil
 }
 
 // runPythonCheck runs the embedded checker over the files in the sandbox,
-// then the command in then if it finds nothing. The checker's own path is
-// reserved: a workspace file there is dropped so it cannot stand in for
-// the checker.
-func (a *Activities) runPythonCheck(ctx context.Context, files []workspace.File, rules policy.Rules, then ...string) (sandbox.Result, error) {
-	script, cmd := policy.PythonCheck(rules, then...)
-	spec := sandbox.Spec{Profile: "python", Cmd: cmd, Limits: a.limits()}
-	for _, f := range files {
-		if f.Path != script.Path {
-			spec.Files = append(spec.Files, f)
-		}
-	}
-	spec.Files = append(spec.Files, script)
+// then the command in c.Then if it lets it.
+func (a *Activities) runPythonCheck(ctx context.Context, c policy.PyCheck, files []workspace.File) (sandbox.Result, error) {
+	sandboxFiles, cmd := policy.PythonCheck(c, files)
 	stop := heartbeatWhile(ctx)
-	res, err := a.Sandbox.Run(ctx, spec)
+	res, err := a.Sandbox.Run(ctx, sandbox.Spec{Profile: "python", Files: sandboxFiles, Cmd: cmd, Limits: a.limits()})
 	stop()
 	if err != nil {
 		return res, fmt.Errorf("run python checker: %w", err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/integrity"
+	"github.com/autocoder/autocoder/internal/policy"
 )
 
 // TestSummary is the outcome of one validation or test run, trimmed to fit
@@ -23,6 +24,9 @@ type TestSummary struct {
 	// PolicyOnly is set on a failed validation whose findings are all
 	// safety-policy findings (no syntax errors): a person may approve them.
 	PolicyOnly bool `json:"policyOnly,omitempty"`
+	// Warnings are safety-policy findings that did not fail the check (warn
+	// mode): for a person to review.
+	Warnings []policy.Finding `json:"warnings,omitempty"`
 	// Findings are the ways the attempt touched the user's tests. An
 	// attempt with any has not passed, whatever its tests did.
 	Findings []integrity.Finding `json:"findings,omitempty"`
@@ -48,6 +52,8 @@ func (s TestSummary) Headline() string {
 	switch {
 	case len(s.Findings) > 0:
 		return "integrity: " + s.Findings[0].String() + more(len(s.Findings)-1)
+	case s.Passed && len(s.Warnings) > 0:
+		return fmt.Sprintf("tests passed, %d safety warning(s) to review", len(s.Warnings))
 	case s.Passed:
 		return "tests passed"
 	case s.Stage == "generate":
@@ -172,9 +178,11 @@ type CheckInput struct {
 	Language   string `json:"language"`
 	TestCmd    string `json:"testCmd,omitempty"`
 	// Allow lists safety-policy categories allowed outright; IgnorePolicy
-	// skips the policy and checks syntax only.
+	// skips the policy and checks syntax only; Warn makes the policy's
+	// findings warnings (TestSummary.Warnings) that do not fail the check.
 	Allow        []string `json:"allow,omitempty"`
 	IgnorePolicy bool     `json:"ignorePolicy,omitempty"`
+	Warn         bool     `json:"warn,omitempty"`
 	// InputSnapshot is the task's starting workspace: its tests are the
 	// user's, and checks run them as they were (see loadJudged). Protect
 	// adds globs to them; AllowTestEdits lets the attempt's version run.

@@ -385,7 +385,7 @@ func TestRunCommand(t *testing.T) {
 	}
 	in := c.started[0]
 	want := workflows.TaskInput{Task: "fix it", Language: "go", MaxIterations: workflows.DefaultMaxIterations,
-		Policy: workflows.PolicyDeny, ApprovalTimeout: workflows.DefaultApprovalTimeout, SearchAttributes: true,
+		Policy: workflows.PolicyWarn, ApprovalTimeout: workflows.DefaultApprovalTimeout, SearchAttributes: true,
 		Agent:           workflows.AgentLimits{MaxTurns: 30, ContextTokens: 60000, MaxOutputTokens: 4000},
 		ApproveCommands: true, CommandAllow: []string{"pytest", "go test ./a,b"}}
 	if !reflect.DeepEqual(in, want) {

@@ -92,6 +92,9 @@ func exportTask(ctx context.Context, f *Factory, o ExportOptions) error {
 		}
 		fmt.Fprintf(f.IO.ErrOut, "exported checkpoint #%d of task %s to %s\n", cp.N, id, o.Dir)
 	}
+	if o.Dir != "" || o.Patch {
+		reviewWarnings(f.IO.ErrOut, cp)
+	}
 	if o.Patch {
 		before, err := load(st.InputSnapshot)
 		if err != nil {

@@ -129,6 +129,9 @@ loop:
 		fmt.Fprintf(f.IO.Out, "  %d file(s) written to %s\n", n, out)
 	}
 	fmt.Fprintf(f.IO.Out, "  tokens: %d in, %d out, $%.4f\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, result.Status.Usage.CostUSD)
+	if cps := result.Status.Checkpoints; len(cps) > 0 {
+		reviewWarnings(f.IO.Out, cps[len(cps)-1]) // the last check judged the whole result
+	}
 	return nil
 }
 

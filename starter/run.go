@@ -83,8 +83,8 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	fl.BoolVar(&o.Detach, "detach", false, "start the task and return at once")
 	fl.BoolVar(&o.JSON, "json", false, "print the result as JSON on stdout")
 	fl.BoolVar(&o.ApprovePlan, "approve-plan", false, "wait for a person to approve the plan")
-	fl.StringVar(&o.Policy, "policy", workflows.PolicyDeny, "safety findings: deny (fail the attempt), ask (wait for approval) or allow")
-	fl.StringSliceVar(&o.Allow, "allow", nil, "policy categories to allow outright: process, network, dynamic, native, abs-write")
+	fl.StringVar(&o.Policy, "policy", workflows.DefaultPolicy, "safety findings in the task's own code: warn (report them for review), deny (fail the attempt), ask (wait for approval) or allow")
+	fl.StringSliceVar(&o.Allow, "allow", nil, "policy categories to allow outright: "+strings.Join(policy.Categories(), ", "))
 	fl.IntVar(&o.BudgetTokens, "budget-tokens", 0, "ask for approval once the task has used this many tokens (0: no limit)")
 	fl.Float64Var(&o.BudgetUSD, "budget-usd", 0, "ask for approval once the task has cost this much (0: no limit)")
 	fl.BoolVar(&o.AskWhenStuck, "ask-when-stuck", false, "when iterations run out, ask for guidance instead of failing")
@@ -186,9 +186,9 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 		return workflows.TaskInput{}, usageError("--lang %q: want python or go", lang)
 	}
 	switch o.Policy {
-	case workflows.PolicyDeny, workflows.PolicyAsk, workflows.PolicyAllow:
+	case workflows.PolicyWarn, workflows.PolicyDeny, workflows.PolicyAsk, workflows.PolicyAllow:
 	default:
-		return workflows.TaskInput{}, usageError("--policy %q: want deny, ask or allow", o.Policy)
+		return workflows.TaskInput{}, usageError("--policy %q: want warn, deny, ask or allow", o.Policy)
 	}
 	if _, err := policy.ParseAllow(strings.Join(o.Allow, ",")); err != nil {
 		return workflows.TaskInput{}, usageError("--allow: %v", err)

@@ -126,6 +126,7 @@ func printStatus(w io.Writer, id string, st workflows.Status) {
 		for _, cp := range st.Checkpoints {
 			fmt.Fprintf(w, "  #%d step %d iteration %d  %s  %s\n", cp.N, cp.Step, cp.Iteration, cp.Time.Format("15:04:05"), termsafe.Line(cp.Summary))
 			printFindings(w, "      ", cp.Findings)
+			printWarnings(w, "      ", cp.Warnings)
 		}
 	}
 	if lt := st.LastTest; lt != nil && !lt.Passed && lt.Output != "" {

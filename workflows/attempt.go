@@ -543,7 +543,7 @@ func (t *task) check(ctx workflow.Context, snapshot, rejected string, tests []st
 	}
 	in := activities.CheckInput{
 		SnapshotID: snapshot, Language: t.in.Language, TestCmd: t.in.TestCmd,
-		Allow: t.in.Allow, IgnorePolicy: t.in.Policy == PolicyAllow, Scope: activities.ScopeAll,
+		Allow: t.in.Allow, IgnorePolicy: t.in.Policy == PolicyAllow, Warn: t.in.Policy == PolicyWarn, Scope: activities.ScopeAll,
 		RecallLessons: !t.Fenced, // a fenced attempt's Generate recalls them as it reflects
 	}
 	if t.Status.Step < len(t.Status.Plan) {

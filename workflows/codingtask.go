@@ -149,6 +149,7 @@ func (t *task) checkpoint(ctx workflow.Context, snapshot string, result activiti
 		Passed:     result.Passed,
 		Summary:    result.Headline(),
 		Findings:   result.Findings,
+		Warnings:   result.Warnings,
 		Time:       workflow.Now(ctx),
 	})
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
@@ -9,6 +10,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/policy"
 )
 
 // at runs fn once the workflow has been waiting for d of workflow time.
@@ -264,4 +266,37 @@ func (s *codingTaskSuite) TestRollbackContinuesFromACheckpoint() {
 	s.Empty(reopened.Failure)
 	s.Require().Len(s.tools, 2)
 	s.Equal("s1", s.tools[1].Snapshot)
+}
+
+// TestPolicyWarnChecksWithWarningsAndRecordsThem: in warn mode the check
+// is asked to warn, and its warnings are in the checkpoint for a person to
+// review; a task input without a mode (one recorded before warn) denies.
+func (s *codingTaskSuite) TestPolicyWarnChecksWithWarningsAndRecordsThem() {
+	warned := passing
+	warned.Warnings = []policy.Finding{{File: "api.go", Line: 3, Rule: policy.Network, Message: `import "net/http" opens network connections`}}
+	s.onPlan("step")
+	s.onAttempt("s1")
+	s.env.OnActivity(a.Check, mock.Anything, mock.MatchedBy(func(in activities.CheckInput) bool {
+		return in.Warn && !in.IgnorePolicy
+	})).Return(warned, nil).Once()
+	in := input
+	in.Policy = PolicyWarn
+	s.env.ExecuteWorkflow(CodingTask, in)
+	s.NoError(s.env.GetWorkflowError())
+	st := s.queryStatus()
+	s.Require().Len(st.Checkpoints, 1)
+	s.Equal(warned.Warnings, st.Checkpoints[0].Warnings)
+	s.Contains(st.Checkpoints[0].Summary, "1 safety warning(s) to review")
+}
+
+func TestPolicyDefaults(t *testing.T) {
+	for mode, want := range map[string]string{"": PolicyDeny, PolicyWarn: PolicyWarn} {
+		tk, err := newTask(TaskInput{Task: "x", Language: "go", Policy: mode})
+		if err != nil || tk.in.Policy != want {
+			t.Errorf("policy %q: %q, %v; want %q", mode, tk.in.Policy, err, want)
+		}
+	}
+	if DefaultPolicy != PolicyWarn {
+		t.Errorf("DefaultPolicy = %q, want warn", DefaultPolicy)
+	}
 }

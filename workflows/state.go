@@ -42,10 +42,12 @@ func newTask(in TaskInput) (*task, error) {
 	}
 	switch in.Policy {
 	case "":
+		// Inputs recorded before the warn mode, whose default this was,
+		// must replay as they ran; new tasks name their mode.
 		in.Policy = PolicyDeny
-	case PolicyDeny, PolicyAsk, PolicyAllow:
+	case PolicyWarn, PolicyDeny, PolicyAsk, PolicyAllow:
 	default:
-		return nil, bad("unknown policy mode %q (want deny, ask or allow)", in.Policy)
+		return nil, bad("unknown policy mode %q (want warn, deny, ask or allow)", in.Policy)
 	}
 	if in.MaxIterations <= 0 {
 		in.MaxIterations = DefaultMaxIterations

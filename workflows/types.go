@@ -6,6 +6,7 @@ import (
 
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/integrity"
+	"github.com/autocoder/autocoder/internal/policy"
 )
 
 // Names shared by the workflow, the worker and the CLI. A person can use the
@@ -41,11 +42,16 @@ const (
 	SearchAttrCostUSD   = "AutocoderCostUSD"
 )
 
-// Policy modes for safety findings.
+// Policy modes for safety findings. A task's input without a mode denies:
+// tasks recorded before warn was the default replay as they ran, and the
+// CLI starts new tasks with PolicyWarn (DefaultPolicy).
 const (
+	PolicyWarn  = "warn"  // findings are reported for review and fail nothing
 	PolicyDeny  = "deny"  // findings fail the attempt and go to reflection
 	PolicyAsk   = "ask"   // findings wait for a person to approve or reject
 	PolicyAllow = "allow" // findings are ignored; syntax errors still fail
+
+	DefaultPolicy = PolicyWarn
 )
 
 // Kinds of approval a task can wait for.
@@ -102,7 +108,7 @@ type TaskInput struct {
 
 	// Human gates.
 	ApprovePlan     bool          `json:"approvePlan,omitempty"`
-	Policy          string        `json:"policy,omitempty"` // deny (default), ask or allow
+	Policy          string        `json:"policy,omitempty"` // warn, deny (when empty), ask or allow
 	Allow           []string      `json:"allow,omitempty"`  // policy categories allowed outright
 	BudgetTokens    int           `json:"budgetTokens,omitempty"`
 	BudgetUSD       float64       `json:"budgetUsd,omitempty"`
@@ -309,6 +315,9 @@ type Checkpoint struct {
 	Time       time.Time `json:"time"`
 	// Findings are the ways the attempt touched the user's tests.
 	Findings []integrity.Finding `json:"findings,omitempty"`
+	// Warnings are the safety policy's findings in the attempt's own code
+	// that did not fail it (warn mode), for a person to review.
+	Warnings []policy.Finding `json:"warnings,omitempty"`
 }
 
 // Status is what the status query returns.

@@ -47,6 +47,7 @@ var historyCases = []historyCase{
 	{name: "fail_then_pass", failures: 1},
 	{name: "gate_plan", input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: answerGates(workflows.GatePlan)},
 	{name: "gate_policy", socket: true, input: func(in *workflows.TaskInput) { in.Policy = workflows.PolicyAsk }, drive: answerGates(workflows.GatePolicy)},
+	{name: "policy_warn", socket: true, input: func(in *workflows.TaskInput) { in.Policy = workflows.PolicyWarn }},
 	{name: "gate_budget", input: func(in *workflows.TaskInput) { in.BudgetTokens = 500 }, drive: answerGates(workflows.GateBudget)},
 	{name: "gate_stuck", failures: 1, input: func(in *workflows.TaskInput) { in.MaxIterations, in.AskWhenStuck = 1, true },
 		drive: answerGates(workflows.GateStuck)},

@@ -42,6 +42,10 @@ var goImports = map[string]goRule{
 	"C":           {Native, "links foreign code (cgo)"},
 }
 
+// goLocal are packages under a denied tree that only serve and call this
+// machine: httptest's servers listen on loopback.
+var goLocal = map[string]bool{"net/http/httptest": true}
+
 // goImportPrefixes deny whole trees of packages.
 var goImportPrefixes = []struct {
 	prefix string
@@ -91,48 +95,72 @@ var goPathBuilders = map[string]map[string]bool{
 	"fmt":           {"Sprintf": true},
 }
 
-// CheckGo checks the .go files among files and returns the findings sorted
-// by file and line. A file that does not parse yields a "syntax" finding for
-// its first error (its partial syntax tree is still checked); the error is only for a file whose
-// path is unsafe.
-func CheckGo(files []workspace.File, rules Rules) ([]Finding, error) {
+// CheckGo checks the .go files the changes judge and returns the findings
+// on the attempt's lines, sorted by file and line. A file that does not
+// parse yields a "syntax" finding for its first error (its partial syntax
+// tree is still checked); the error is only for a file whose path is
+// unsafe. Test files open no network findings: the sandbox has no network,
+// so a test can only serve and call this machine (CheckLines still names
+// another host a test calls).
+func CheckGo(files []workspace.File, rules Rules, changes Changes) ([]Finding, error) {
 	var out []Finding
 	for _, f := range files {
-		if !strings.HasSuffix(f.Path, ".go") {
+		if !strings.HasSuffix(f.Path, ".go") || !changes.Judges(f.Path) {
 			continue
 		}
 		if _, err := workspace.CleanPath(f.Path); err != nil {
 			return nil, fmt.Errorf("check go: %w", err)
 		}
-		out = append(out, checkGoFile(f, rules)...)
+		fileRules := rules
+		if isTest(f.Path) {
+			fileRules, _ = rules.Allow(Network)
+		}
+		findings, uses := checkGoFile(f, fileRules)
+		out = append(out, findings...)
+		for _, u := range uses {
+			// A use counts only where its import is the user's: otherwise
+			// the import's own finding says it all, once.
+			if !changes.judgesLine(f.Path, u.importLine) {
+				out = append(out, u.Finding)
+			}
+		}
 	}
+	out = changes.Keep(out)
 	sortFindings(out)
 	return out, nil
 }
 
-func checkGoFile(f workspace.File, rules Rules) []Finding {
+// goUse is a use of a denied package's member, with the line of its import.
+type goUse struct {
+	Finding
+	importLine int
+}
+
+func checkGoFile(f workspace.File, rules Rules) ([]Finding, []goUse) {
 	fset := token.NewFileSet()
 	file, err := parser.ParseFile(fset, f.Path, f.Data, parser.ParseComments|parser.SkipObjectResolution)
 	c := &goChecker{
-		fset:    fset,
-		path:    f.Path,
-		rules:   rules,
-		imports: map[string]string{},
-		values:  map[string][]ast.Expr{},
-		seen:    map[goKey]bool{},
+		fset:        fset,
+		path:        f.Path,
+		rules:       rules,
+		imports:     map[string]string{},
+		importLines: map[string]int{},
+		values:      map[string][]ast.Expr{},
+		seen:        map[goKey]bool{},
+		seenUse:     map[goKey]bool{},
 	}
 	if err != nil {
 		// Only the first error: the parser's later ones mostly follow from it.
 		var list scanner.ErrorList
 		if !errors.As(err, &list) || len(list) == 0 {
-			return []Finding{{File: f.Path, Rule: RuleSyntax, Message: err.Error()}}
+			return []Finding{{File: f.Path, Rule: RuleSyntax, Message: err.Error()}}, nil
 		}
 		c.findings = append(c.findings, Finding{File: f.Path, Line: list[0].Pos.Line, Rule: RuleSyntax, Message: list[0].Msg})
 	}
 	if file != nil {
 		c.check(file)
 	}
-	return c.findings
+	return c.findings, c.uses
 }
 
 type goKey struct {
@@ -141,14 +169,17 @@ type goKey struct {
 }
 
 type goChecker struct {
-	fset     *token.FileSet
-	path     string
-	rules    Rules
-	imports  map[string]string     // local name -> import path
-	dots     []string              // import paths imported with "."
-	values   map[string][]ast.Expr // names -> expressions assigned to them
-	seen     map[goKey]bool        // one finding per line and rule
-	findings []Finding
+	fset        *token.FileSet
+	path        string
+	rules       Rules
+	imports     map[string]string     // local name -> import path
+	importLines map[string]int        // import path -> its line
+	dots        []string              // import paths imported with "."
+	values      map[string][]ast.Expr // names -> expressions assigned to them
+	seen        map[goKey]bool        // one finding per line and rule
+	seenUse     map[goKey]bool
+	findings    []Finding
+	uses        []goUse
 }
 
 func (c *goChecker) report(pos token.Pos, category, msg string) {
@@ -170,6 +201,7 @@ func (c *goChecker) check(file *ast.File) {
 		}
 		if r, ok := importRule(p); ok {
 			c.report(spec.Pos(), r.category, fmt.Sprintf("import %q %s", p, r.why))
+			c.importLines[p] = c.fset.Position(spec.Pos()).Line
 		}
 		switch {
 		case spec.Name == nil:
@@ -192,6 +224,9 @@ func (c *goChecker) check(file *ast.File) {
 }
 
 func importRule(p string) (goRule, bool) {
+	if goLocal[p] {
+		return goRule{}, false
+	}
 	if r, ok := goImports[p]; ok {
 		return r, true
 	}
@@ -244,9 +279,25 @@ func (c *goChecker) visit(n ast.Node) bool {
 	return true
 }
 
+// checkMember reports a denied member, and notes any use of a denied
+// package: when only the attempt's lines are judged, a new exec.Command in
+// a file whose import is the user's is still the attempt's doing.
 func (c *goChecker) checkMember(pos token.Pos, pkg, name string) {
 	if r, ok := goSelectors[pkg][name]; ok {
 		c.report(pos, r.category, fmt.Sprintf("%s.%s %s", path.Base(pkg), name, r.why))
+		return
+	}
+	r, ok := importRule(pkg)
+	if !ok || !c.rules.Denies(r.category) {
+		return
+	}
+	line := c.fset.Position(pos).Line
+	if k := (goKey{line, r.category}); !c.seenUse[k] {
+		c.seenUse[k] = true
+		c.uses = append(c.uses, goUse{
+			Finding:    Finding{File: c.path, Line: line, Rule: r.category, Message: fmt.Sprintf("%s.%s uses %q, which %s", path.Base(pkg), name, pkg, r.why)},
+			importLine: c.importLines[pkg],
+		})
 	}
 }
 

@@ -2,10 +2,16 @@
 
 Usage: python3 -I -B pycheck.py [--config JSON | --config-file PATH] [--root DIR] [--then CMD...]
 
-The config is {"deny": ["process", "network", ...]}; without one every
+The config is {"deny": ["process", "network", ...], "judge": {"a.py": null,
+"b.py": [[3, 5]]}, "tests": ["test_a.py"], "warn": false}; without one every
 category is denied. Every .py file under the root (default: the current
-directory) is parsed with ast. Each syntax error and each use of a denied
-category is printed as one JSON object per line:
+directory) that "judge" names is parsed with ast (every one without
+"judge"): null judges the whole file, a list of [from, to] line spans only
+those lines (the lines a task added or changed; the rest is the user's own
+code). Network findings in the files "tests" names are not findings: a test
+that serves and calls this machine is what a test of a server does. Each
+syntax error of a judged file and each use of a denied category on a judged
+line is printed as one JSON object per line:
 
     {"file": "pkg/a.py", "line": 3, "rule": "process", "message": "..."}
 
@@ -13,9 +19,10 @@ followed by one final line {"done": true, "files": N, "findings": M,
 "dropped": K}, so that a reader can tell complete output from a run that was
 killed or truncated.
 
-With --then, a check without findings removes this script and replaces
-itself with CMD once the summary is written, so the command's output
-follows the report and no checked code runs before the report is complete.
+With --then, a check without findings (with "warn", without syntax errors)
+removes this script and its config file and replaces itself with CMD once
+the summary is written, so the command's output follows the report and no
+checked code runs before the report is complete.
 """
 
 import ast
@@ -59,7 +66,8 @@ NAMES = {
     "native": ["ctypes", "_ctypes", "cffi", "_cffi_backend"],
 }
 
-CATEGORIES = list(NAMES) + ["abs-write"]
+# credentials are matched on the host, by line rules shared by every language.
+CATEGORIES = list(NAMES) + ["abs-write", "credentials"]
 
 # asyncio event loop methods, reached through a loop object no import names
 # (asyncio.get_running_loop().create_connection), so they are matched by
@@ -480,9 +488,31 @@ class FileChecker:
                 return
 
 
+class Config:
+    def __init__(self):
+        self.deny = set(CATEGORIES)
+        self.root = "."
+        self.judge = None  # rel -> None (whole file) or [[from, to], ...]
+        self.tests = set()
+        self.warn = False
+        self.path = None  # the config file, removed with this script
+
+    def judged(self, rel):
+        return self.judge is None or rel in self.judge
+
+    def keep(self, rel, finding):
+        """Reports whether a finding of a judged file is the task's."""
+        if finding["rule"] == "syntax":
+            return True
+        if finding["rule"] == "network" and rel in self.tests:
+            return False
+        spans = None if self.judge is None else self.judge.get(rel)
+        line = finding["line"]
+        return spans is None or line == 0 or any(a <= line <= b for a, b in spans)
+
+
 def load_config(argv):
-    deny = list(CATEGORIES)
-    root = "."
+    cfg = Config()
     i = 0
     while i < len(argv):
         flag = argv[i]
@@ -491,17 +521,22 @@ def load_config(argv):
         value = argv[i + 1]
         i += 2
         if flag == "--root":
-            root = value
+            cfg.root = value
             continue
         if flag == "--config-file":
+            cfg.path = value
             with open(value, encoding="utf-8") as f:
                 value = f.read()
         config = json.loads(value)
-        deny = config.get("deny", deny)
+        deny = config.get("deny", sorted(cfg.deny))
         unknown = [c for c in deny if c not in CATEGORIES]
         if unknown:
             raise SystemExit("pycheck: unknown categories %s (known: %s)" % (unknown, ", ".join(CATEGORIES)))
-    return set(deny), root
+        cfg.deny = set(deny)
+        cfg.judge = config.get("judge", cfg.judge)
+        cfg.tests = set(config.get("tests", ()))
+        cfg.warn = bool(config.get("warn", False))
+    return cfg
 
 
 def sources(root):
@@ -536,12 +571,18 @@ def main(argv):
         argv, then = argv[:i], argv[i + 1:]
         if not then:
             raise SystemExit("pycheck: --then needs a command")
-    deny, root = load_config(argv)
+    cfg = load_config(argv)
     files = emitted = dropped = 0
+    stops = False  # a finding that keeps the command from running
     out = sys.stdout
-    for full, rel in sources(root):
+    for full, rel in sources(cfg.root):
+        if not cfg.judged(rel):
+            continue
         files += 1
-        for finding in check_file(full, rel, deny):
+        for finding in check_file(full, rel, cfg.deny):
+            if not cfg.keep(rel, finding):
+                continue
+            stops = stops or not cfg.warn or finding["rule"] == "syntax"
             if emitted < MAX_FINDINGS:
                 out.write(json.dumps(finding) + "\n")
                 emitted += 1
@@ -549,15 +590,17 @@ def main(argv):
                 dropped += 1
     out.write(json.dumps({"done": True, "files": files, "findings": emitted, "dropped": dropped}) + "\n")
     out.flush()
-    if then and emitted == 0:
-        run_next(then)
+    if then and not stops:
+        run_next(then, cfg.path)
 
 
-def run_next(cmd):
-    """Removes this script, so the command sees only the checked files, and
-    becomes cmd."""
+def run_next(cmd, config_path):
+    """Removes this script and its config file, so the command sees only
+    the checked files, and becomes cmd."""
     own = os.path.realpath(__file__)
     os.remove(own)
+    if config_path and os.path.dirname(os.path.realpath(config_path)) == os.path.dirname(own):
+        os.remove(config_path)
     try:
         os.rmdir(os.path.dirname(own))
     except OSError:

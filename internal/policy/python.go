@@ -17,38 +17,83 @@ import (
 //go:embed pycheck.py
 var pycheckSource []byte
 
-// PyCheckPath is where PythonCheck places the checker in the sandbox
-// workdir. The caller must make sure no workspace file takes this path.
-const PyCheckPath = ".autocoder/pycheck.py"
+// PyCheckPath and PyConfigPath are where PythonCheck places the checker
+// and its configuration in the sandbox workdir; workspace files at these
+// paths are left out, so they cannot stand in for either.
+const (
+	PyCheckPath  = ".autocoder/pycheck.py"
+	PyConfigPath = ".autocoder/pycheck.json"
+)
 
 // ErrPyCheckOutput reports checker output that is malformed or incomplete
 // (the checker crashed, was killed, or its output was truncated); the check
 // did not happen and must not be read as a pass.
 var ErrPyCheckOutput = errors.New("bad python check output")
 
-// PythonCheck returns the checker script to add to the sandbox files and the
-// argv that runs it in the workdir. The interpreter runs isolated (-I) so
-// that no workspace module can shadow the ones the checker imports, and
-// writes no bytecode (-B).
+// PyCheck is one run of the Python checker.
+type PyCheck struct {
+	Rules   Rules
+	Changes Changes
+	// Warn lets Then run after findings, unless one is a syntax error: the
+	// findings are for a person to review, not a reason to stop.
+	Warn bool
+	// Then is the command the checker hands over to (see PythonCheck).
+	Then []string
+}
+
+// PythonCheck returns the sandbox's files (the workspace's, the checker
+// and its configuration) and the argv that runs the checker in the
+// workdir. The interpreter runs isolated (-I) so that no workspace module
+// can shadow the ones the checker imports, and writes no bytecode (-B).
 //
-// With a command in then, a check that finds nothing removes the checker
-// and replaces itself with that command, in the same sandbox, once its
-// report is written: no workspace code runs before the report is complete,
-// and none runs at all when there is a finding. SplitPythonFindings tells
-// the report from the command's output.
-func PythonCheck(rules Rules, then ...string) (script workspace.File, cmd []string) {
-	config, err := json.Marshal(struct {
-		Deny []string `json:"deny"`
-	}{rules.Denied()})
+// With a command in c.Then, a check that finds nothing removes the checker
+// and its configuration and replaces itself with that command, in the same
+// sandbox, once its report is written: no workspace code runs before the
+// report is complete, and none runs at all when a finding stops it.
+// SplitPythonFindings tells the report from the command's output.
+func PythonCheck(c PyCheck, workspaceFiles []workspace.File) (files []workspace.File, cmd []string) {
+	config := pyConfig{Deny: c.Rules.Denied(), Warn: c.Warn, Judge: map[string][][2]int{}, Tests: []string{}}
+	for _, f := range workspaceFiles {
+		if f.Path == PyCheckPath || f.Path == PyConfigPath {
+			continue
+		}
+		files = append(files, f)
+		if !strings.HasSuffix(f.Path, ".py") || !c.Changes.Judges(f.Path) {
+			continue
+		}
+		var spans [][2]int
+		if s := c.Changes.spans(f.Path); s != nil {
+			spans = [][2]int{}
+			for _, sp := range s {
+				spans = append(spans, [2]int{sp.From, sp.To})
+			}
+		}
+		config.Judge[f.Path] = spans
+		if isTest(f.Path) {
+			config.Tests = append(config.Tests, f.Path)
+		}
+	}
+	data, err := json.Marshal(config)
 	if err != nil {
-		panic(fmt.Sprintf("policy: encode python check config: %v", err)) // a []string always encodes
+		panic(fmt.Sprintf("policy: encode python check config: %v", err)) // strings and ints always encode
 	}
-	script = workspace.File{Path: PyCheckPath, Mode: 0o644, Data: bytes.Clone(pycheckSource)}
-	cmd = []string{"python3", "-I", "-B", PyCheckPath, "--config", string(config)}
-	if len(then) > 0 {
-		cmd = append(append(cmd, "--then"), then...)
+	files = append(files,
+		workspace.File{Path: PyCheckPath, Mode: 0o644, Data: bytes.Clone(pycheckSource)},
+		workspace.File{Path: PyConfigPath, Mode: 0o644, Data: data})
+	cmd = []string{"python3", "-I", "-B", PyCheckPath, "--config-file", PyConfigPath}
+	if len(c.Then) > 0 {
+		cmd = append(append(cmd, "--then"), c.Then...)
 	}
-	return script, cmd
+	return files, cmd
+}
+
+// pyConfig is the checker's configuration (see pycheck.py): a file, since
+// the spans of a large change would not fit in one argument.
+type pyConfig struct {
+	Deny  []string            `json:"deny"`
+	Warn  bool                `json:"warn"`
+	Judge map[string][][2]int `json:"judge"`
+	Tests []string            `json:"tests"`
 }
 
 // pyLine is one line of checker output: a finding or the final summary.

@@ -59,17 +59,30 @@ func runScript(t *testing.T, fixtures map[string]string, args ...string) (string
 	return stdout.String(), stderr.String(), err
 }
 
+// runChecked runs the checker PythonCheck sets up over the fixtures, the
+// way the sandbox would.
+func runChecked(t *testing.T, c PyCheck, fixtures map[string]string) (string, string, error) {
+	t.Helper()
+	var ws []workspace.File
+	for p, data := range fixtures {
+		ws = append(ws, workspace.File{Path: p, Data: []byte(data)})
+	}
+	files, argv := PythonCheck(c, ws)
+	if argv[0] != "python3" {
+		t.Fatalf("argv[0] = %q, want python3", argv[0])
+	}
+	all := map[string]string{}
+	for _, f := range files {
+		all[f.Path] = string(f.Data)
+	}
+	return runScript(t, all, argv[1:]...)
+}
+
 // runPyCheck runs the argv PythonCheck returns, the way the sandbox would,
 // and parses its output.
 func runPyCheck(t *testing.T, rules Rules, fixtures map[string]string) []Finding {
 	t.Helper()
-	script, argv := PythonCheck(rules)
-	if argv[0] != "python3" {
-		t.Fatalf("argv[0] = %q, want python3", argv[0])
-	}
-	fixtures = cloneMap(fixtures)
-	fixtures[script.Path] = string(script.Data)
-	stdout, stderr, err := runScript(t, fixtures, argv[1:]...)
+	stdout, stderr, err := runChecked(t, PyCheck{Rules: rules}, fixtures)
 	if err != nil {
 		t.Fatalf("pycheck: %v\n%s", err, stderr)
 	}
@@ -256,19 +269,24 @@ func TestPythonCheckCategories(t *testing.T) {
 
 func TestPythonCheckCommand(t *testing.T) {
 	rules := mustAllow(t, Network)
-	script, argv := PythonCheck(rules)
+	planted := []workspace.File{{Path: "a.py"}, {Path: PyCheckPath, Data: []byte("x = 1\n")}, {Path: PyConfigPath, Data: []byte("{}")}}
+	files, argv := PythonCheck(PyCheck{Rules: rules}, planted)
+	if len(files) != 3 || files[0].Path != "a.py" {
+		t.Fatalf("files %v: want a.py, the checker and its config, the workspace's own at those paths left out", files)
+	}
+	script, configFile := files[1], files[2]
 	if _, err := workspace.CleanPath(script.Path); err != nil || script.Path != PyCheckPath {
 		t.Errorf("script path %q: %v", script.Path, err)
 	}
 	if !bytes.Equal(script.Data, pycheckSource) {
 		t.Error("script data differs from the embedded checker")
 	}
-	if !slices.Contains(argv, "-I") || !slices.Contains(argv, PyCheckPath) {
-		t.Errorf("argv %q lacks -I or the script path", argv)
+	if !slices.Contains(argv, "-I") || !slices.Contains(argv, PyCheckPath) || argv[len(argv)-1] != PyConfigPath {
+		t.Errorf("argv %q lacks -I, the script path or the config path", argv)
 	}
 	var config struct{ Deny []string }
-	if err := json.Unmarshal([]byte(argv[len(argv)-1]), &config); err != nil {
-		t.Fatalf("config %q: %v", argv[len(argv)-1], err)
+	if err := json.Unmarshal(configFile.Data, &config); err != nil {
+		t.Fatalf("config %q: %v", configFile.Data, err)
 	}
 	if !slices.Equal(config.Deny, rules.Denied()) {
 		t.Errorf("config denies %v, want %v", config.Deny, rules.Denied())
@@ -430,8 +448,7 @@ func TestPythonCheckThen(t *testing.T) {
 		{"flagged", "import subprocess\n", 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			script, argv := PythonCheck(DefaultRules(), next...)
-			stdout, stderr, err := runScript(t, map[string]string{"a.py": tc.src, script.Path: string(script.Data)}, argv[1:]...)
+			stdout, stderr, err := runChecked(t, PyCheck{Rules: DefaultRules(), Then: next}, map[string]string{"a.py": tc.src})
 			if err != nil {
 				t.Fatalf("pycheck: %v\n%s", err, stderr)
 			}

@@ -1,16 +1,19 @@
 // Package policy is the static safety check run on generated code before it
-// executes: it denies, by category, constructs a task has no business using
-// (spawning processes, networking, dynamic code, native code, writes outside
-// the working directory) and reports syntax errors, as findings a model can
-// act on.
+// executes: it finds, by category, constructs a person may want to review
+// (spawning processes, networking, dynamic code, native code, writes and
+// deletions outside the working directory, reading credentials) and reports
+// syntax errors, as findings a model can act on.
 //
-// The check is a tripwire, not a boundary: the sandbox enforces isolation.
+// The check is a review aid, not a boundary: the sandbox enforces isolation.
 // The rules look at names, imports and literal arguments, so they catch what
 // a model writes naturally and report it precisely; they do not attempt to
-// prove the absence of every obfuscated route to a denied capability.
+// prove the absence of every obfuscated route to a capability.
 //
-// Test files are checked with the same rules as other files: tests execute
-// in the same sandbox with the same privileges.
+// Only the attempt's own lines are judged (Changes): the user's code is
+// theirs. Test files are checked with the same rules as other files, but
+// for networking: a test that serves and calls this machine is what a test
+// of a server or a client does, and only a literal address of another host
+// in a test is a finding.
 package policy
 
 import (
@@ -26,14 +29,16 @@ const (
 	Network  = "network"   // opening network connections or listeners
 	Dynamic  = "dynamic"   // evaluating or loading code at run time
 	Native   = "native"    // unsafe memory, raw syscalls, foreign code
-	AbsWrite = "abs-write" // writing at a literal absolute path
+	AbsWrite = "abs-write" // writing or deleting at a literal absolute path
+	// Credentials is reading credential files or variables.
+	Credentials = "credentials"
 )
 
 // RuleSyntax is the rule of a finding for source that does not parse. It is
 // not a category and cannot be allowed.
 const RuleSyntax = "syntax"
 
-var categories = []string{Process, Network, Dynamic, Native, AbsWrite}
+var categories = []string{Process, Network, Dynamic, Native, AbsWrite, Credentials}
 
 // ErrUnknownCategory reports a category name that is not one of Categories.
 var ErrUnknownCategory = errors.New("unknown policy category")
@@ -139,6 +144,17 @@ func Summary(findings []Finding) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// Merge joins lists of findings into one, sorted by file and line, with
+// one finding per file, line and rule.
+func Merge(lists ...[]Finding) []Finding {
+	var out []Finding
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	sortFindings(out)
+	return dedupe(out)
 }
 
 // sortFindings orders findings by file, line, rule and message.

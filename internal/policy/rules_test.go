@@ -14,10 +14,10 @@ func TestParseAllow(t *testing.T) {
 		wantDenied []string
 		wantErr    error
 	}{
-		{"", []string{Process, Network, Dynamic, Native, AbsWrite}, nil},
-		{"network,process", []string{Dynamic, Native, AbsWrite}, nil},
-		{" network , ,network,abs-write ", []string{Process, Dynamic, Native}, nil},
-		{"process,network,dynamic,native,abs-write", []string{}, nil},
+		{"", []string{Process, Network, Dynamic, Native, AbsWrite, Credentials}, nil},
+		{"network,process", []string{Dynamic, Native, AbsWrite, Credentials}, nil},
+		{" network , ,network,abs-write ", []string{Process, Dynamic, Native, Credentials}, nil},
+		{"process,network,dynamic,native,abs-write,credentials", []string{}, nil},
 		{"network,sockets", nil, ErrUnknownCategory},
 		{"Network", nil, ErrUnknownCategory},
 	}
