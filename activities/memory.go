@@ -15,7 +15,6 @@ import (
 const (
 	recallK         = 3
 	lessonBudget    = 6000
-	minRecallScore  = 0.2
 	fixExcerptBytes = 1500
 	outExcerptBytes = 800
 )
@@ -52,9 +51,6 @@ func (a *Activities) recall(ctx context.Context, in RecallInput) (RecallOutput, 
 	var out RecallOutput
 	var b strings.Builder
 	for _, l := range found {
-		if l.Score < minRecallScore {
-			continue
-		}
 		entry := lessonText(l)
 		if b.Len()+len(entry) > lessonBudget {
 			break

@@ -47,7 +47,8 @@ func (s *Postgres) RecallBySignature(ctx context.Context, language, sigKind, sig
 }
 
 // recall fetches the candidates by the trigram index, best first by the
-// score rankLessons computes, here in SQL, and ranks them in Go.
+// score rankLessons computes, here in SQL over whole texts (a task's topic
+// words are for the ranking in Go), and ranks them in Go.
 func (s *Postgres) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, error) {
 	if q.k <= 0 || len(queryTrigrams(q.text)) == 0 {
 		return nil, nil
@@ -77,7 +78,7 @@ func (s *Postgres) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, e
 		// % selects by this threshold; set_config(…, true) keeps it to the
 		// transaction so pooled connections stay unchanged.
 		_, err := tx.Exec(ctx, `SELECT set_config('pg_trgm.similarity_threshold', $1, true)`,
-			strconv.FormatFloat(minSimilarity, 'f', -1, 64))
+			strconv.FormatFloat(candidateSimilarity, 'f', -1, 64))
 		if err != nil {
 			return fmt.Errorf("set threshold: %w", err)
 		}
