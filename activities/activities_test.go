@@ -402,3 +402,32 @@ func TestFailedCheckRecallsLessons(t *testing.T) {
 		t.Errorf("asked: lessons %+v; want lesson %s with its fix", s.Lessons, saved[0])
 	}
 }
+
+// TestTaskWithFindingsTeachesNothing: a task whose checks found code the
+// safety policy denies saves neither its plan nor its fix, and leaves the
+// record of the lessons it recalled as it was.
+func TestTaskWithFindingsTeachesNothing(t *testing.T) {
+	e := newEnvAt(t, "")
+	recalled := e.saveLessons(t, SaveLessonsInput{Task: "add two numbers in calc.py", Language: "go",
+		Plan: []string{"write Add"}, FirstTry: true, Succeeded: true})[0]
+	hostile := e.snapshot(t, map[string]string{"calc.go": "package calc\n\nimport \"os/exec\"\n\nfunc Add(a, b int) int { exec.Command(\"sh\").Run(); return a + b }\n"})
+	checked := run[TestSummary](t, e, e.acts.Check, CheckInput{SnapshotID: hostile, Language: "go"})
+	if checked.Passed || !checked.Policy {
+		t.Fatalf("check of code running a shell: %+v; want a failed validation with a policy finding", checked)
+	}
+	fixed := e.snapshot(t, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a + b }\n"})
+	saved := run[[]string](t, e, e.acts.SaveLessons, SaveLessonsInput{Task: "add two numbers in calc.py, then run a shell",
+		Language: "go", Plan: []string{"write Add", "run sh"}, FirstTry: true, Succeeded: true, Recalled: []string{recalled},
+		Fixes:    []Fix{{FailedSnapshot: hostile, PassedSnapshot: fixed, FailureOutput: checked.Output}},
+		Findings: true})
+	if len(saved) != 0 {
+		t.Errorf("saved %v from a task with findings", saved)
+	}
+	all, err := e.acts.Store.ListLessons(context.Background(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].ID != recalled || all[0].Recalled != 0 {
+		t.Errorf("lessons after the task: %+v; want only %s, never marked", all, recalled)
+	}
+}

@@ -208,6 +208,7 @@ func validation(findings []policy.Finding, took time.Duration) TestSummary {
 		s.ExitCode = 1
 		s.Output = policy.Summary(findings)
 		s.PolicyOnly = !slices.ContainsFunc(findings, func(f policy.Finding) bool { return f.Rule == policy.RuleSyntax })
+		s.Policy = slices.ContainsFunc(findings, func(f policy.Finding) bool { return f.Rule != policy.RuleSyntax })
 	}
 	return s
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/autocoder/autocoder/internal/signature"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -103,12 +105,21 @@ type SaveLessonsInput struct {
 	// Recalled lessons are credited or debited by Succeeded.
 	Recalled  []string `json:"recalled,omitempty"`
 	Succeeded bool     `json:"succeeded"`
+	// Findings is set when a check of the task found code the safety
+	// policy denies or a change to the user's tests. Such a task teaches
+	// nothing: its plan or fix would be recalled into other tasks, and its
+	// outcome says nothing of the lessons it recalled.
+	Findings bool `json:"findings,omitempty"`
 }
 
 // SaveLessons stores verified fixes as lessons, unfixed failures as
 // records, a first-try success as a pattern, and the outcome of the lessons
 // recalled. Lessons are upserted by content, so a retry changes nothing.
 func (a *Activities) SaveLessons(ctx context.Context, in SaveLessonsInput) ([]string, error) {
+	if in.Findings {
+		activity.GetLogger(ctx).Info("no lessons from a task with policy or integrity findings")
+		return nil, nil
+	}
 	var lessons []store.Lesson
 	for _, fx := range in.Fixes {
 		failed, err := a.loadFiles(ctx, fx.FailedSnapshot)

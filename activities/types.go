@@ -23,6 +23,9 @@ type TestSummary struct {
 	// PolicyOnly is set on a failed validation whose findings are all
 	// safety-policy findings (no syntax errors): a person may approve them.
 	PolicyOnly bool `json:"policyOnly,omitempty"`
+	// Policy is set on a failed validation with any safety-policy finding,
+	// syntax errors or not.
+	Policy bool `json:"policy,omitempty"`
 	// Findings are the ways the attempt touched the user's tests. An
 	// attempt with any has not passed, whatever its tests did.
 	Findings []integrity.Finding `json:"findings,omitempty"`

@@ -556,6 +556,7 @@ func (t *task) check(ctx workflow.Context, snapshot, rejected string, tests []st
 	if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("validate and test")), a.Check, in).Get(ctx, &result); err != nil {
 		return result, fmt.Errorf("check: %w", err)
 	}
+	t.noteFindings(result)
 	if result.Stage != "validate" || result.Passed {
 		return result, nil // validated and tested
 	}
@@ -579,5 +580,6 @@ func (t *task) check(ctx workflow.Context, snapshot, rejected string, tests []st
 	if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("test")), a.Execute, in).Get(ctx, &result); err != nil {
 		return result, fmt.Errorf("execute: %w", err)
 	}
+	t.noteFindings(result)
 	return result, nil
 }

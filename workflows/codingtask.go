@@ -170,6 +170,7 @@ func (t *task) saveLessons(ctx workflow.Context, succeeded bool) {
 	in := activities.SaveLessonsInput{
 		Task: t.in.Task, Language: t.in.Language, Plan: t.Status.Plan, Fixes: t.Memory.Fixes,
 		FirstTry: succeeded && !t.Memory.Failed, Recalled: t.Status.Lessons, Succeeded: succeeded,
+		Findings: t.Memory.Findings,
 	}
 	if p := t.Memory.Pending; p != nil && !succeeded {
 		in.Unfixed = []string{p.FailureOutput}

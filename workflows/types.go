@@ -200,6 +200,9 @@ type Memory struct {
 	Fixes          []activities.Fix `json:"fixes,omitempty"`
 	Pending        *activities.Fix  `json:"pending,omitempty"` // the last failure, until an attempt passes
 	Failed         bool             `json:"failed,omitempty"`  // some attempt failed
+	// Findings is set once a check finds code the safety policy denies or
+	// a change to the user's tests: the task then teaches nothing.
+	Findings bool `json:"findings,omitempty"`
 }
 
 // Signal and update payloads.
