@@ -74,15 +74,6 @@ func (c *fakeClient) Status(_ context.Context, id string) (workflows.Status, err
 	return c.statuses[id], nil
 }
 
-func (c *fakeClient) Watch(ctx context.Context, id string, _ time.Duration, fn func(workflows.Status) bool) error {
-	st, err := c.Status(ctx, id)
-	if err != nil {
-		return err
-	}
-	fn(st)
-	return nil
-}
-
 // Wait returns a result the test gave, or waits as for a running task.
 func (c *fakeClient) Wait(ctx context.Context, id string) (workflows.TaskResult, error) {
 	if err := c.known(id); err != nil {
@@ -494,8 +485,15 @@ func TestTranscriptCommand(t *testing.T) {
 	if !reflect.DeepEqual(convs[0].Messages, conversation) {
 		t.Errorf("messages\n got %+v\nwant %+v", convs[0].Messages, conversation)
 	}
-	// --follow prints each message once, however often it reads them.
-	r = run("transcript", "t1", "--follow")
+	// --follow prints each message once, however often it reads them,
+	// until the task is done.
+	follow := &pollingClient{fakeClient: c, polls: map[string][]pollAnswer{"t1": {
+		{st: working}, {st: working}, {st: workflows.Status{Phase: workflows.PhaseSucceeded, Transcripts: working.Transcripts}},
+	}}}
+	f, out, errOut := fakeFactory(t, c)
+	f.TaskClient = func(context.Context) (TaskClient, error) { return follow, nil }
+	appendTranscript(t, f, "tr-1", conversation...)
+	r = cliRun{execute(context.Background(), f, []string{"transcript", "t1", "--follow"}), out.String(), errOut.String()}
 	r.want(t, exitOK, nil, nil)
 	if n := strings.Count(r.out, "class Model"); n != 1 {
 		t.Errorf("--follow printed a message %d times:\n%s", n, r.out)
@@ -572,5 +570,71 @@ func TestExitCodes(t *testing.T) {
 	}
 	if code := execute(ctx, f, []string{"status", "t1"}); code != exitUnavailable || !strings.Contains(errOut.String(), "cannot reach Temporal") {
 		t.Errorf("unreachable: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// pollAnswer is one answer of a status query: a status, or an error.
+type pollAnswer struct {
+	st  workflows.Status
+	err error
+}
+
+// pollingClient answers a task's status queries in the order polls gives,
+// repeating the last answer; once a task is down to an error for ever,
+// Reachable fails too, as with a server that went away.
+type pollingClient struct {
+	*fakeClient
+	mu    sync.Mutex
+	polls map[string][]pollAnswer
+}
+
+func (c *pollingClient) Status(ctx context.Context, id string) (workflows.Status, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	as, ok := c.polls[id]
+	if !ok {
+		return c.fakeClient.Status(ctx, id)
+	}
+	a := as[0]
+	if len(as) > 1 {
+		c.polls[id] = as[1:]
+	}
+	return a.st, a.err
+}
+
+func (c *pollingClient) Reachable(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, as := range c.polls {
+		if len(as) == 1 && as[0].err != nil {
+			return as[0].err
+		}
+	}
+	return nil
+}
+
+// TestTranscriptFollowLosesContactLikeWatch: the server goes away while
+// transcript --follow prints a running task. It says so, keeps trying for
+// the contact timeout and exits 3 naming resume, as watch does, instead of
+// waiting for ever.
+func TestTranscriptFollowLosesContactLikeWatch(t *testing.T) {
+	t.Setenv(envContactTimeout, "2s")
+	gone := fmt.Errorf("query: %w", taskclient.ErrUnreachable)
+	c := &pollingClient{fakeClient: newFakeClient(), polls: map[string][]pollAnswer{"t1": {{st: working}, {st: working}, {err: gone}}}}
+	c.statuses["t1"] = working
+	f, out, errOut := fakeFactory(t, c.fakeClient)
+	f.TaskClient = func(context.Context) (TaskClient, error) { return c, nil }
+	appendTranscript(t, f, "tr-1", conversation...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	code := execute(ctx, f, []string{"transcript", "t1", "--follow"})
+	took := time.Since(start)
+	cliRun{code, out.String(), errOut.String()}.want(t, exitUnavailable, []string{"class Model"}, []string{
+		"lost contact with Temporal at 127.0.0.1:1; retrying for up to 2s",
+		"lost contact with Temporal at 127.0.0.1:1; the task may still be running: autocoder resume t1",
+	})
+	if took < 2*time.Second || took > 15*time.Second {
+		t.Errorf("gave up after %s; want the contact timeout of 2s and a little", took.Round(time.Millisecond))
 	}
 }

@@ -86,7 +86,6 @@ type TaskClient interface {
 	Start(ctx context.Context, in workflows.TaskInput, o taskclient.StartOptions) (taskclient.Started, error)
 	EnsureSearchAttributes(ctx context.Context) (bool, error)
 	Status(ctx context.Context, id string) (workflows.Status, error)
-	Watch(ctx context.Context, id string, every time.Duration, fn func(workflows.Status) bool) error
 	Wait(ctx context.Context, id string) (workflows.TaskResult, error)
 	ModelCall(ctx context.Context, id string) (*taskclient.ModelCall, error)
 	List(ctx context.Context, o taskclient.ListOptions) ([]taskclient.Task, error)

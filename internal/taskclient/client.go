@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -175,33 +174,6 @@ func (c *Client) Wait(ctx context.Context, id string) (workflows.TaskResult, err
 	var res workflows.TaskResult
 	err := c.sdk.GetWorkflow(ctx, id, "").Get(ctx, &res)
 	return res, classify(err)
-}
-
-// Watch polls the task's status every interval and hands each to fn until
-// the task is done, fn returns false, or ctx ends. A status that cannot be
-// read while the server does not answer is skipped; any other error ends
-// the watch.
-func (c *Client) Watch(ctx context.Context, id string, every time.Duration, fn func(workflows.Status) bool) error {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		st, err := c.Status(ctx, id)
-		switch {
-		case err == nil:
-			if !fn(st) || st.Phase.Done() {
-				return nil
-			}
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case !errors.Is(err, ErrUnreachable):
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // Approve answers the pending question yes.
