@@ -638,3 +638,49 @@ func TestTranscriptFollowLosesContactLikeWatch(t *testing.T) {
 		t.Errorf("gave up after %s; want the contact timeout of 2s and a little", took.Round(time.Millisecond))
 	}
 }
+
+// TestEmptyIDIsAUsageError: every command that takes an id answers an
+// empty or blank one with exit 2 and a line naming its usage, and asks
+// the server nothing. The table must name every such command of the tree.
+func TestEmptyIDIsAUsageError(t *testing.T) {
+	lines := map[string][]string{
+		"approve":        {"approve", ""},
+		"reject":         {"reject", " ", "--reason", "no"},
+		"feedback":       {"feedback", "", "go on"},
+		"cancel":         {"cancel", ""},
+		"rollback":       {"rollback", "", "--to", "1"},
+		"watch":          {"watch", ""},
+		"resume":         {"resume", "\t"},
+		"export":         {"export", "", t.TempDir()},
+		"status":         {"status", ""},
+		"transcript":     {"transcript", "", "--follow"},
+		"lessons show":   {"lessons", "show", ""},
+		"lessons forget": {"lessons", "forget", ""},
+	}
+	f, _, _ := fakeFactory(t, newFakeClient())
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		if use := strings.Fields(cmd.Use); len(use) > 1 && use[1] == "ID" {
+			if _, ok := lines[strings.TrimPrefix(cmd.CommandPath(), "autocoder ")]; !ok {
+				t.Errorf("%s takes an ID but is not in the table", cmd.CommandPath())
+			}
+		}
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(f))
+	for name, args := range lines {
+		c := newFakeClient()
+		c.statuses[""] = working // an empty id reaching the client would find a task
+		r := runFake(t, c, args...)
+		what := "task"
+		if strings.HasPrefix(name, "lessons") {
+			what = "lesson"
+		}
+		r.want(t, exitUsage, nil, []string{fmt.Sprintf("the %s id is empty (autocoder %s ID", what, name)})
+		if strings.Count(strings.TrimSpace(r.errOut), "\n") != 0 || len(c.sent) != 0 {
+			t.Errorf("%s: want one line and nothing sent; sent %v, stderr:\n%s", name, c.sent, r.errOut)
+		}
+	}
+}
