@@ -19,6 +19,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/taskclient"
+	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -31,11 +32,12 @@ type fakeClient struct {
 	tasks    []taskclient.Task
 	rollback error
 	started  []workflows.TaskInput
-	sent     []string // "signal id payload"
+	dirs     map[string]string // a task's project directory, by id
+	sent     []string          // "signal id payload"
 }
 
 func newFakeClient() *fakeClient {
-	return &fakeClient{statuses: map[string]workflows.Status{}, results: map[string]workflows.TaskResult{}}
+	return &fakeClient{statuses: map[string]workflows.Status{}, results: map[string]workflows.TaskResult{}, dirs: map[string]string{}}
 }
 
 var errFakeNotFound = fmt.Errorf("workflow not found: %w", taskclient.ErrNotFound)
@@ -56,11 +58,23 @@ func (c *fakeClient) known(id string) error {
 	return nil
 }
 
-func (c *fakeClient) Start(_ context.Context, in workflows.TaskInput, _ taskclient.StartOptions) (taskclient.Started, error) {
+func (c *fakeClient) Start(_ context.Context, in workflows.TaskInput, o taskclient.StartOptions) (taskclient.Started, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.started = append(c.started, in)
+	if o.Dir != "" {
+		c.dirs["autocoder-new"] = o.Dir
+	}
 	return taskclient.Started{ID: "autocoder-new", RunID: "run-1"}, nil
+}
+
+func (c *fakeClient) ProjectDir(_ context.Context, id string) (string, error) {
+	if err := c.known(id); err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dirs[id], nil
 }
 
 func (c *fakeClient) EnsureSearchAttributes(context.Context) (bool, error) { return true, nil }
@@ -682,5 +696,68 @@ func TestEmptyIDIsAUsageError(t *testing.T) {
 		if strings.Count(strings.TrimSpace(r.errOut), "\n") != 0 || len(c.sent) != 0 {
 			t.Errorf("%s: want one line and nothing sent; sent %v, stderr:\n%s", name, c.sent, r.errOut)
 		}
+	}
+}
+
+// TestResumeWritesBackIntoTheProject: run --dir records the project, and
+// resume of that task, from another directory, writes the files back into
+// it as run would have, not into ./<task id>; --out still wins, and a
+// project that is not here is a usage error rather than a directory made
+// anew.
+func TestResumeWritesBackIntoTheProject(t *testing.T) {
+	ctx := context.Background()
+	c := newFakeClient()
+	f, out, errOut := fakeFactory(t, c)
+	project := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(project, "app.py"), []byte("x = 1\n"), 0o644))
+	t.Chdir(project)
+	if code := execute(ctx, f, []string{"run", "--detach", "--lang", "python", "--dir", ".", "fix it"}); code != exitOK {
+		t.Fatalf("run --dir: exit %d\n%s", code, errOut)
+	}
+	const id = "autocoder-new"
+	if c.dirs[id] != project {
+		t.Fatalf("run --dir . recorded the project as %q, want %q", c.dirs[id], project)
+	}
+	st, err := f.Store(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := st.PutSnapshot(ctx, []workspace.File{{Path: "app.py", Data: []byte("x = 2\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := workflows.Status{Phase: workflows.PhaseSucceeded, InputSnapshot: c.started[0].InputSnapshot}
+	c.statuses[id] = status
+	c.results[id] = workflows.TaskResult{SnapshotID: done, Iterations: 1, Status: status}
+
+	elsewhere := t.TempDir()
+	t.Chdir(elsewhere)
+	out.Reset()
+	if code := execute(ctx, f, []string{"resume", id}); code != exitOK {
+		t.Fatalf("resume: exit %d\n%s", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "app.py")); string(b) != "x = 2\n" {
+		t.Errorf("the project's app.py is %q after resume, want the task's", b)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, id)); !os.IsNotExist(err) {
+		t.Errorf("resume made ./%s (%v)", id, err)
+	}
+	if !strings.Contains(out.String(), "written to "+project) {
+		t.Errorf("resume output names no project:\n%s", out)
+	}
+
+	other := filepath.Join(t.TempDir(), "other")
+	if code := execute(ctx, f, []string{"resume", id, "--out", other}); code != exitOK {
+		t.Fatalf("resume --out: exit %d\n%s", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, "app.py")); string(b) != "x = 2\n" {
+		t.Errorf("resume --out wrote %q, want the task's app.py", b)
+	}
+
+	c.dirs[id] = filepath.Join(elsewhere, "gone")
+	r := runFake(t, c, "resume", id)
+	r.want(t, exitUsage, nil, []string{"task autocoder-new works on " + c.dirs[id] + ", which is not a directory here; write its files elsewhere with --out DIR"})
+	if _, err := os.Stat(c.dirs[id]); !os.IsNotExist(err) {
+		t.Errorf("resume made the missing project (%v)", err)
 	}
 }

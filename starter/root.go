@@ -87,6 +87,7 @@ type TaskClient interface {
 	Start(ctx context.Context, in workflows.TaskInput, o taskclient.StartOptions) (taskclient.Started, error)
 	EnsureSearchAttributes(ctx context.Context) (bool, error)
 	Status(ctx context.Context, id string) (workflows.Status, error)
+	ProjectDir(ctx context.Context, id string) (string, error)
 	Wait(ctx context.Context, id string) (workflows.TaskResult, error)
 	ModelCall(ctx context.Context, id string) (*taskclient.ModelCall, error)
 	List(ctx context.Context, o taskclient.ListOptions) ([]taskclient.Task, error)

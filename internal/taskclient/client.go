@@ -119,6 +119,9 @@ func New(c client.Client, namespace string) *Client {
 type StartOptions struct {
 	// ID is the task's id; empty gives "autocoder-" and a random suffix.
 	ID string
+	// Dir is the project directory the task works on (absolute), which
+	// resume writes the files back to; empty for a task without one.
+	Dir string
 }
 
 // Started names a task that started.
@@ -127,11 +130,13 @@ type Started struct {
 	RunID string `json:"runId"`
 }
 
-// Memo keys Start sets, which List reads back without asking each task.
+// Memo keys Start sets, which List (and ProjectDir) read back without
+// asking the task.
 const (
 	memoTask     = "task"
 	memoModel    = "model"
 	memoLanguage = "language"
+	memoDir      = "dir"
 )
 
 // Start starts a task. The Web UI shows its summary and details; the memo
@@ -147,12 +152,30 @@ func (c *Client) Start(ctx context.Context, in workflows.TaskInput, o StartOptio
 		StaticSummary: termsafe.Clip(in.Task, 200),
 		StaticDetails: fmt.Sprintf("language: %s\n\ntest command: %s\n\nmax iterations: %d\n\nmodel: %s",
 			in.Language, orDefault(in.TestCmd, "written by the model"), in.MaxIterations, orDefault(in.Model, "worker default")),
-		Memo: map[string]any{memoTask: in.Task, memoModel: in.Model, memoLanguage: in.Language},
+		Memo: startMemo(in, o),
 	}, workflows.WorkflowName, in)
 	if err != nil {
 		return Started{}, fmt.Errorf("start task: %w", classify(err))
 	}
 	return Started{ID: id, RunID: run.GetRunID()}, nil
+}
+
+func startMemo(in workflows.TaskInput, o StartOptions) map[string]any {
+	memo := map[string]any{memoTask: in.Task, memoModel: in.Model, memoLanguage: in.Language}
+	if o.Dir != "" {
+		memo[memoDir] = o.Dir
+	}
+	return memo
+}
+
+// ProjectDir is the project directory the task was started on (its
+// StartOptions.Dir), or "" for a task started without one.
+func (c *Client) ProjectDir(ctx context.Context, id string) (string, error) {
+	d, err := c.Describe(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return decode[string](d.GetWorkflowExecutionInfo().GetMemo().GetFields()[memoDir]), nil
 }
 
 // Status asks the task where it is.
