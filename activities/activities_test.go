@@ -431,3 +431,23 @@ func TestTaskWithFindingsTeachesNothing(t *testing.T) {
 		t.Errorf("lessons after the task: %+v; want only %s, never marked", all, recalled)
 	}
 }
+
+// TestSaveLessonsChargesFailedChecks: a task that passed after failed
+// checks credits the lessons it recalled and charges each with the checks
+// that failed after its recall.
+func TestSaveLessonsChargesFailedChecks(t *testing.T) {
+	e := newEnvAt(t, "")
+	early := e.saveLessons(t, SaveLessonsInput{Task: "add two numbers", Language: "go", Plan: []string{"write Add"}, FirstTry: true, Succeeded: true})[0]
+	late := e.saveLessons(t, SaveLessonsInput{Task: "sum a slice", Language: "go", Plan: []string{"write Sum"}, FirstTry: true, Succeeded: true})[0]
+	run[[]string](t, e, e.acts.SaveLessons, SaveLessonsInput{Task: "add and sum", Language: "go", Plan: []string{"both"},
+		Recalled: []string{early, late}, FailedAfter: []int{3}, Succeeded: true})
+	for id, want := range map[string]int{early: 3, late: 0} {
+		l, err := e.acts.Store.GetLesson(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Recalled != 1 || l.Succeeded != 1 || l.FailedChecks != want {
+			t.Errorf("lesson %s: recalled %d, succeeded %d, %d failed checks; want 1, 1, %d", id, l.Recalled, l.Succeeded, l.FailedChecks, want)
+		}
+	}
+}

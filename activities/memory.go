@@ -102,9 +102,12 @@ type SaveLessonsInput struct {
 	Unfixed []string `json:"unfixed,omitempty"`
 	// FirstTry is set when every step passed on its first attempt.
 	FirstTry bool `json:"firstTry,omitempty"`
-	// Recalled lessons are credited or debited by Succeeded.
-	Recalled  []string `json:"recalled,omitempty"`
-	Succeeded bool     `json:"succeeded"`
+	// Recalled lessons are credited or debited by Succeeded, and charged
+	// with the checks that failed after each was recalled (FailedAfter, in
+	// Recalled's order; missing counts are 0).
+	Recalled    []string `json:"recalled,omitempty"`
+	FailedAfter []int    `json:"failedAfter,omitempty"`
+	Succeeded   bool     `json:"succeeded"`
 	// Findings is set when a check of the task found code the safety
 	// policy denies or a change to the user's tests. Such a task teaches
 	// nothing: its plan or fix would be recalled into other tasks, and its
@@ -151,11 +154,22 @@ func (a *Activities) SaveLessons(ctx context.Context, in SaveLessonsInput) ([]st
 		ids = append(ids, id)
 	}
 	if len(in.Recalled) > 0 {
-		if err := a.Store.MarkRecalled(ctx, in.Recalled, in.Succeeded); err != nil {
+		if err := a.Store.MarkRecalled(ctx, in.recalls(), in.Succeeded); err != nil {
 			return nil, fmt.Errorf("mark recalled lessons: %w", err)
 		}
 	}
 	return ids, nil
+}
+
+func (in SaveLessonsInput) recalls() []store.Recall {
+	out := make([]store.Recall, len(in.Recalled))
+	for i, id := range in.Recalled {
+		out[i].ID = id
+		if i < len(in.FailedAfter) {
+			out[i].FailedChecks = in.FailedAfter[i]
+		}
+	}
+	return out
 }
 
 func (a *Activities) failureLesson(kind string, in SaveLessonsInput, output, fix, reflection string) store.Lesson {

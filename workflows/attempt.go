@@ -518,6 +518,7 @@ func (t *task) judged(ctx workflow.Context, snapshot string, result activities.T
 		return nil
 	}
 	t.Memory.Failed = true
+	t.Memory.FailedChecks++ // before this failure's lessons are recalled
 	if t.rollback != nil {
 		return nil // the failure no longer matters: the loop moves back
 	}

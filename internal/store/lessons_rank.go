@@ -64,7 +64,7 @@ func prepareLesson(l Lesson, now time.Time) (Lesson, error) {
 	default:
 		return Lesson{}, fmt.Errorf("%w: kind %q", ErrInvalidLesson, l.Kind)
 	}
-	if l.Recalled < 0 || l.Succeeded < 0 || l.Misled < 0 {
+	if l.Recalled < 0 || l.Succeeded < 0 || l.Misled < 0 || l.FailedChecks < 0 {
 		return Lesson{}, fmt.Errorf("%w: negative counts", ErrInvalidLesson)
 	}
 	for _, f := range []*string{&l.Language, &l.SigKind, &l.SigShape, &l.SigText,
@@ -171,7 +171,7 @@ func rankLessons(q recallQuery, candidates []Lesson) []ScoredLesson {
 	want := trigrams(q.compared())
 	out := make([]ScoredLesson, 0, len(candidates))
 	for _, l := range candidates {
-		score := lessonScore(want, q.textOf(l), l.Succeeded, l.Misled, q.bySig && l.SigKind == q.sigKind, q.minSim)
+		score := lessonScore(want, q.textOf(l), l.Succeeded, l.setbacks(), q.bySig && l.SigKind == q.sigKind, q.minSim)
 		if score > 0 {
 			out = append(out, ScoredLesson{Lesson: l, Score: score})
 		}
@@ -210,11 +210,16 @@ func gatedScore(sim, learn float64, kindMatch bool, minSim float64) float64 {
 	return score
 }
 
-// learning is (succeeded+1)/(misled+1), capped: lessons that helped before
-// rise, lessons that misled sink, and unused ones stay at 1.
-func learning(succeeded, misled int) float64 {
-	return min(max(float64(succeeded+1)/float64(misled+1), learnMin), learnMax)
+// learning is (succeeded+1)/(setbacks+1), capped: lessons that helped
+// before rise, lessons that were followed by failures sink, and unused
+// ones stay at 1.
+func learning(succeeded, setbacks int) float64 {
+	return min(max(float64(succeeded+1)/float64(setbacks+1), learnMin), learnMax)
 }
+
+// setbacks are the failures that followed the lesson's recalls: tasks that
+// failed and checks that failed; the SQL of both backends adds the same.
+func (l Lesson) setbacks() int { return l.Misled + l.FailedChecks }
 
 // trigrams returns the sorted, distinct trigrams of s the way pg_trgm
 // makes them: lowercased alphanumeric words, each padded with two spaces in
@@ -310,7 +315,7 @@ func firstDistinct(terms []string) []string {
 // scanLessons reads, in its order.
 func lessonColumns(alias string) string {
 	cols := []string{"id", "kind", "language", "sig_kind", "sig_shape", "sig_text", "task",
-		"failed_excerpt", "fix", "reflection", "recalled", "succeeded", "misled", "created_at", "updated_at"}
+		"failed_excerpt", "fix", "reflection", "recalled", "succeeded", "misled", "failed_checks", "created_at", "updated_at"}
 	if alias != "" {
 		for i, c := range cols {
 			cols[i] = alias + "." + c
@@ -326,7 +331,7 @@ func scanLessons(rs rows, timeDest func(*time.Time) any) ([]Lesson, error) {
 	for rs.Next() {
 		var l Lesson
 		if err := rs.Scan(&l.ID, &l.Kind, &l.Language, &l.SigKind, &l.SigShape, &l.SigText, &l.Task,
-			&l.FailedExcerpt, &l.Fix, &l.Reflection, &l.Recalled, &l.Succeeded, &l.Misled,
+			&l.FailedExcerpt, &l.Fix, &l.Reflection, &l.Recalled, &l.Succeeded, &l.Misled, &l.FailedChecks,
 			timeDest(&l.CreatedAt), timeDest(&l.UpdatedAt)); err != nil {
 			return nil, err
 		}
@@ -347,12 +352,15 @@ func oneLesson(id string, ls []Lesson, err error) (Lesson, error) {
 	return ls[0], nil
 }
 
-// distinctIDs sorts and dedups ids: each lesson counts once per recall,
-// and rows are locked in one order so concurrent markers cannot deadlock.
-func distinctIDs(ids []string) []string {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
+// distinctRecalls sorts recalls by id and keeps one per lesson, with the
+// most failed checks: each lesson counts once per task, and rows are
+// locked in one order so concurrent markers cannot deadlock.
+func distinctRecalls(recalls []Recall) []Recall {
+	out := slices.Clone(recalls)
+	slices.SortFunc(out, func(a, b Recall) int {
+		return cmp.Or(strings.Compare(a.ID, b.ID), cmp.Compare(b.FailedChecks, a.FailedChecks))
+	})
+	return slices.CompactFunc(out, func(a, b Recall) bool { return a.ID == b.ID })
 }
 
 // outcome is what MarkRecalled adds to succeeded and to misled.

@@ -98,10 +98,10 @@ func (s *SQLite) SaveLesson(ctx context.Context, l Lesson) (string, error) {
 	defer s.mu.Unlock()
 	now := p.UpdatedAt.Format(sqliteTimeLayout)
 	_, err = s.db.ExecContext(ctx, `INSERT INTO lessons (`+lessonColumns("")+`)
-		VALUES (`+placeholders(15)+`)
+		VALUES (`+placeholders(16)+`)
 		ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at`,
 		p.ID, p.Kind, p.Language, p.SigKind, p.SigShape, p.SigText, p.Task, p.FailedExcerpt, p.Fix,
-		p.Reflection, p.Recalled, p.Succeeded, p.Misled, now, now)
+		p.Reflection, p.Recalled, p.Succeeded, p.Misled, p.FailedChecks, now, now)
 	if err != nil {
 		return "", fmt.Errorf("save lesson %s: %w", p.ID, err)
 	}
@@ -150,7 +150,7 @@ func (s *SQLite) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, err
 	rs, err := s.db.QueryContext(ctx, `SELECT `+lessonColumns("l")+`
 		FROM lessons_fts JOIN lessons l ON l.seq = lessons_fts.rowid
 		WHERE lessons_fts MATCH ? AND l.language = ? AND l.kind IN (`+placeholders(len(q.kinds))+`)
-		ORDER BY `+sqliteScoreFunc+`(`+text+`, ?, l.succeeded, l.misled, `+kindMatch+`, ?) DESC,
+		ORDER BY `+sqliteScoreFunc+`(`+text+`, ?, l.succeeded, l.misled + l.failed_checks, `+kindMatch+`, ?) DESC,
 			l.updated_at DESC, l.id
 		LIMIT ?`, args...)
 	if err != nil {
@@ -166,21 +166,24 @@ func (s *SQLite) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, err
 
 // MarkRecalled implements LessonStore. One statement updates every row, so
 // the counts move together; unknown ids are ignored.
-func (s *SQLite) MarkRecalled(ctx context.Context, ids []string, succeeded bool) error {
-	ids = distinctIDs(ids)
-	if len(ids) == 0 {
+func (s *SQLite) MarkRecalled(ctx context.Context, recalls []Recall, succeeded bool) error {
+	recalls = distinctRecalls(recalls)
+	if len(recalls) == 0 {
 		return nil
 	}
 	won, lost := outcome(succeeded)
-	args := []any{won, lost}
-	for _, id := range ids {
-		args = append(args, id)
+	// The failed checks of each row come from a VALUES list joined by id.
+	var args []any
+	for _, r := range recalls {
+		args = append(args, r.ID, r.FailedChecks)
 	}
+	args = append(args, won, lost)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err := s.db.ExecContext(ctx, `UPDATE lessons
-		SET recalled = recalled + 1, succeeded = succeeded + ?, misled = misled + ?
-		WHERE id IN (`+placeholders(len(ids))+`)`, args...)
+	_, err := s.db.ExecContext(ctx, `WITH r (id, failed) AS (VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?), ", len(recalls)), ", ")+`)
+		UPDATE lessons SET recalled = recalled + 1, succeeded = succeeded + ?, misled = misled + ?,
+			failed_checks = failed_checks + (SELECT r.failed FROM r WHERE r.id = lessons.id)
+		WHERE id IN (SELECT id FROM r)`, args...)
 	if err != nil {
 		return fmt.Errorf("mark recalled: %w", err)
 	}
