@@ -90,10 +90,10 @@ func lessonTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecon
 type recallQuery struct {
 	language string
 	kinds    []string
-	bySig    bool   // rank by signature instead of by task
-	sigKind  string // with bySig
-	text     string // the task, or the signature's shape and text
-	minSim   float64
+	bySig    bool    // rank by signature instead of by task
+	sigKind  string  // with bySig
+	text     string  // the task, or the signature's shape and text
+	minSim   float64 // minTaskSimilarity or minSigSimilarity
 	k        int
 }
 
@@ -190,8 +190,8 @@ func rankLessons(q recallQuery, candidates []Lesson) []ScoredLesson {
 
 // lessonScore is trigram similarity × learning factor × kind bonus, or 0
 // for a lesson gatedScore does not recall. want is the query's trigrams.
-func lessonScore(want []uint64, text string, succeeded, misled int, kindMatch bool, minSim float64) float64 {
-	return gatedScore(similarity(want, trigrams(text)), learning(succeeded, misled), kindMatch, minSim)
+func lessonScore(want []uint64, text string, succeeded, setbacks int, kindMatch bool, minSim float64) float64 {
+	return gatedScore(similarity(want, trigrams(text)), learning(succeeded, setbacks), kindMatch, minSim)
 }
 
 // gatedScore is sim × learn × kind bonus, or 0 when sim, lowered by a

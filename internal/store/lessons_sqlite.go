@@ -34,7 +34,7 @@ func (st sqliteTime) Scan(src any) error {
 func sqliteTimeDest(t *time.Time) any { return sqliteTime{t} }
 
 // sqliteScoreFunc is lessonScore as an SQL function of (text, packed
-// query trigrams, succeeded, misled, kind match, least similarity), so the
+// query trigrams, succeeded, setbacks, kind match, least similarity), so the
 // candidates SQLite hands to rankLessons are the best by the score that
 // ranks them; sqliteTopicFunc is topicWords, for the text of a task.
 const (
@@ -48,14 +48,14 @@ func init() {
 		text, ok1 := args[0].(string)
 		want, ok2 := args[1].([]byte)
 		succeeded, ok3 := args[2].(int64)
-		misled, ok4 := args[3].(int64)
+		setbacks, ok4 := args[3].(int64)
 		kindMatch, ok5 := args[4].(int64)
 		minSim, ok6 := args[5].(float64)
 		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 {
 			return nil, fmt.Errorf("%s: arguments of types %T, %T, %T, %T, %T, %T",
 				sqliteScoreFunc, args[0], args[1], args[2], args[3], args[4], args[5])
 		}
-		return lessonScore(unpackTrigrams(want), text, int(succeeded), int(misled), kindMatch != 0, minSim), nil
+		return lessonScore(unpackTrigrams(want), text, int(succeeded), int(setbacks), kindMatch != 0, minSim), nil
 	})
 	sqlite.MustRegisterDeterministicScalarFunction(sqliteTopicFunc, 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 		text, ok := args[0].(string)
