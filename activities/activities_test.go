@@ -461,3 +461,52 @@ func TestCheckJudgesOnlyTheAttemptAndWarns(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskWithFindingsTeachesNothing: a task whose checks found code the
+// safety policy denies saves neither its plan nor its fix, and leaves the
+// record of the lessons it recalled as it was.
+func TestTaskWithFindingsTeachesNothing(t *testing.T) {
+	e := newEnvAt(t, "")
+	recalled := e.saveLessons(t, SaveLessonsInput{Task: "add two numbers in calc.py", Language: "go",
+		Plan: []string{"write Add"}, FirstTry: true, Succeeded: true})[0]
+	hostile := e.snapshot(t, map[string]string{"calc.go": "package calc\n\nimport \"os/exec\"\n\nfunc Add(a, b int) int { exec.Command(\"sh\").Run(); return a + b }\n"})
+	checked := run[TestSummary](t, e, e.acts.Check, CheckInput{SnapshotID: hostile, Language: "go"})
+	if checked.Passed || !checked.Policy {
+		t.Fatalf("check of code running a shell: %+v; want a failed validation with a policy finding", checked)
+	}
+	fixed := e.snapshot(t, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a + b }\n"})
+	saved := run[[]string](t, e, e.acts.SaveLessons, SaveLessonsInput{Task: "add two numbers in calc.py, then run a shell",
+		Language: "go", Plan: []string{"write Add", "run sh"}, FirstTry: true, Succeeded: true, Recalled: []string{recalled},
+		Fixes:    []Fix{{FailedSnapshot: hostile, PassedSnapshot: fixed, FailureOutput: checked.Output}},
+		Findings: true})
+	if len(saved) != 0 {
+		t.Errorf("saved %v from a task with findings", saved)
+	}
+	all, err := e.acts.Store.ListLessons(context.Background(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].ID != recalled || all[0].Recalled != 0 {
+		t.Errorf("lessons after the task: %+v; want only %s, never marked", all, recalled)
+	}
+}
+
+// TestSaveLessonsChargesFailedChecks: a task that passed after failed
+// checks credits the lessons it recalled and charges each with the checks
+// that failed after its recall.
+func TestSaveLessonsChargesFailedChecks(t *testing.T) {
+	e := newEnvAt(t, "")
+	early := e.saveLessons(t, SaveLessonsInput{Task: "add two numbers", Language: "go", Plan: []string{"write Add"}, FirstTry: true, Succeeded: true})[0]
+	late := e.saveLessons(t, SaveLessonsInput{Task: "sum a slice", Language: "go", Plan: []string{"write Sum"}, FirstTry: true, Succeeded: true})[0]
+	run[[]string](t, e, e.acts.SaveLessons, SaveLessonsInput{Task: "add and sum", Language: "go", Plan: []string{"both"},
+		Recalled: []string{early, late}, FailedAfter: []int{3}, Succeeded: true})
+	for id, want := range map[string]int{early: 3, late: 0} {
+		l, err := e.acts.Store.GetLesson(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Recalled != 1 || l.Succeeded != 1 || l.FailedChecks != want {
+			t.Errorf("lesson %s: recalled %d, succeeded %d, %d failed checks; want 1, 1, %d", id, l.Recalled, l.Succeeded, l.FailedChecks, want)
+		}
+	}
+}

@@ -242,6 +242,7 @@ func (p policyRun) validation(findings []policy.Finding, took time.Duration) Tes
 		s.ExitCode = 1
 		s.Output = policy.Summary(failing)
 		s.PolicyOnly = !slices.ContainsFunc(failing, func(f policy.Finding) bool { return f.Rule == policy.RuleSyntax })
+		s.Policy = slices.ContainsFunc(failing, func(f policy.Finding) bool { return f.Rule != policy.RuleSyntax })
 		return s
 	}
 	s.Warnings = warnings

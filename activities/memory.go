@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/autocoder/autocoder/internal/signature"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -15,7 +17,6 @@ import (
 const (
 	recallK         = 3
 	lessonBudget    = 6000
-	minRecallScore  = 0.2
 	fixExcerptBytes = 1500
 	outExcerptBytes = 800
 )
@@ -52,9 +53,6 @@ func (a *Activities) recall(ctx context.Context, in RecallInput) (RecallOutput, 
 	var out RecallOutput
 	var b strings.Builder
 	for _, l := range found {
-		if l.Score < minRecallScore {
-			continue
-		}
 		entry := lessonText(l)
 		if b.Len()+len(entry) > lessonBudget {
 			break
@@ -104,15 +102,27 @@ type SaveLessonsInput struct {
 	Unfixed []string `json:"unfixed,omitempty"`
 	// FirstTry is set when every step passed on its first attempt.
 	FirstTry bool `json:"firstTry,omitempty"`
-	// Recalled lessons are credited or debited by Succeeded.
-	Recalled  []string `json:"recalled,omitempty"`
-	Succeeded bool     `json:"succeeded"`
+	// Recalled lessons are credited or debited by Succeeded, and charged
+	// with the checks that failed after each was recalled (FailedAfter, in
+	// Recalled's order; missing counts are 0).
+	Recalled    []string `json:"recalled,omitempty"`
+	FailedAfter []int    `json:"failedAfter,omitempty"`
+	Succeeded   bool     `json:"succeeded"`
+	// Findings is set when a check of the task found code the safety
+	// policy denies or a change to the user's tests. Such a task teaches
+	// nothing: its plan or fix would be recalled into other tasks, and its
+	// outcome says nothing of the lessons it recalled.
+	Findings bool `json:"findings,omitempty"`
 }
 
 // SaveLessons stores verified fixes as lessons, unfixed failures as
 // records, a first-try success as a pattern, and the outcome of the lessons
 // recalled. Lessons are upserted by content, so a retry changes nothing.
 func (a *Activities) SaveLessons(ctx context.Context, in SaveLessonsInput) ([]string, error) {
+	if in.Findings {
+		activity.GetLogger(ctx).Info("no lessons from a task with policy or integrity findings")
+		return nil, nil
+	}
 	var lessons []store.Lesson
 	for _, fx := range in.Fixes {
 		failed, err := a.loadFiles(ctx, fx.FailedSnapshot)
@@ -144,11 +154,22 @@ func (a *Activities) SaveLessons(ctx context.Context, in SaveLessonsInput) ([]st
 		ids = append(ids, id)
 	}
 	if len(in.Recalled) > 0 {
-		if err := a.Store.MarkRecalled(ctx, in.Recalled, in.Succeeded); err != nil {
+		if err := a.Store.MarkRecalled(ctx, in.recalls(), in.Succeeded); err != nil {
 			return nil, fmt.Errorf("mark recalled lessons: %w", err)
 		}
 	}
 	return ids, nil
+}
+
+func (in SaveLessonsInput) recalls() []store.Recall {
+	out := make([]store.Recall, len(in.Recalled))
+	for i, id := range in.Recalled {
+		out[i].ID = id
+		if i < len(in.FailedAfter) {
+			out[i].FailedChecks = in.FailedAfter[i]
+		}
+	}
+	return out
 }
 
 func (a *Activities) failureLesson(kind string, in SaveLessonsInput, output, fix, reflection string) store.Lesson {

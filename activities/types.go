@@ -27,6 +27,9 @@ type TestSummary struct {
 	// Warnings are safety-policy findings that did not fail the check (warn
 	// mode): for a person to review.
 	Warnings []policy.Finding `json:"warnings,omitempty"`
+	// Policy is set on a failed validation with any safety-policy finding,
+	// syntax errors or not.
+	Policy bool `json:"policy,omitempty"`
 	// Findings are the ways the attempt touched the user's tests. An
 	// attempt with any has not passed, whatever its tests did.
 	Findings []integrity.Finding `json:"findings,omitempty"`

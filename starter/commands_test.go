@@ -19,6 +19,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/taskclient"
+	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -31,11 +32,12 @@ type fakeClient struct {
 	tasks    []taskclient.Task
 	rollback error
 	started  []workflows.TaskInput
-	sent     []string // "signal id payload"
+	dirs     map[string]string // a task's project directory, by id
+	sent     []string          // "signal id payload"
 }
 
 func newFakeClient() *fakeClient {
-	return &fakeClient{statuses: map[string]workflows.Status{}, results: map[string]workflows.TaskResult{}}
+	return &fakeClient{statuses: map[string]workflows.Status{}, results: map[string]workflows.TaskResult{}, dirs: map[string]string{}}
 }
 
 var errFakeNotFound = fmt.Errorf("workflow not found: %w", taskclient.ErrNotFound)
@@ -56,11 +58,23 @@ func (c *fakeClient) known(id string) error {
 	return nil
 }
 
-func (c *fakeClient) Start(_ context.Context, in workflows.TaskInput, _ taskclient.StartOptions) (taskclient.Started, error) {
+func (c *fakeClient) Start(_ context.Context, in workflows.TaskInput, o taskclient.StartOptions) (taskclient.Started, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.started = append(c.started, in)
+	if o.Dir != "" {
+		c.dirs["autocoder-new"] = o.Dir
+	}
 	return taskclient.Started{ID: "autocoder-new", RunID: "run-1"}, nil
+}
+
+func (c *fakeClient) ProjectDir(_ context.Context, id string) (string, error) {
+	if err := c.known(id); err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dirs[id], nil
 }
 
 func (c *fakeClient) EnsureSearchAttributes(context.Context) (bool, error) { return true, nil }
@@ -72,15 +86,6 @@ func (c *fakeClient) Status(_ context.Context, id string) (workflows.Status, err
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.statuses[id], nil
-}
-
-func (c *fakeClient) Watch(ctx context.Context, id string, _ time.Duration, fn func(workflows.Status) bool) error {
-	st, err := c.Status(ctx, id)
-	if err != nil {
-		return err
-	}
-	fn(st)
-	return nil
 }
 
 // Wait returns a result the test gave, or waits as for a running task.
@@ -498,8 +503,15 @@ func TestTranscriptCommand(t *testing.T) {
 	if !reflect.DeepEqual(convs[0].Messages, conversation) {
 		t.Errorf("messages\n got %+v\nwant %+v", convs[0].Messages, conversation)
 	}
-	// --follow prints each message once, however often it reads them.
-	r = run("transcript", "t1", "--follow")
+	// --follow prints each message once, however often it reads them,
+	// until the task is done.
+	follow := &pollingClient{fakeClient: c, polls: map[string][]pollAnswer{"t1": {
+		{st: working}, {st: working}, {st: workflows.Status{Phase: workflows.PhaseSucceeded, Transcripts: working.Transcripts}},
+	}}}
+	f, out, errOut := fakeFactory(t, c)
+	f.TaskClient = func(context.Context) (TaskClient, error) { return follow, nil }
+	appendTranscript(t, f, "tr-1", conversation...)
+	r = cliRun{execute(context.Background(), f, []string{"transcript", "t1", "--follow"}), out.String(), errOut.String()}
 	r.want(t, exitOK, nil, nil)
 	if n := strings.Count(r.out, "class Model"); n != 1 {
 		t.Errorf("--follow printed a message %d times:\n%s", n, r.out)
@@ -597,5 +609,180 @@ func TestRunReportsUnsafeNames(t *testing.T) {
 	}
 	if len(c.started) != 1 || c.started[0].InputSnapshot == "" {
 		t.Errorf("started %+v, want one task with the uploaded snapshot", c.started)
+	}
+}
+
+// pollAnswer is one answer of a status query: a status, or an error.
+type pollAnswer struct {
+	st  workflows.Status
+	err error
+}
+
+// pollingClient answers a task's status queries in the order polls gives,
+// repeating the last answer; once a task is down to an error for ever,
+// Reachable fails too, as with a server that went away.
+type pollingClient struct {
+	*fakeClient
+	mu    sync.Mutex
+	polls map[string][]pollAnswer
+}
+
+func (c *pollingClient) Status(ctx context.Context, id string) (workflows.Status, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	as, ok := c.polls[id]
+	if !ok {
+		return c.fakeClient.Status(ctx, id)
+	}
+	a := as[0]
+	if len(as) > 1 {
+		c.polls[id] = as[1:]
+	}
+	return a.st, a.err
+}
+
+func (c *pollingClient) Reachable(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, as := range c.polls {
+		if len(as) == 1 && as[0].err != nil {
+			return as[0].err
+		}
+	}
+	return nil
+}
+
+// TestTranscriptFollowLosesContactLikeWatch: the server goes away while
+// transcript --follow prints a running task. It says so, keeps trying for
+// the contact timeout and exits 3 naming resume, as watch does, instead of
+// waiting for ever.
+func TestTranscriptFollowLosesContactLikeWatch(t *testing.T) {
+	t.Setenv(envContactTimeout, "2s")
+	gone := fmt.Errorf("query: %w", taskclient.ErrUnreachable)
+	c := &pollingClient{fakeClient: newFakeClient(), polls: map[string][]pollAnswer{"t1": {{st: working}, {st: working}, {err: gone}}}}
+	c.statuses["t1"] = working
+	f, out, errOut := fakeFactory(t, c.fakeClient)
+	f.TaskClient = func(context.Context) (TaskClient, error) { return c, nil }
+	appendTranscript(t, f, "tr-1", conversation...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	code := execute(ctx, f, []string{"transcript", "t1", "--follow"})
+	took := time.Since(start)
+	cliRun{code, out.String(), errOut.String()}.want(t, exitUnavailable, []string{"class Model"}, []string{
+		"lost contact with Temporal at 127.0.0.1:1; retrying for up to 2s",
+		"lost contact with Temporal at 127.0.0.1:1; the task may still be running: autocoder resume t1",
+	})
+	if took < 2*time.Second || took > 15*time.Second {
+		t.Errorf("gave up after %s; want the contact timeout of 2s and a little", took.Round(time.Millisecond))
+	}
+}
+
+// TestEmptyIDIsAUsageError: every command that takes an id answers an
+// empty or blank one with exit 2 and a line naming its usage, and asks
+// the server nothing. The table must name every such command of the tree.
+func TestEmptyIDIsAUsageError(t *testing.T) {
+	lines := map[string][]string{
+		"approve":        {"approve", ""},
+		"reject":         {"reject", " ", "--reason", "no"},
+		"feedback":       {"feedback", "", "go on"},
+		"cancel":         {"cancel", ""},
+		"rollback":       {"rollback", "", "--to", "1"},
+		"watch":          {"watch", ""},
+		"resume":         {"resume", "\t"},
+		"export":         {"export", "", t.TempDir()},
+		"status":         {"status", ""},
+		"transcript":     {"transcript", "", "--follow"},
+		"lessons show":   {"lessons", "show", ""},
+		"lessons forget": {"lessons", "forget", ""},
+	}
+	f, _, _ := fakeFactory(t, newFakeClient())
+	var walk func(*cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		if use := strings.Fields(cmd.Use); len(use) > 1 && use[1] == "ID" {
+			if _, ok := lines[strings.TrimPrefix(cmd.CommandPath(), "autocoder ")]; !ok {
+				t.Errorf("%s takes an ID but is not in the table", cmd.CommandPath())
+			}
+		}
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(f))
+	for name, args := range lines {
+		c := newFakeClient()
+		c.statuses[""] = working // an empty id reaching the client would find a task
+		r := runFake(t, c, args...)
+		what := "task"
+		if strings.HasPrefix(name, "lessons") {
+			what = "lesson"
+		}
+		r.want(t, exitUsage, nil, []string{fmt.Sprintf("the %s id is empty (autocoder %s ID", what, name)})
+		if strings.Count(strings.TrimSpace(r.errOut), "\n") != 0 || len(c.sent) != 0 {
+			t.Errorf("%s: want one line and nothing sent; sent %v, stderr:\n%s", name, c.sent, r.errOut)
+		}
+	}
+}
+
+// TestResumeWritesBackIntoTheProject: run --dir records the project, and
+// resume of that task, from another directory, writes the files back into
+// it as run would have, not into ./<task id>; --out still wins, and a
+// project that is not here is a usage error rather than a directory made
+// anew.
+func TestResumeWritesBackIntoTheProject(t *testing.T) {
+	ctx := context.Background()
+	c := newFakeClient()
+	f, out, errOut := fakeFactory(t, c)
+	project := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(project, "app.py"), []byte("x = 1\n"), 0o644))
+	t.Chdir(project)
+	if code := execute(ctx, f, []string{"run", "--detach", "--lang", "python", "--dir", ".", "fix it"}); code != exitOK {
+		t.Fatalf("run --dir: exit %d\n%s", code, errOut)
+	}
+	const id = "autocoder-new"
+	if c.dirs[id] != project {
+		t.Fatalf("run --dir . recorded the project as %q, want %q", c.dirs[id], project)
+	}
+	st, err := f.Store(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := st.PutSnapshot(ctx, []workspace.File{{Path: "app.py", Data: []byte("x = 2\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := workflows.Status{Phase: workflows.PhaseSucceeded, InputSnapshot: c.started[0].InputSnapshot}
+	c.statuses[id] = status
+	c.results[id] = workflows.TaskResult{SnapshotID: done, Iterations: 1, Status: status}
+
+	elsewhere := t.TempDir()
+	t.Chdir(elsewhere)
+	out.Reset()
+	if code := execute(ctx, f, []string{"resume", id}); code != exitOK {
+		t.Fatalf("resume: exit %d\n%s", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "app.py")); string(b) != "x = 2\n" {
+		t.Errorf("the project's app.py is %q after resume, want the task's", b)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, id)); !os.IsNotExist(err) {
+		t.Errorf("resume made ./%s (%v)", id, err)
+	}
+	if !strings.Contains(out.String(), "written to "+project) {
+		t.Errorf("resume output names no project:\n%s", out)
+	}
+
+	other := filepath.Join(t.TempDir(), "other")
+	if code := execute(ctx, f, []string{"resume", id, "--out", other}); code != exitOK {
+		t.Fatalf("resume --out: exit %d\n%s", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, "app.py")); string(b) != "x = 2\n" {
+		t.Errorf("resume --out wrote %q, want the task's app.py", b)
+	}
+
+	c.dirs[id] = filepath.Join(elsewhere, "gone")
+	r := runFake(t, c, "resume", id)
+	r.want(t, exitUsage, nil, []string{"task autocoder-new works on " + c.dirs[id] + ", which is not a directory here; write its files elsewhere with --out DIR"})
+	if _, err := os.Stat(c.dirs[id]); !os.IsNotExist(err) {
+		t.Errorf("resume made the missing project (%v)", err)
 	}
 }

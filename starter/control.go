@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -222,6 +223,23 @@ func NewCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
 	return cmd
 }
 
+// resumeOut is where resume writes the task's files: --out, else the
+// project the task was started on, as run writes there. A project that is
+// not here (a task started on another machine) is not made anew.
+func resumeOut(ctx context.Context, c TaskClient, o *ResumeOptions) (string, error) {
+	if o.Out != "" {
+		return o.Out, nil
+	}
+	dir, err := c.ProjectDir(ctx, o.ID)
+	if err != nil || dir == "" {
+		return "", err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", usageError("task %s works on %s, which is not a directory here; write its files elsewhere with --out DIR", o.ID, dir)
+	}
+	return dir, nil
+}
+
 // ResumeOptions are resume's arguments.
 type ResumeOptions struct {
 	ID   string
@@ -252,10 +270,14 @@ func NewCmdResume(f *Factory, runF func(*ResumeOptions) error) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return follow(cmd.Context(), f, c, o.ID, followOptions{out: o.Out, json: o.JSON, interactive: true})
+			out, err := resumeOut(cmd.Context(), c, &o)
+			if err != nil {
+				return err
+			}
+			return follow(cmd.Context(), f, c, o.ID, followOptions{out: out, json: o.JSON, interactive: true})
 		},
 	}
-	cmd.Flags().StringVar(&o.Out, "out", "", "directory for the final files (default ./<task id>)")
+	cmd.Flags().StringVar(&o.Out, "out", "", "directory for the final files (default: the task's --dir, else ./<task id>)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	return cmd
 }

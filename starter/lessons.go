@@ -67,10 +67,10 @@ func NewCmdLessons(f *Factory, runF func(name string, o *LessonsOptions) error) 
 				return writeJSON(f.IO.Out, ls)
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tKIND\tLANG\tSIGNATURE\tRECALLED\tHELPED\tMISLED\tUPDATED\tTASK")
+			fmt.Fprintln(tw, "ID\tKIND\tLANG\tSIGNATURE\tRECALLED\tHELPED\tMISLED\tFAILED CHECKS\tUPDATED\tTASK")
 			for _, l := range ls {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", l.ID[:12], l.Kind, l.Language, orDefault(termsafe.Line(l.SigKind), "-"),
-					l.Recalled, l.Succeeded, l.Misled, l.UpdatedAt.Local().Format(time.DateTime), termsafe.Clip(l.Task, 50))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", l.ID[:12], l.Kind, l.Language, orDefault(termsafe.Line(l.SigKind), "-"),
+					l.Recalled, l.Succeeded, l.Misled, l.FailedChecks, l.UpdatedAt.Local().Format(time.DateTime), termsafe.Clip(l.Task, 50))
 			}
 			return tw.Flush()
 		},
@@ -90,8 +90,8 @@ func NewCmdLessons(f *Factory, runF func(name string, o *LessonsOptions) error) 
 			if *asJSON {
 				return writeJSON(f.IO.Out, l)
 			}
-			fmt.Fprintf(f.IO.Out, "id:         %s\nkind:       %s\nlanguage:   %s\nsignature:  %s | %s\ntask:       %s\nrecalled:   %d (helped %d, misled %d)\nupdated:    %s\n",
-				l.ID, l.Kind, l.Language, orDefault(termsafe.Line(l.SigKind), "-"), termsafe.Line(l.SigShape), termsafe.Line(l.Task), l.Recalled, l.Succeeded, l.Misled, l.UpdatedAt.Local().Format(time.DateTime))
+			fmt.Fprintf(f.IO.Out, "id:         %s\nkind:       %s\nlanguage:   %s\nsignature:  %s | %s\ntask:       %s\nrecalled:   %d (helped %d, misled %d; %d checks failed after it)\nupdated:    %s\n",
+				l.ID, l.Kind, l.Language, orDefault(termsafe.Line(l.SigKind), "-"), termsafe.Line(l.SigShape), termsafe.Line(l.Task), l.Recalled, l.Succeeded, l.Misled, l.FailedChecks, l.UpdatedAt.Local().Format(time.DateTime))
 			if l.FailedExcerpt != "" {
 				fmt.Fprintf(f.IO.Out, "failure:\n%s\n", indent(termsafe.Text(l.FailedExcerpt)))
 			}

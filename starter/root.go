@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -92,7 +93,7 @@ type TaskClient interface {
 	Start(ctx context.Context, in workflows.TaskInput, o taskclient.StartOptions) (taskclient.Started, error)
 	EnsureSearchAttributes(ctx context.Context) (bool, error)
 	Status(ctx context.Context, id string) (workflows.Status, error)
-	Watch(ctx context.Context, id string, every time.Duration, fn func(workflows.Status) bool) error
+	ProjectDir(ctx context.Context, id string) (string, error)
 	Wait(ctx context.Context, id string) (workflows.TaskResult, error)
 	ModelCall(ctx context.Context, id string) (*taskclient.ModelCall, error)
 	Retries(ctx context.Context, id string) ([]taskclient.Retry, error)
@@ -239,10 +240,13 @@ func newRootCmd(f *Factory) *cobra.Command {
 		Long:          "autocoder plans, writes, tests and repairs code in a sandbox, as a durable Temporal workflow per task.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			// cobra checks required flags only after this hook: check them
 			// first, so that a missing one counts as a usage error.
 			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return err
+			}
+			if err := checkIDArg(cmd, args); err != nil {
 				return err
 			}
 			f.ran = true
@@ -286,6 +290,20 @@ func exitCode(err error, ctx context.Context) int {
 	default:
 		return exitTaskFailed
 	}
+}
+
+// checkIDArg refuses an empty or blank ID to every command whose first
+// argument is one (its Use says "ID"), before it reaches Temporal or the
+// store, whose answers would not say what was wrong.
+func checkIDArg(cmd *cobra.Command, args []string) error {
+	if use := strings.Fields(cmd.Use); len(use) < 2 || use[1] != "ID" || len(args) == 0 || strings.TrimSpace(args[0]) != "" {
+		return nil
+	}
+	what, lister := "task", "autocoder list"
+	if p := cmd.Parent(); p != nil && p.Name() == "lessons" {
+		what, lister = "lesson", "autocoder lessons list"
+	}
+	return usageError("the %s id is empty (%s); %s shows the ids", what, cmd.UseLine(), lister)
 }
 
 func usageError(format string, args ...any) error {

@@ -146,7 +146,11 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	} else {
 		in.SearchAttributes = ok
 	}
-	run, err := c.Start(ctx, in, taskclient.StartOptions{})
+	project, err := absDir(o.Dir)
+	if err != nil {
+		return err
+	}
+	run, err := c.Start(ctx, in, taskclient.StartOptions{Dir: project})
 	if err != nil {
 		return err
 	}
@@ -238,6 +242,19 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 		ApproveCommands: o.ApproveCommands,
 		CommandAllow:    o.AllowCommands,
 	}, nil
+}
+
+// absDir is dir made absolute, so that resume finds the project from any
+// directory; "" stays "".
+func absDir(dir string) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("--dir: %w", err)
+	}
+	return abs, nil
 }
 
 // uploadDir stores an existing project as the task's input snapshot.

@@ -76,19 +76,37 @@ func showTranscript(ctx context.Context, f *Factory, o *TranscriptOptions) error
 		}
 		return nil
 	}
-	var readErr error
-	err = c.Watch(ctx, o.ID, transcriptPoll, func(st workflows.Status) bool {
-		convs, readErr = taskclient.ReadConversations(ctx, st.Transcripts, entries)
+	// A server that stops answering is lost contact, as for watch: said
+	// once, retried for a bounded while, then exit 3.
+	k := newContact(f, o.ID, func() {})
+	tick := time.NewTicker(transcriptPoll)
+	defer tick.Stop()
+	for !st.Phase.Done() {
+		select {
+		case <-ctx.Done():
+			return stoppedFollowing(o.ID, ctx.Err())
+		case <-tick.C:
+		}
+		next, err := queryStatusBounded(ctx, c, o.ID)
+		switch {
+		case ctx.Err() != nil:
+			return stoppedFollowing(o.ID, ctx.Err())
+		case cannotReach(err):
+			if lost := k.check(ctx, c, err); lost != nil {
+				return lost
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("query task %s: %w", o.ID, err)
+		}
+		k.ok()
+		st = next
+		if convs, err = taskclient.ReadConversations(ctx, st.Transcripts, entries); err != nil {
+			return err
+		}
 		p.print(convs)
-		return readErr == nil
-	})
-	if ctx.Err() != nil {
-		return stoppedFollowing(o.ID, ctx.Err())
 	}
-	if readErr != nil {
-		return readErr
-	}
-	return err
+	return nil
 }
 
 // exportTranscript writes the task's conversations to path as JSON.

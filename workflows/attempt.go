@@ -518,6 +518,7 @@ func (t *task) judged(ctx workflow.Context, snapshot string, result activities.T
 		return nil
 	}
 	t.Memory.Failed = true
+	t.Memory.FailedChecks++ // before this failure's lessons are recalled
 	if t.rollback != nil {
 		return nil // the failure no longer matters: the loop moves back
 	}
@@ -556,6 +557,7 @@ func (t *task) check(ctx workflow.Context, snapshot, rejected string, tests []st
 	if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("validate and test")), a.Check, in).Get(ctx, &result); err != nil {
 		return result, fmt.Errorf("check: %w", err)
 	}
+	t.noteFindings(result)
 	if result.Stage != "validate" || result.Passed {
 		return result, nil // validated and tested
 	}
@@ -579,5 +581,6 @@ func (t *task) check(ctx workflow.Context, snapshot, rejected string, tests []st
 	if err := workflow.ExecuteActivity(sandboxCtx(ctx, t.label("test")), a.Execute, in).Get(ctx, &result); err != nil {
 		return result, fmt.Errorf("execute: %w", err)
 	}
+	t.noteFindings(result)
 	return result, nil
 }

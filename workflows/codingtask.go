@@ -154,15 +154,35 @@ func (t *task) checkpoint(ctx workflow.Context, snapshot string, result activiti
 	})
 }
 
-// useLessons notes recalled lessons' ids in the status and returns their
-// text for the prompts.
+// useLessons notes recalled lessons' ids in the status, and the failed
+// checks so far, and returns their text for the prompts.
 func (t *task) useLessons(out activities.RecallOutput) string {
 	for _, id := range out.IDs {
 		if !slices.Contains(t.Status.Lessons, id) {
+			// Lessons carried from a run before RecalledAt was kept are
+			// charged with all the task's failures.
+			for len(t.Memory.RecalledAt) < len(t.Status.Lessons) {
+				t.Memory.RecalledAt = append(t.Memory.RecalledAt, 0)
+			}
 			t.Status.Lessons = append(t.Status.Lessons, id)
+			t.Memory.RecalledAt = append(t.Memory.RecalledAt, t.Memory.FailedChecks)
 		}
 	}
 	return out.Text
+}
+
+// failedAfter is, for each recalled lesson, the checks that failed after
+// its recall.
+func (t *task) failedAfter() []int {
+	out := make([]int, len(t.Status.Lessons))
+	for i := range out {
+		at := 0
+		if i < len(t.Memory.RecalledAt) {
+			at = t.Memory.RecalledAt[i]
+		}
+		out[i] = t.Memory.FailedChecks - at
+	}
+	return out
 }
 
 // saveLessons records what the task taught, and whether the lessons it
@@ -171,7 +191,8 @@ func (t *task) useLessons(out activities.RecallOutput) string {
 func (t *task) saveLessons(ctx workflow.Context, succeeded bool) {
 	in := activities.SaveLessonsInput{
 		Task: t.in.Task, Language: t.in.Language, Plan: t.Status.Plan, Fixes: t.Memory.Fixes,
-		FirstTry: succeeded && !t.Memory.Failed, Recalled: t.Status.Lessons, Succeeded: succeeded,
+		FirstTry: succeeded && !t.Memory.Failed, Recalled: t.Status.Lessons, FailedAfter: t.failedAfter(),
+		Succeeded: succeeded, Findings: t.Memory.Findings,
 	}
 	if p := t.Memory.Pending; p != nil && !succeeded {
 		in.Unfixed = []string{p.FailureOutput}

@@ -110,6 +110,22 @@ func (s *codingTaskSuite) TestPolicyAskApprovedRunsTheCode() {
 	s.NoError(s.env.GetWorkflowError())
 }
 
+// TestApprovedPolicyFindingTeachesNothing: code a person let run despite
+// the safety policy passes first time, and the task's save of lessons says
+// a check found something, so that its plan is not kept as a success.
+func (s *codingTaskSuite) TestApprovedPolicyFindingTeachesNothing() {
+	s.expectLessons(func(in activities.SaveLessonsInput) bool { return in.Succeeded && in.Findings })
+	s.onPlan("step")
+	s.onAttempt("s1")
+	s.env.OnActivity(a.Check, mock.Anything, mock.Anything).Return(policyFinding, nil).Once()
+	s.env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(passing, nil).Once()
+	s.at(time.Minute, s.signal(SignalApprove, ApproveSignal{}))
+	in := input
+	in.Policy = PolicyAsk
+	s.env.ExecuteWorkflow(CodingTask, in)
+	s.NoError(s.env.GetWorkflowError())
+}
+
 func (s *codingTaskSuite) TestPolicyAskRejectedGoesToReflection() {
 	s.onPlan("step")
 	s.onAttempt("s1")

@@ -27,6 +27,16 @@ func (t *task) restoreUsersTests(result activities.TestSummary) {
 	}
 }
 
+// noteFindings remembers a check that found code the safety policy denies
+// (approved by a person or not) or a change to the user's tests: a lesson
+// of such a task would carry its plan or fix into other tasks' prompts.
+// Results recorded before Policy existed still say PolicyOnly.
+func (t *task) noteFindings(result activities.TestSummary) {
+	if result.Policy || result.PolicyOnly || len(result.Findings) > 0 {
+		t.Memory.Findings = true
+	}
+}
+
 // noLessonFrom forgets a failure that was tampering with the user's tests:
 // a later pass would teach a "fix" that is only putting them back.
 func (t *task) noLessonFrom(result activities.TestSummary) {

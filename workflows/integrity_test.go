@@ -51,7 +51,7 @@ func (s *codingTaskSuite) TestTamperedAttemptFailsAndTeachesNothing() {
 
 func (s *codingTaskSuite) TestTamperingThatStillFailsIsNoFixToLearn() {
 	s.expectLessons(func(in activities.SaveLessonsInput) bool {
-		return in.Succeeded && len(in.Fixes) == 0 && !in.FirstTry
+		return in.Succeeded && len(in.Fixes) == 0 && !in.FirstTry && in.Findings
 	})
 	s.onPlan("fix add")
 	s.onAttempt("s1")

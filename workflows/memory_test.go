@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/stretchr/testify/mock"
@@ -23,7 +24,7 @@ func (s *codingTaskSuite) TestLessonsRecalledAndSaved() {
 	s.env.OnActivity(a.SaveLessons, mock.Anything, activities.SaveLessonsInput{
 		Task: input.Task, Language: "python", Plan: []string{"step"},
 		Fixes:    []activities.Fix{{FailedSnapshot: "s1", PassedSnapshot: "s2", FailureOutput: failing.Output, Reflection: "wrote s2"}},
-		Recalled: []string{"L1"}, Succeeded: true,
+		Recalled: []string{"L1"}, FailedAfter: []int{1}, Succeeded: true,
 	}).Return([]string{"L3"}, nil).Once()
 
 	s.env.ExecuteWorkflow(CodingTask, input)
@@ -37,6 +38,11 @@ func (s *codingTaskSuite) TestLessonsRecalledAndSaved() {
 // failures like it; the retry that reports the failure carries them, once,
 // and their ids are the task's, but their text stays out of its record.
 func (s *codingTaskSuite) TestFailureLessonsReachTheRetry() {
+	// L2 came with the first of three failed checks, L3 with the last: L2
+	// is charged with the two after it, L3 with none.
+	s.expectLessons(func(in activities.SaveLessonsInput) bool {
+		return !in.Succeeded && slices.Equal(in.Recalled, []string{"L2", "L3"}) && slices.Equal(in.FailedAfter, []int{2, 0})
+	})
 	s.onPlan("step")
 	withLessons := func(id, text string) activities.TestSummary {
 		f := failing

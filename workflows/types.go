@@ -206,6 +206,14 @@ type Memory struct {
 	Fixes          []activities.Fix `json:"fixes,omitempty"`
 	Pending        *activities.Fix  `json:"pending,omitempty"` // the last failure, until an attempt passes
 	Failed         bool             `json:"failed,omitempty"`  // some attempt failed
+	// Findings is set once a check finds code the safety policy denies or
+	// a change to the user's tests: the task then teaches nothing.
+	Findings bool `json:"findings,omitempty"`
+	// FailedChecks counts the task's failed checks; RecalledAt holds, for
+	// each lesson of Status.Lessons, the count when it was recalled, so a
+	// lesson is charged only with the failures that followed it.
+	FailedChecks int   `json:"failedChecks,omitempty"`
+	RecalledAt   []int `json:"recalledAt,omitempty"`
 }
 
 // Signal and update payloads.

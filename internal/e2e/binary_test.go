@@ -134,6 +134,8 @@ func TestBinaryErrors(t *testing.T) {
 		{"bad language", up, []string{"run", "--lang", "cobol", "x"}, 2, "want python or go"},
 		{"bad model", up, []string{"run", "--model", "nosuch:model", "x"}, 2, "--model"},
 		{"no model in local mode", local, []string{"run", "x"}, 2, "OPENAI_API_KEY"},
+		{"empty task id", up, []string{"transcript", ""}, 2, "the task id is empty (autocoder transcript ID [flags]); autocoder list shows the ids"},
+		{"blank lesson id", up, []string{"lessons", "forget", " "}, 2, "the lesson id is empty"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

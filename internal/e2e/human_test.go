@@ -47,7 +47,8 @@ var policyScenario = scenario{
 
 // TestPolicyAskApprovedAndRejected: in ask mode a policy finding waits for a
 // person; approve runs the code as it is, reject sends the reason to the
-// model, which removes the finding.
+// model, which removes the finding. Neither task teaches a lesson: not the
+// approved one's plan, not the rejected one's fix.
 func TestPolicyAskApprovedAndRejected(t *testing.T) {
 	c := newCluster(t, policyScenario.script())
 
@@ -77,6 +78,9 @@ func TestPolicyAskApprovedAndRejected(t *testing.T) {
 	}
 	if !sawReason {
 		t.Error("the reject reason never reached the model")
+	}
+	if ls := c.lessonsOf(policyScenario.task); len(ls) > 0 {
+		t.Errorf("tasks with a policy finding saved lessons: %+v", ls)
 	}
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -94,10 +95,22 @@ func watchPhases(ctx context.Context, tc *taskclient.Client, id string) <-chan m
 	go func() {
 		seen := map[workflows.Phase]bool{}
 		defer func() { out <- seen }()
-		_ = tc.Watch(ctx, id, 100*time.Millisecond, func(st workflows.Status) bool {
-			seen[st.Phase] = true
-			return true
-		})
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			st, err := tc.Status(ctx, id)
+			if err == nil {
+				seen[st.Phase] = true
+			}
+			if st.Phase.Done() || (err != nil && !errors.Is(err, taskclient.ErrUnreachable)) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
 	}()
 	return out
 }

@@ -307,6 +307,99 @@ func TestLostContactIsNotFailure(t *testing.T) {
 	}
 }
 
+// TestTranscriptFollowLosesContact: transcript --follow of a running task
+// whose server stops answering (SIGSTOP) says so, keeps trying for the
+// contact timeout and exits 3 naming resume, as run and watch do.
+func TestTranscriptFollowLosesContact(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	const contactTimeout = 6 * time.Second
+	l := newLocal(t, llmtest.New(t, pythonScenario.scriptRetryAfter(2*time.Second)), "AUTOCODER_CONTACT_TIMEOUT="+contactTimeout.String())
+	run := l.startRun(ctx, pythonScenario.task, "--out", filepath.Join(t.TempDir(), "out"))
+	id := run.taskID(t)
+	run.waitLine(t, "[reflecting]")
+
+	var out, errOut bytes.Buffer
+	// Bounded well past the contact timeout: a client that waits for ever
+	// is killed and fails the test.
+	followCtx, stopFollow := context.WithTimeout(ctx, 90*time.Second)
+	defer stopFollow()
+	follow := l.command(followCtx, "transcript", id, "--follow")
+	follow.Stdout, follow.Stderr = &out, &errOut
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.address()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the transcript so far is printed
+	if err := syscall.Kill(a.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	err = follow.Wait()
+	waited := time.Since(stopped)
+	if err := syscall.Kill(a.PID, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	}
+	want := fmt.Sprintf("lost contact with Temporal at %s; the task may still be running: autocoder resume %s", a.Frontend, id)
+	if code != 3 || !strings.Contains(errOut.String(), want) {
+		t.Fatalf("transcript --follow: exit %d after %s of silence (%v), want 3 and %q\nstderr:\n%s", code, waited.Round(time.Second), err, want, errOut.String())
+	}
+	if waited < contactTimeout {
+		t.Errorf("gave up after %s, before the contact timeout of %s", waited.Round(time.Second), contactTimeout)
+	}
+	if !strings.Contains(out.String(), "── step 1") {
+		t.Errorf("printed no conversation before the server stopped:\n%s", out.String())
+	}
+	run.wait(t)
+}
+
+// TestResumeWritesIntoTheProject: a run on a project (--dir) stops
+// following mid-task; resume, from another directory and without --out,
+// writes the task's files back into the project, as the run would have.
+func TestResumeWritesIntoTheProject(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	sc := pythonScenario
+	l := newLocal(t, llmtest.New(t, sc.scriptRetryAfter(3*time.Second)))
+	project := t.TempDir()
+	if err := os.WriteFile(filepath.Join(project, "NOTES.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := l.startRun(ctx, sc.task, "--dir", project)
+	id := run.taskID(t)
+	run.waitLine(t, "[reflecting]")
+	if err := run.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	run.wait(t)
+
+	elsewhere := t.TempDir()
+	var rout, rerr bytes.Buffer
+	resume := l.command(ctx, "resume", id)
+	resume.Dir, resume.Stdout, resume.Stderr = elsewhere, &rout, &rerr
+	if err := resume.Run(); err != nil {
+		t.Fatalf("resume %s: %v\nstdout:\n%s\nstderr:\n%s", id, err, rout.String(), rerr.String())
+	}
+	if !strings.Contains(rout.String(), "written to "+project) {
+		t.Errorf("resume output names no project:\n%s", rout.String())
+	}
+	checkFiles(t, sc, readDir(t, project, sc))
+	if b, err := os.ReadFile(filepath.Join(project, "NOTES.txt")); err != nil || string(b) != "mine\n" {
+		t.Errorf("the project's own file: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, id)); !os.IsNotExist(err) {
+		t.Errorf("resume wrote ./%s as well (%v)", id, err)
+	}
+}
+
 // productLine matches every line a piped run prints itself.
 var productLine = regexp.MustCompile(`^(starting the local server for .* \(log: .*\)…` +
 	`|local server at 127\.0\.0\.1:\d+, Web UI at http://127\.0\.0\.1:\d+` +

@@ -35,9 +35,20 @@ type Lesson struct {
 	Recalled  int // times injected into a prompt
 	Succeeded int // of those, times the task then passed
 	Misled    int // of those, times it did not
+	// FailedChecks counts the checks that failed in those tasks after the
+	// lesson was recalled: a task that passed at last still says how much
+	// the lesson helped.
+	FailedChecks int
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// Recall is a lesson recalled into a task and the checks of the task that
+// failed after it was.
+type Recall struct {
+	ID           string
+	FailedChecks int
 }
 
 // ScoredLesson is a recall result; higher Score is better.
@@ -58,8 +69,9 @@ type LessonStore interface {
 	// RecallBySignature ranks fix lessons of the language by similarity of
 	// their signature to the given one (kind match, then shape/text).
 	RecallBySignature(ctx context.Context, language, sigKind, sigShape, sigText string, k int) ([]ScoredLesson, error)
-	// MarkRecalled counts a recall of each lesson and its outcome.
-	MarkRecalled(ctx context.Context, ids []string, succeeded bool) error
+	// MarkRecalled counts a recall of each lesson, the task's outcome and
+	// the checks that failed after the recall.
+	MarkRecalled(ctx context.Context, recalls []Recall, succeeded bool) error
 	GetLesson(ctx context.Context, id string) (Lesson, error) // ErrNotFound when absent
 	ListLessons(ctx context.Context, kind string, limit int) ([]Lesson, error)
 	ForgetLesson(ctx context.Context, id string) error // ErrNotFound when absent

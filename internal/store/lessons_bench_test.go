@@ -90,7 +90,7 @@ func BenchmarkLessonRecall(b *testing.B) {
 			for i, l := range benchLessons(lessons) {
 				id := mustSave(b, s, l)
 				if i%5 == 0 {
-					if err := s.MarkRecalled(ctx, []string{id}, i%3 != 0); err != nil {
+					if err := s.MarkRecalled(ctx, recalls(id), i%3 != 0); err != nil {
 						b.Fatal(err)
 					}
 				}

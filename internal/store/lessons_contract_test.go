@@ -39,14 +39,14 @@ func RunLessonContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 			t.Fatalf("id %s, want sha256 of the key %s", id, want)
 		}
 		first := mustGet(t, s, id)
-		if err := s.MarkRecalled(ctx, []string{id}, true); err != nil {
+		if err := s.MarkRecalled(ctx, recalls(id), true); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond) // so a new UpdatedAt is visibly later
 
 		again := l
 		again.Task = "a different task that hit the same fix"
-		again.Recalled, again.Succeeded = 40, 40
+		again.Recalled, again.Succeeded, again.FailedChecks = 40, 40, 40
 		if id2 := mustSave(t, s, again); id2 != id {
 			t.Fatalf("re-save gave id %s, want %s", id2, id)
 		}
@@ -54,8 +54,8 @@ func RunLessonContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		if got.Task != l.Task || got.Reflection != l.Reflection {
 			t.Errorf("re-save changed the content: task %q reflection %q", got.Task, got.Reflection)
 		}
-		if got.Recalled != 1 || got.Succeeded != 1 || got.Misled != 0 {
-			t.Errorf("re-save changed the counts to %d/%d/%d, want 1/1/0", got.Recalled, got.Succeeded, got.Misled)
+		if got.Recalled != 1 || got.Succeeded != 1 || got.Misled != 0 || got.FailedChecks != 0 {
+			t.Errorf("re-save changed the counts to %d/%d/%d/%d, want 1/1/0/0", got.Recalled, got.Succeeded, got.Misled, got.FailedChecks)
 		}
 		if !got.CreatedAt.Equal(first.CreatedAt) || !got.UpdatedAt.After(first.UpdatedAt) {
 			t.Errorf("times created %v updated %v, want created %v and updated after %v",
@@ -71,7 +71,7 @@ func RunLessonContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		l := Lesson{Kind: LessonFix, Language: "python", SigKind: "python:UnicodeDecodeError",
 			SigShape: "can't decode byte 0xNN", SigText: "bad \xff byte and a nul\x00 here",
 			Task: "read a latin-1 file", FailedExcerpt: "Traceback…\n  line 3", Fix: "-open(p)\n+open(p, encoding='latin-1')",
-			Reflection: "wrong codec", Recalled: 3, Succeeded: 2, Misled: 1}
+			Reflection: "wrong codec", Recalled: 3, Succeeded: 2, Misled: 1, FailedChecks: 4}
 		id := mustSave(t, s, l)
 		got := mustGet(t, s, id)
 		want := l
@@ -121,9 +121,11 @@ func RunLessonContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		mustSave(t, s, successLesson("go", "parse csv files into structs", "1. encoding/csv"))
 		fix := mustSave(t, s, fixLesson("go", "go:test", "expected N got N", "", "exponential backoff for http client retries", "sleep longer"))
 
+		// A retry of something else shares the words of how a task is put
+		// but not its topic: it is not recalled.
 		got := recallTask(t, s, "go", "add exponential backoff retry to the http client", 10)
-		if want := []string{backoff, fix, dbRetry}; !slices.Equal(ids(got), want) {
-			t.Fatalf("order %v, want %v", names(got, want), want)
+		if want := []string{backoff, fix}; !slices.Equal(ids(got), want) {
+			t.Fatalf("order %v, want %v (not %s)", names(got, want), want, dbRetry)
 		}
 		if !descending(got) {
 			t.Errorf("scores not descending: %v", scores(got))
@@ -150,9 +152,10 @@ func RunLessonContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 			t.Fatal(err)
 		}
 		// The kind outweighs the text: an exact shape of another kind comes
-		// after both lessons of the same kind.
-		if want := []string{sameKindClose, sameKindFar, otherKindExact}; !slices.Equal(ids(got), want) {
-			t.Fatalf("order %v, want %v", names(got, want), want)
+		// after a close one of the same kind. A failure of the same kind
+		// but another shape is not similar enough to be recalled at all.
+		if want := []string{sameKindClose, otherKindExact}; !slices.Equal(ids(got), want) {
+			t.Fatalf("order %v, want %v (not %s)", names(got, want), want, sameKindFar)
 		}
 	})
 
@@ -202,10 +205,10 @@ func RunLessonContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 			t.Fatalf("before outcomes: %v scoring %v, want %s then %s, tied", ids(got), scores(got), misled, helped)
 		}
 		for range 2 {
-			if err := s.MarkRecalled(ctx, []string{helped}, true); err != nil {
+			if err := s.MarkRecalled(ctx, recalls(helped), true); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.MarkRecalled(ctx, []string{misled}, false); err != nil {
+			if err := s.MarkRecalled(ctx, recalls(misled), false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -215,6 +218,70 @@ func RunLessonContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		}
 		if got[0].Score != 3 || got[1].Score != 1.0/3 {
 			t.Errorf("scores %v, want 3 and 1/3 from the learning factor", scores(got))
+		}
+	})
+
+	t.Run("checks that failed after a recall sink a lesson", func(t *testing.T) {
+		s := one(t)
+		task := "cache rendered pages in redis"
+		followed := mustSave(t, s, successLesson("go", task, "1. go-redis with a TTL"))
+		time.Sleep(2 * time.Millisecond)
+		clean := mustSave(t, s, successLesson("go", task, "1. an LRU in memory"))
+		// Both tasks passed at last, but after one recall three checks
+		// failed; the same lesson twice in one call counts once.
+		if err := s.MarkRecalled(ctx, []Recall{{ID: followed, FailedChecks: 1}, {ID: clean}, {ID: followed, FailedChecks: 3}}, true); err != nil {
+			t.Fatal(err)
+		}
+		got := recallTask(t, s, "go", task, 2)
+		if !slices.Equal(ids(got), []string{clean, followed}) || got[0].Score != 2 || got[1].Score != 0.5 {
+			t.Fatalf("recall %v scoring %v, want %s scoring 2 (helped once) then %s scoring 0.5 (helped once, 3 failed checks)",
+				ids(got), scores(got), clean, followed)
+		}
+		if l := mustGet(t, s, followed); l.Recalled != 1 || l.Succeeded != 1 || l.Misled != 0 || l.FailedChecks != 3 {
+			t.Errorf("counts %d/%d/%d/%d, want recalled 1, succeeded 1, misled 0, 3 failed checks", l.Recalled, l.Succeeded, l.Misled, l.FailedChecks)
+		}
+		// A later task recalling it fails four more checks, then fails: the
+		// lesson's weight falls to its floor, and a task put in other words
+		// recalls it no more.
+		rephrased := "cache the rendered pages in redis with a TTL"
+		if got := recallTask(t, s, "go", rephrased, 2); !slices.Equal(ids(got), []string{clean, followed}) {
+			t.Fatalf("rephrased recall %v scoring %v, want %s then %s", ids(got), scores(got), clean, followed)
+		}
+		if err := s.MarkRecalled(ctx, []Recall{{ID: followed, FailedChecks: 4}}, false); err != nil {
+			t.Fatal(err)
+		}
+		if l := mustGet(t, s, followed); l.FailedChecks != 7 || l.Misled != 1 {
+			t.Errorf("after a second task: %d failed checks, misled %d; want 7 and 1", l.FailedChecks, l.Misled)
+		}
+		if got := recallTask(t, s, "go", rephrased, 2); !slices.Equal(ids(got), []string{clean}) {
+			t.Errorf("rephrased recall %v scoring %v, want only %s", ids(got), scores(got), clean)
+		}
+	})
+
+	t.Run("a record of help lifts no unrelated lesson; failures sink one", func(t *testing.T) {
+		s := one(t)
+		add := mustSave(t, s, successLesson("python", "Write a Python function that adds two numbers, with pytest tests", "1. def add"))
+		for range 6 {
+			if err := s.MarkRecalled(ctx, recalls(add), true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := recallTask(t, s, "python", "Write a Python function that counts the vowels in a string, with pytest tests", 3); len(got) != 0 {
+			t.Errorf("an unrelated task recalled %v scoring %v; helped 6 times, the lesson still shares only the template", ids(got), scores(got))
+		}
+		task := "Resize every PNG image in a folder with Pillow"
+		resize := mustSave(t, s, successLesson("python", task, "1. Image.thumbnail"))
+		query := "Resize the PNG images of a folder to 256 pixels with Pillow"
+		if got := recallTask(t, s, "python", query, 3); !slices.Equal(ids(got), []string{resize}) {
+			t.Fatalf("a rephrased task recalled %v, want %s", ids(got), resize)
+		}
+		for range 3 {
+			if err := s.MarkRecalled(ctx, recalls(resize), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := recallTask(t, s, "python", query, 3); len(got) != 0 {
+			t.Errorf("a lesson that misled 3 times recalled for a rephrased task: %v scoring %v", ids(got), scores(got))
 		}
 	})
 
@@ -288,9 +355,9 @@ func RunLessonContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 			s := []Store{a, b}[w%2]
 			// Opposite orders on the two stores would deadlock a naive
 			// row-by-row update.
-			set := []string{x, y, unknown, x}
+			set := []Recall{{ID: x, FailedChecks: 1}, {ID: y, FailedChecks: 1}, {ID: unknown}, {ID: x}}
 			if w%2 == 1 {
-				set = []string{y, x}
+				set = []Recall{{ID: y, FailedChecks: 1}, {ID: x, FailedChecks: 1}}
 			}
 			wg.Go(func() {
 				for i := range marks {
@@ -308,9 +375,9 @@ func RunLessonContract(t *testing.T, open func(t *testing.T) (Store, Store)) {
 		}
 		for _, id := range []string{x, y} {
 			l := mustGet(t, b, id)
-			if l.Recalled != workers*marks || l.Succeeded != workers*marks/2 || l.Misled != workers*marks/2 {
-				t.Errorf("lesson %s counts %d/%d/%d, want %d/%d/%d", id, l.Recalled, l.Succeeded, l.Misled,
-					workers*marks, workers*marks/2, workers*marks/2)
+			if l.Recalled != workers*marks || l.Succeeded != workers*marks/2 || l.Misled != workers*marks/2 || l.FailedChecks != workers*marks {
+				t.Errorf("lesson %s counts %d/%d/%d/%d, want %d/%d/%d/%d", id, l.Recalled, l.Succeeded, l.Misled, l.FailedChecks,
+					workers*marks, workers*marks/2, workers*marks/2, workers*marks)
 			}
 		}
 	})
@@ -348,7 +415,7 @@ func TestLessonRankingAgrees(t *testing.T) {
 		for i, l := range fixtures {
 			id := mustSave(t, s, l)
 			if i%7 == 0 {
-				if err := s.MarkRecalled(ctx, []string{id}, i%3 != 0); err != nil {
+				if err := s.MarkRecalled(ctx, recalls(id), i%3 != 0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -421,6 +488,15 @@ func TestLearningFactor(t *testing.T) {
 			t.Errorf("learning(%d succeeded, %d misled) = %v, want %v", tt.succeeded, tt.misled, got, tt.want)
 		}
 	}
+}
+
+// recalls are ids recalled with no failed check after them.
+func recalls(ids ...string) []Recall {
+	out := make([]Recall, len(ids))
+	for i, id := range ids {
+		out[i] = Recall{ID: id}
+	}
+	return out
 }
 
 func fixLesson(language, sigKind, sigShape, sigText, task, fix string) Lesson {

@@ -18,10 +18,10 @@ func (s *Postgres) SaveLesson(ctx context.Context, l Lesson) (string, error) {
 		return "", fmt.Errorf("save lesson: %w", err)
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO lessons (`+lessonColumns("")+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15)
 		ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at`,
 		p.ID, p.Kind, p.Language, p.SigKind, p.SigShape, p.SigText, p.Task, p.FailedExcerpt, p.Fix,
-		p.Reflection, p.Recalled, p.Succeeded, p.Misled, p.UpdatedAt)
+		p.Reflection, p.Recalled, p.Succeeded, p.Misled, p.FailedChecks, p.UpdatedAt)
 	if err != nil {
 		return "", fmt.Errorf("save lesson %s: %w", p.ID, err)
 	}
@@ -47,7 +47,8 @@ func (s *Postgres) RecallBySignature(ctx context.Context, language, sigKind, sig
 }
 
 // recall fetches the candidates by the trigram index, best first by the
-// score rankLessons computes, here in SQL, and ranks them in Go.
+// score rankLessons computes, here in SQL over whole texts (a task's topic
+// words are for the ranking in Go), and ranks them in Go.
 func (s *Postgres) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, error) {
 	if q.k <= 0 || len(queryTrigrams(q.text)) == 0 {
 		return nil, nil
@@ -67,7 +68,7 @@ func (s *Postgres) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, e
 	sql := `SELECT ` + lessonColumns("") + ` FROM lessons
 		WHERE language = ` + arg(q.language) + ` AND kind = ANY(` + arg(q.kinds) + `) AND ` + text + ` % ` + query + `
 		ORDER BY similarity(` + text + `, ` + query + `)
-			* least(greatest((succeeded + 1)::float8 / (misled + 1), ` + arg(learnMin) + `), ` + arg(learnMax) + `)
+			* least(greatest((succeeded + 1)::float8 / (misled + failed_checks + 1), ` + arg(learnMin) + `), ` + arg(learnMax) + `)
 			* ` + bonus + ` DESC,
 			updated_at DESC, id COLLATE "C"
 		LIMIT ` + arg(q.limit())
@@ -77,7 +78,7 @@ func (s *Postgres) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, e
 		// % selects by this threshold; set_config(…, true) keeps it to the
 		// transaction so pooled connections stay unchanged.
 		_, err := tx.Exec(ctx, `SELECT set_config('pg_trgm.similarity_threshold', $1, true)`,
-			strconv.FormatFloat(minSimilarity, 'f', -1, 64))
+			strconv.FormatFloat(candidateSimilarity, 'f', -1, 64))
 		if err != nil {
 			return fmt.Errorf("set threshold: %w", err)
 		}
@@ -98,17 +99,24 @@ func (s *Postgres) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, e
 // MarkRecalled implements LessonStore. The rows are locked in id order
 // first, so workers marking overlapping sets cannot deadlock; unknown ids
 // are ignored.
-func (s *Postgres) MarkRecalled(ctx context.Context, ids []string, succeeded bool) error {
-	ids = distinctIDs(ids)
-	if len(ids) == 0 {
+func (s *Postgres) MarkRecalled(ctx context.Context, recalls []Recall, succeeded bool) error {
+	recalls = distinctRecalls(recalls)
+	if len(recalls) == 0 {
 		return nil
 	}
+	ids, failed := make([]string, len(recalls)), make([]int, len(recalls))
+	for i, r := range recalls {
+		ids[i], failed[i] = r.ID, r.FailedChecks
+	}
 	won, lost := outcome(succeeded)
-	_, err := s.pool.Exec(ctx, `WITH locked AS (
+	_, err := s.pool.Exec(ctx, `WITH r AS (
+			SELECT * FROM unnest($1::text[], $2::integer[]) AS r (id, failed)
+		), locked AS (
 			SELECT id FROM lessons WHERE id = ANY($1) ORDER BY id COLLATE "C" FOR UPDATE
 		)
-		UPDATE lessons l SET recalled = l.recalled + 1, succeeded = l.succeeded + $2, misled = l.misled + $3
-		FROM locked WHERE l.id = locked.id`, ids, won, lost)
+		UPDATE lessons l SET recalled = l.recalled + 1, succeeded = l.succeeded + $3, misled = l.misled + $4,
+			failed_checks = l.failed_checks + r.failed
+		FROM locked JOIN r ON r.id = locked.id WHERE l.id = locked.id`, ids, failed, won, lost)
 	if err != nil {
 		return fmt.Errorf("mark recalled: %w", err)
 	}

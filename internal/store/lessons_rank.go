@@ -21,9 +21,16 @@ var ErrInvalidLesson = errors.New("invalid lesson")
 const (
 	// candidateLimit bounds the rows a backend's index hands to rankLessons.
 	candidateLimit = 50
-	// minSimilarity is the least text similarity a recalled lesson has;
-	// below it a lesson is noise in a prompt whatever its record.
-	minSimilarity = 0.1
+	// candidateSimilarity is the least similarity of whole texts a
+	// backend's index hands a candidate on for; the gates below decide.
+	candidateSimilarity = 0.1
+	// minTaskSimilarity and minSigSimilarity are the least similarity a
+	// lesson recalled for a task (of topic words) or for a failure (of
+	// signatures) has; below it a lesson is noise in a prompt whatever its
+	// record. TestRecallEvaluation picked them on labelled sets: the
+	// thresholds of the best F1 score (precision and recall weighed alike).
+	minTaskSimilarity = 0.25
+	minSigSimilarity  = 0.4
 	// sigKindBonus multiplies the score of a lesson whose error kind equals
 	// the one recalled for: the same exception class is the strongest hint.
 	sigKindBonus = 4.0
@@ -57,7 +64,7 @@ func prepareLesson(l Lesson, now time.Time) (Lesson, error) {
 	default:
 		return Lesson{}, fmt.Errorf("%w: kind %q", ErrInvalidLesson, l.Kind)
 	}
-	if l.Recalled < 0 || l.Succeeded < 0 || l.Misled < 0 {
+	if l.Recalled < 0 || l.Succeeded < 0 || l.Misled < 0 || l.FailedChecks < 0 {
 		return Lesson{}, fmt.Errorf("%w: negative counts", ErrInvalidLesson)
 	}
 	for _, f := range []*string{&l.Language, &l.SigKind, &l.SigShape, &l.SigText,
@@ -83,20 +90,21 @@ func lessonTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecon
 type recallQuery struct {
 	language string
 	kinds    []string
-	bySig    bool   // rank by signature instead of by task
-	sigKind  string // with bySig
-	text     string // the task, or the signature's shape and text
+	bySig    bool    // rank by signature instead of by task
+	sigKind  string  // with bySig
+	text     string  // the task, or the signature's shape and text
+	minSim   float64 // minTaskSimilarity or minSigSimilarity
 	k        int
 }
 
 func taskQuery(language, task string, k int) recallQuery {
 	return recallQuery{language: language, kinds: []string{LessonFix, LessonSuccess},
-		text: truncate.Head(task, maxCompared), k: k}
+		text: truncate.Head(task, maxCompared), minSim: minTaskSimilarity, k: k}
 }
 
 func sigQuery(language, sigKind, sigShape, sigText string, k int) recallQuery {
 	return recallQuery{language: language, kinds: []string{LessonFix}, bySig: true,
-		sigKind: sigKind, text: sigJoin(capSig(sigShape, sigText)), k: k}
+		sigKind: sigKind, text: sigJoin(capSig(sigShape, sigText)), minSim: minSigSimilarity, k: k}
 }
 
 // sigJoin is the text a signature is compared by; the Postgres trigram
@@ -117,17 +125,53 @@ func (q recallQuery) textOf(l Lesson) string {
 	if q.bySig {
 		return sigJoin(l.SigShape, l.SigText)
 	}
-	return l.Task
+	return topicWords(l.Task)
+}
+
+// compared is the query's text as lessons' texts are compared with it.
+func (q recallQuery) compared() string {
+	if q.bySig {
+		return q.text
+	}
+	return topicWords(q.text)
+}
+
+// taskFiller are words that say how a task is put, not what it is about.
+// Tasks are mostly written from one template ("Write a Python function
+// that …, with pytest tests"), and on the labelled set of
+// lessons_eval_test.go the template's words alone made unrelated tasks as
+// similar as rephrasings of one task. The language is left out too: recall
+// compares lessons of one language only.
+var taskFiller = map[string]bool{
+	"a": true, "an": true, "the": true, "and": true, "or": true, "that": true, "which": true,
+	"to": true, "of": true, "in": true, "for": true, "with": true, "by": true, "on": true,
+	"it": true, "its": true, "is": true, "be": true, "as": true, "from": true, "into": true,
+	"write": true, "add": true, "create": true, "implement": true, "make": true, "use": true,
+	"using": true, "function": true, "functions": true, "program": true, "script": true,
+	"code": true, "test": true, "tests": true, "pytest": true, "unittest": true, "table": true,
+	"driven": true, "python": true, "go": true, "golang": true,
+}
+
+// topicWords is s without taskFiller words: what a task is about.
+func topicWords(s string) string {
+	ws := words(s)
+	out := ws[:0]
+	for _, w := range ws {
+		if !taskFiller[w] {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // rankLessons scores the candidates for q with lessonScore and returns the
 // best q.k. Equal scores fall back to the most recently updated, then the
 // smaller id, so the order is total.
 func rankLessons(q recallQuery, candidates []Lesson) []ScoredLesson {
-	want := trigrams(q.text)
+	want := trigrams(q.compared())
 	out := make([]ScoredLesson, 0, len(candidates))
 	for _, l := range candidates {
-		score := lessonScore(want, q.textOf(l), l.Succeeded, l.Misled, q.bySig && l.SigKind == q.sigKind)
+		score := lessonScore(want, q.textOf(l), l.Succeeded, l.setbacks(), q.bySig && l.SigKind == q.sigKind, q.minSim)
 		if score > 0 {
 			out = append(out, ScoredLesson{Lesson: l, Score: score})
 		}
@@ -145,24 +189,37 @@ func rankLessons(q recallQuery, candidates []Lesson) []ScoredLesson {
 }
 
 // lessonScore is trigram similarity × learning factor × kind bonus, or 0
-// below minSimilarity. want is the query's trigrams.
-func lessonScore(want []uint64, text string, succeeded, misled int, kindMatch bool) float64 {
-	sim := similarity(want, trigrams(text))
-	if sim < minSimilarity {
+// for a lesson gatedScore does not recall. want is the query's trigrams.
+func lessonScore(want []uint64, text string, succeeded, setbacks int, kindMatch bool, minSim float64) float64 {
+	return gatedScore(similarity(want, trigrams(text)), learning(succeeded, setbacks), kindMatch, minSim)
+}
+
+// gatedScore is sim × learn × kind bonus, or 0 when sim, lowered by a
+// learning factor under 1, is below minSim. A record of help reorders
+// related lessons but never lifts an unrelated one over the bar: a lesson
+// credited for every task it was recalled into would otherwise be recalled
+// into every task. A record of failures does sink a lesson below it.
+func gatedScore(sim, learn float64, kindMatch bool, minSim float64) float64 {
+	if sim*min(learn, 1) < minSim {
 		return 0
 	}
-	score := sim * learning(succeeded, misled)
+	score := sim * learn
 	if kindMatch {
 		score *= sigKindBonus
 	}
 	return score
 }
 
-// learning is (succeeded+1)/(misled+1), capped: lessons that helped before
-// rise, lessons that misled sink, and unused ones stay at 1.
-func learning(succeeded, misled int) float64 {
-	return min(max(float64(succeeded+1)/float64(misled+1), learnMin), learnMax)
+// learning is (succeeded+1)/(setbacks+1), capped: lessons that helped
+// before rise, lessons that were followed by failures sink, and unused
+// ones stay at 1.
+func learning(succeeded, setbacks int) float64 {
+	return min(max(float64(succeeded+1)/float64(setbacks+1), learnMin), learnMax)
 }
+
+// setbacks are the failures that followed the lesson's recalls: tasks that
+// failed and checks that failed; the SQL of both backends adds the same.
+func (l Lesson) setbacks() int { return l.Misled + l.FailedChecks }
 
 // trigrams returns the sorted, distinct trigrams of s the way pg_trgm
 // makes them: lowercased alphanumeric words, each padded with two spaces in
@@ -258,7 +315,7 @@ func firstDistinct(terms []string) []string {
 // scanLessons reads, in its order.
 func lessonColumns(alias string) string {
 	cols := []string{"id", "kind", "language", "sig_kind", "sig_shape", "sig_text", "task",
-		"failed_excerpt", "fix", "reflection", "recalled", "succeeded", "misled", "created_at", "updated_at"}
+		"failed_excerpt", "fix", "reflection", "recalled", "succeeded", "misled", "failed_checks", "created_at", "updated_at"}
 	if alias != "" {
 		for i, c := range cols {
 			cols[i] = alias + "." + c
@@ -274,7 +331,7 @@ func scanLessons(rs rows, timeDest func(*time.Time) any) ([]Lesson, error) {
 	for rs.Next() {
 		var l Lesson
 		if err := rs.Scan(&l.ID, &l.Kind, &l.Language, &l.SigKind, &l.SigShape, &l.SigText, &l.Task,
-			&l.FailedExcerpt, &l.Fix, &l.Reflection, &l.Recalled, &l.Succeeded, &l.Misled,
+			&l.FailedExcerpt, &l.Fix, &l.Reflection, &l.Recalled, &l.Succeeded, &l.Misled, &l.FailedChecks,
 			timeDest(&l.CreatedAt), timeDest(&l.UpdatedAt)); err != nil {
 			return nil, err
 		}
@@ -295,12 +352,15 @@ func oneLesson(id string, ls []Lesson, err error) (Lesson, error) {
 	return ls[0], nil
 }
 
-// distinctIDs sorts and dedups ids: each lesson counts once per recall,
-// and rows are locked in one order so concurrent markers cannot deadlock.
-func distinctIDs(ids []string) []string {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
+// distinctRecalls sorts recalls by id and keeps one per lesson, with the
+// most failed checks: each lesson counts once per task, and rows are
+// locked in one order so concurrent markers cannot deadlock.
+func distinctRecalls(recalls []Recall) []Recall {
+	out := slices.Clone(recalls)
+	slices.SortFunc(out, func(a, b Recall) int {
+		return cmp.Or(strings.Compare(a.ID, b.ID), cmp.Compare(b.FailedChecks, a.FailedChecks))
+	})
+	return slices.CompactFunc(out, func(a, b Recall) bool { return a.ID == b.ID })
 }
 
 // outcome is what MarkRecalled adds to succeeded and to misled.

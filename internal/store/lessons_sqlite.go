@@ -34,23 +34,35 @@ func (st sqliteTime) Scan(src any) error {
 func sqliteTimeDest(t *time.Time) any { return sqliteTime{t} }
 
 // sqliteScoreFunc is lessonScore as an SQL function of (text, packed
-// query trigrams, succeeded, misled, kind match), so the candidates SQLite
-// hands to rankLessons are the best by the score that ranks them.
-const sqliteScoreFunc = "autocoder_lesson_score"
+// query trigrams, succeeded, setbacks, kind match, least similarity), so the
+// candidates SQLite hands to rankLessons are the best by the score that
+// ranks them; sqliteTopicFunc is topicWords, for the text of a task.
+const (
+	sqliteScoreFunc = "autocoder_lesson_score"
+	sqliteTopicFunc = "autocoder_topic_words"
+)
 
 // The driver registers functions for every connection opened afterwards.
 func init() {
-	sqlite.MustRegisterDeterministicScalarFunction(sqliteScoreFunc, 5, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	sqlite.MustRegisterDeterministicScalarFunction(sqliteScoreFunc, 6, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 		text, ok1 := args[0].(string)
 		want, ok2 := args[1].([]byte)
 		succeeded, ok3 := args[2].(int64)
-		misled, ok4 := args[3].(int64)
+		setbacks, ok4 := args[3].(int64)
 		kindMatch, ok5 := args[4].(int64)
-		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
-			return nil, fmt.Errorf("%s: arguments of types %T, %T, %T, %T, %T",
-				sqliteScoreFunc, args[0], args[1], args[2], args[3], args[4])
+		minSim, ok6 := args[5].(float64)
+		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 {
+			return nil, fmt.Errorf("%s: arguments of types %T, %T, %T, %T, %T, %T",
+				sqliteScoreFunc, args[0], args[1], args[2], args[3], args[4], args[5])
 		}
-		return lessonScore(unpackTrigrams(want), text, int(succeeded), int(misled), kindMatch != 0), nil
+		return lessonScore(unpackTrigrams(want), text, int(succeeded), int(setbacks), kindMatch != 0, minSim), nil
+	})
+	sqlite.MustRegisterDeterministicScalarFunction(sqliteTopicFunc, 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		text, ok := args[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("%s: argument of type %T", sqliteTopicFunc, args[0])
+		}
+		return topicWords(text), nil
 	})
 }
 
@@ -86,10 +98,10 @@ func (s *SQLite) SaveLesson(ctx context.Context, l Lesson) (string, error) {
 	defer s.mu.Unlock()
 	now := p.UpdatedAt.Format(sqliteTimeLayout)
 	_, err = s.db.ExecContext(ctx, `INSERT INTO lessons (`+lessonColumns("")+`)
-		VALUES (`+placeholders(15)+`)
+		VALUES (`+placeholders(16)+`)
 		ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at`,
 		p.ID, p.Kind, p.Language, p.SigKind, p.SigShape, p.SigText, p.Task, p.FailedExcerpt, p.Fix,
-		p.Reflection, p.Recalled, p.Succeeded, p.Misled, now, now)
+		p.Reflection, p.Recalled, p.Succeeded, p.Misled, p.FailedChecks, now, now)
 	if err != nil {
 		return "", fmt.Errorf("save lesson %s: %w", p.ID, err)
 	}
@@ -121,7 +133,7 @@ func (s *SQLite) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, err
 	if q.k <= 0 || len(grams) == 0 {
 		return nil, nil
 	}
-	column, text, kindMatch := "task", "l.task", "0"
+	column, text, kindMatch := "task", sqliteTopicFunc+"(l.task)", "0"
 	if q.bySig {
 		column, text, kindMatch = "sig", "l.sig_shape || ' ' || l.sig_text", "l.sig_kind = ?"
 	}
@@ -130,15 +142,15 @@ func (s *SQLite) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, err
 	for _, k := range q.kinds {
 		args = append(args, k)
 	}
-	args = append(args, packTrigrams(trigrams(q.text)))
+	args = append(args, packTrigrams(trigrams(q.compared())))
 	if q.bySig {
 		args = append(args, q.sigKind)
 	}
-	args = append(args, q.limit())
+	args = append(args, q.minSim, q.limit())
 	rs, err := s.db.QueryContext(ctx, `SELECT `+lessonColumns("l")+`
 		FROM lessons_fts JOIN lessons l ON l.seq = lessons_fts.rowid
 		WHERE lessons_fts MATCH ? AND l.language = ? AND l.kind IN (`+placeholders(len(q.kinds))+`)
-		ORDER BY `+sqliteScoreFunc+`(`+text+`, ?, l.succeeded, l.misled, `+kindMatch+`) DESC,
+		ORDER BY `+sqliteScoreFunc+`(`+text+`, ?, l.succeeded, l.misled + l.failed_checks, `+kindMatch+`, ?) DESC,
 			l.updated_at DESC, l.id
 		LIMIT ?`, args...)
 	if err != nil {
@@ -154,21 +166,24 @@ func (s *SQLite) recall(ctx context.Context, q recallQuery) ([]ScoredLesson, err
 
 // MarkRecalled implements LessonStore. One statement updates every row, so
 // the counts move together; unknown ids are ignored.
-func (s *SQLite) MarkRecalled(ctx context.Context, ids []string, succeeded bool) error {
-	ids = distinctIDs(ids)
-	if len(ids) == 0 {
+func (s *SQLite) MarkRecalled(ctx context.Context, recalls []Recall, succeeded bool) error {
+	recalls = distinctRecalls(recalls)
+	if len(recalls) == 0 {
 		return nil
 	}
 	won, lost := outcome(succeeded)
-	args := []any{won, lost}
-	for _, id := range ids {
-		args = append(args, id)
+	// The failed checks of each row come from a VALUES list joined by id.
+	var args []any
+	for _, r := range recalls {
+		args = append(args, r.ID, r.FailedChecks)
 	}
+	args = append(args, won, lost)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err := s.db.ExecContext(ctx, `UPDATE lessons
-		SET recalled = recalled + 1, succeeded = succeeded + ?, misled = misled + ?
-		WHERE id IN (`+placeholders(len(ids))+`)`, args...)
+	_, err := s.db.ExecContext(ctx, `WITH r (id, failed) AS (VALUES `+strings.TrimSuffix(strings.Repeat("(?, ?), ", len(recalls)), ", ")+`)
+		UPDATE lessons SET recalled = recalled + 1, succeeded = succeeded + ?, misled = misled + ?,
+			failed_checks = failed_checks + (SELECT r.failed FROM r WHERE r.id = lessons.id)
+		WHERE id IN (SELECT id FROM r)`, args...)
 	if err != nil {
 		return fmt.Errorf("mark recalled: %w", err)
 	}

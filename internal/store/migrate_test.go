@@ -88,6 +88,45 @@ func TestLayersMigrateDown(t *testing.T) {
 	}
 }
 
+// TestLessonFailedChecksMigrateDown: going down drops the count of failed
+// checks and keeps the lessons with their other counts; going up again
+// starts the count from 0.
+func TestLessonFailedChecksMigrateDown(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			target := b.target(t)
+			s := openTarget(t, target)
+			id := mustSave(t, s, successLesson("go", "cache pages in redis", "1. go-redis"))
+			if err := s.MarkRecalled(ctx, []Recall{{ID: id, FailedChecks: 2}}, true); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			err := migrateWith(b.name, migrationDriver(t, target), func(m *migrate.Migrate) error { return m.Migrate(4) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := openDB(t, target)
+			var recalled, succeeded int
+			err = db.QueryRowContext(ctx, `SELECT recalled, succeeded FROM lessons WHERE id = `+placeholder(target), id).Scan(&recalled, &succeeded)
+			if err != nil || recalled != 1 || succeeded != 1 {
+				t.Errorf("after going down: recalled %d, succeeded %d, %v; want the lesson with 1 and 1", recalled, succeeded, err)
+			}
+			if _, err := db.ExecContext(ctx, `SELECT failed_checks FROM lessons`); err == nil {
+				t.Error("failed_checks is still there")
+			}
+			db.Close()
+
+			s = openTarget(t, target) // up again
+			if l := mustGet(t, s, id); l.Recalled != 1 || l.Succeeded != 1 || l.FailedChecks != 0 {
+				t.Errorf("after going up: %d/%d/%d failed checks, want 1/1/0", l.Recalled, l.Succeeded, l.FailedChecks)
+			}
+		})
+	}
+}
+
 func isPostgres(target string) bool {
 	u, err := url.Parse(target)
 	return err == nil && u.Scheme == "postgres"

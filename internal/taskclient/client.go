@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -134,6 +133,9 @@ func New(c client.Client, namespace string) *Client {
 type StartOptions struct {
 	// ID is the task's id; empty gives "autocoder-" and a random suffix.
 	ID string
+	// Dir is the project directory the task works on (absolute), which
+	// resume writes the files back to; empty for a task without one.
+	Dir string
 }
 
 // Started names a task that started.
@@ -142,11 +144,13 @@ type Started struct {
 	RunID string `json:"runId"`
 }
 
-// Memo keys Start sets, which List reads back without asking each task.
+// Memo keys Start sets, which List (and ProjectDir) read back without
+// asking the task.
 const (
 	memoTask     = "task"
 	memoModel    = "model"
 	memoLanguage = "language"
+	memoDir      = "dir"
 )
 
 // Start starts a task. The Web UI shows its summary and details; the memo
@@ -162,12 +166,30 @@ func (c *Client) Start(ctx context.Context, in workflows.TaskInput, o StartOptio
 		StaticSummary: termsafe.Clip(in.Task, 200),
 		StaticDetails: fmt.Sprintf("language: %s\n\ntest command: %s\n\nmax iterations: %d\n\nmodel: %s",
 			in.Language, orDefault(in.TestCmd, "written by the model"), in.MaxIterations, orDefault(in.Model, "worker default")),
-		Memo: map[string]any{memoTask: in.Task, memoModel: in.Model, memoLanguage: in.Language},
+		Memo: startMemo(in, o),
 	}, workflows.WorkflowName, in)
 	if err != nil {
 		return Started{}, fmt.Errorf("start task: %w", classify(err))
 	}
 	return Started{ID: id, RunID: run.GetRunID()}, nil
+}
+
+func startMemo(in workflows.TaskInput, o StartOptions) map[string]any {
+	memo := map[string]any{memoTask: in.Task, memoModel: in.Model, memoLanguage: in.Language}
+	if o.Dir != "" {
+		memo[memoDir] = o.Dir
+	}
+	return memo
+}
+
+// ProjectDir is the project directory the task was started on (its
+// StartOptions.Dir), or "" for a task started without one.
+func (c *Client) ProjectDir(ctx context.Context, id string) (string, error) {
+	d, err := c.Describe(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return decode[string](d.GetWorkflowExecutionInfo().GetMemo().GetFields()[memoDir]), nil
 }
 
 // Status asks the task where it is.
@@ -189,33 +211,6 @@ func (c *Client) Wait(ctx context.Context, id string) (workflows.TaskResult, err
 	var res workflows.TaskResult
 	err := c.sdk.GetWorkflow(ctx, id, "").Get(ctx, &res)
 	return res, classify(err)
-}
-
-// Watch polls the task's status every interval and hands each to fn until
-// the task is done, fn returns false, or ctx ends. A status that cannot be
-// read while the server does not answer is skipped; any other error ends
-// the watch.
-func (c *Client) Watch(ctx context.Context, id string, every time.Duration, fn func(workflows.Status) bool) error {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		st, err := c.Status(ctx, id)
-		switch {
-		case err == nil:
-			if !fn(st) || st.Phase.Done() {
-				return nil
-			}
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case !errors.Is(err, ErrUnreachable):
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // Approve answers the pending question yes.

@@ -279,6 +279,26 @@ func TestListReadsTheMemo(t *testing.T) {
 	}
 }
 
+// TestProjectDirReadsTheMemo: the project a task was started on comes back
+// from the server, for resume to write to; a task without one has none,
+// and an unknown task is not found.
+func TestProjectDirReadsTheMemo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newTestClient(t)
+	for id, dir := range map[string]string{"with": "/home/me/project", "without": ""} {
+		if _, err := c.Start(ctx, workflows.TaskInput{Task: id}, StartOptions{ID: id, Dir: dir}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.ProjectDir(ctx, id); err != nil || got != dir {
+			t.Errorf("ProjectDir(%s) = %q, %v; want %q", id, got, err, dir)
+		}
+	}
+	if _, err := c.ProjectDir(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ProjectDir of an unknown task: %v, want ErrNotFound", err)
+	}
+}
+
 // TestTranscriptReadsTheStatusThenTheStore: conversations come in the
 // order the status names them, each message as the loop stored it.
 func TestTranscriptReadsTheStatusThenTheStore(t *testing.T) {

@@ -1,0 +1,5 @@
+BEGIN;
+
+ALTER TABLE lessons DROP COLUMN failed_checks;
+
+COMMIT;
