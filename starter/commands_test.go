@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -572,5 +573,28 @@ func TestExitCodes(t *testing.T) {
 	}
 	if code := execute(ctx, f, []string{"status", "t1"}); code != exitUnavailable || !strings.Contains(errOut.String(), "cannot reach Temporal") {
 		t.Errorf("unreachable: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// TestPrintLesson: lessons show leaves out what a lesson does not have and
+// calls a success's plan a plan.
+func TestPrintLesson(t *testing.T) {
+	var b bytes.Buffer
+	printLesson(&b, store.Lesson{ID: "abc", Kind: store.LessonSuccess, Language: "python", Task: "add numbers", Fix: "1. write add"})
+	got := b.String()
+	for _, s := range []string{"signature", "fix:", "failure", "diagnosis", "updated"} {
+		if strings.Contains(got, s) {
+			t.Errorf("a success lesson shows %q:\n%s", s, got)
+		}
+	}
+	if !strings.Contains(got, "plan:\n    1. write add") {
+		t.Errorf("a success lesson's plan is not labelled plan:\n%s", got)
+	}
+
+	b.Reset()
+	printLesson(&b, store.Lesson{ID: "def", Kind: store.LessonFix, SigKind: "python:AssertionError", Fix: "-a\n+b"})
+	got = b.String()
+	if !strings.Contains(got, "signature:  python:AssertionError\n") || !strings.Contains(got, "fix:\n") || strings.Contains(got, "plan:") {
+		t.Errorf("a fix lesson:\n%s", got)
 	}
 }
