@@ -598,3 +598,22 @@ func TestPrintLesson(t *testing.T) {
 		t.Errorf("a fix lesson:\n%s", got)
 	}
 }
+
+// TestTranscriptKeepsCodeIndentation: the code a write or an edit carries
+// is shown with its lines and indentation, still made safe for a terminal.
+func TestTranscriptKeepsCodeIndentation(t *testing.T) {
+	var b bytes.Buffer
+	p := &transcriptPrinter{w: &b, seen: map[string]int{}}
+	p.message(llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "write",
+		Arguments: `{"path":"calc.py","content":"def add(a, b):\n    if a:\n        return a + b  # \u001b[2J\n    return b\n"}`}}})
+	got := b.String()
+	for _, want := range []string{
+		`→ write {"path":"calc.py"}`,
+		"    content:\n",
+		"        def add(a, b):\n            if a:\n                return a + b  # \\x1b[2J\n            return b\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, got)
+		}
+	}
+}
