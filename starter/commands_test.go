@@ -331,7 +331,7 @@ func TestWatchCommand(t *testing.T) {
 	done.Phase = workflows.PhaseSucceeded
 	c.statuses["t2"] = done
 	c.results["t2"] = workflows.TaskResult{Iterations: 2, Status: done}
-	runFake(t, c, "watch", "t2").want(t, exitOK, []string{"✔ task t2 succeeded in 2 iteration(s)"}, nil)
+	runFake(t, c, "watch", "t2").want(t, exitOK, []string{"✔ task t2 succeeded in 2 iteration(s)", "write them with `autocoder export t2 DIR`"}, nil)
 	r := runFake(t, c, "watch", "t2", "--json")
 	hasAll(t, jsonKeys(t, r.out), "id", "result")
 
@@ -392,6 +392,8 @@ func TestRunCommand(t *testing.T) {
 	if r := runFake(t, c, "run", "--detach", "fix it"); strings.TrimSpace(r.out) != "autocoder-new" {
 		t.Errorf("run --detach prints %q, want the id alone", r.out)
 	}
+	runFake(t, c, "run", "--detach", "--out", "./result", "fix it").want(t, exitOK, nil,
+		[]string{"`autocoder watch autocoder-new`", "`autocoder export autocoder-new ./result`"})
 	for _, tt := range []struct {
 		args []string
 		err  string

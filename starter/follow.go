@@ -110,7 +110,9 @@ loop:
 		note = " (tests written by the model: review them, they decide what passed)"
 	}
 	fmt.Fprintf(f.IO.Out, "✔ task %s succeeded in %d iteration(s)%s\n", id, result.Iterations, note)
-	if !o.noFiles {
+	if o.noFiles {
+		fmt.Fprintf(f.IO.Out, "  files: write them with `autocoder export %s DIR`\n", id)
+	} else {
 		fmt.Fprintf(f.IO.Out, "  %d file(s) written to %s\n", n, out)
 	}
 	fmt.Fprintf(f.IO.Out, "  tokens: %d in, %d out, $%.4f\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, result.Status.Usage.CostUSD)

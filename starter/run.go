@@ -145,16 +145,19 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	}
 	id := run.ID
 	fmt.Fprintf(f.IO.ErrOut, "task %s started\nweb UI: %s\n", id, f.cfg.workflowURL(id))
+	out := o.Out
+	if out == "" {
+		out = o.Dir
+	}
 	if o.Detach {
+		// Nothing writes a detached task's files: say how to get them.
+		fmt.Fprintf(f.IO.ErrOut, "follow it with `autocoder watch %s`; once it succeeds, write its files with `autocoder export %s %s`\n",
+			id, id, orDefault(out, "DIR"))
 		if o.JSON {
 			return writeJSON(f.IO.Out, map[string]string{"id": id, "runId": run.RunID, "url": f.cfg.workflowURL(id)})
 		}
 		fmt.Fprintln(f.IO.Out, id)
 		return nil
-	}
-	out := o.Out
-	if out == "" {
-		out = o.Dir
 	}
 	return follow(ctx, f, c, id, followOptions{out: out, json: o.JSON, interactive: true})
 }
