@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/taskclient"
@@ -243,9 +244,13 @@ func TestListCommand(t *testing.T) {
 	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	c.tasks = []taskclient.Task{
 		{ID: "t1", Status: "running", Phase: "generating", Language: "go", Iteration: 2, CostUSD: 0.0123, Started: started, Task: "fix\x1b[2J the parser"},
-		{ID: "t2", Status: "completed", Started: started, Closed: started.Add(time.Minute), Task: "old task without attributes"},
+		{ID: "t2", Status: "completed", Started: started, Closed: started.Add(time.Minute), Model: "openai:gpt-4.1", Task: "old task without attributes"},
+		{ID: "t3", Status: "completed", Phase: "succeeded", Iteration: 1, Started: started, Model: "openai:my-local-model", Task: "a model without a price"},
 	}
 	r := runFake(t, c, "list")
+	if row := strings.Split(r.out, "\n")[3]; !strings.Contains(row, "unknown") {
+		t.Errorf("a task of a model without a price: %q, want cost unknown", row)
+	}
 	r.want(t, exitOK, []string{"ID", "STATUS", "PHASE", "LANG", "ITER", "COST", "TASK", "$0.0123", `fix\x1b[2J the parser`}, nil)
 	if row := strings.Split(r.out, "\n")[2]; !strings.Contains(row, "t2") || !strings.Contains(row, "-") {
 		t.Errorf("a task without search attributes shows no dashes: %q", row)
@@ -616,6 +621,31 @@ func TestTranscriptKeepsCodeIndentation(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("transcript lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestCostOfUnpricedModel: a model without a known price costs "unknown",
+// not $0, in status, in watch's line and in the final line.
+func TestCostOfUnpricedModel(t *testing.T) {
+	c := newFakeClient()
+	done := working
+	done.Phase = workflows.PhaseSucceeded
+	done.Usage = activities.Usage{PromptTokens: 100, CompletionTokens: 20, Calls: 2, Unpriced: 2}
+	c.statuses["t1"] = done
+	c.results["t1"] = workflows.TaskResult{Iterations: 1, Status: done}
+	runFake(t, c, "status", "t1").want(t, exitOK, []string{"(2 calls, cost unknown)"}, nil)
+	runFake(t, c, "watch", "t1").want(t, exitOK, []string{"tokens: 100 in, 20 out, cost unknown"}, nil)
+	if s := statusLine(done); !strings.Contains(s, "cost unknown") || strings.Contains(s, "$") {
+		t.Errorf("status line %q, want cost unknown", s)
+	}
+	for u, want := range map[activities.Usage]string{
+		{CostUSD: 0.5, Calls: 1}:              "$0.5000",
+		{Calls: 1}:                            "$0.0000",
+		{CostUSD: 0.5, Calls: 2, Unpriced: 1}: "$0.5000 and unknown",
+	} {
+		if got := costText(u); got != want {
+			t.Errorf("costText(%+v) = %q, want %q", u, got, want)
 		}
 	}
 }

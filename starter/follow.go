@@ -115,7 +115,7 @@ loop:
 	} else {
 		fmt.Fprintf(f.IO.Out, "  %d file(s) written to %s\n", n, out)
 	}
-	fmt.Fprintf(f.IO.Out, "  tokens: %d in, %d out, $%.4f\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, result.Status.Usage.CostUSD)
+	fmt.Fprintf(f.IO.Out, "  tokens: %d in, %d out, cost %s\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, costText(result.Status.Usage))
 	return nil
 }
 
@@ -262,8 +262,8 @@ func statusLine(st workflows.Status) string {
 		parts = append(parts, time.Since(st.Started).Round(time.Second).String())
 	}
 	parts = append(parts, fmt.Sprintf("%s tokens", humanCount(st.Usage.PromptTokens+st.Usage.CompletionTokens)))
-	if st.Usage.CostUSD > 0 {
-		parts = append(parts, fmt.Sprintf("$%.4f", st.Usage.CostUSD))
+	if st.Usage.CostUSD > 0 || st.Usage.Unpriced > 0 {
+		parts = append(parts, "cost "+costText(st.Usage))
 	}
 	if st.LastTest != nil {
 		parts = append(parts, termsafe.Line(st.LastTest.Headline()))
