@@ -22,6 +22,7 @@ import (
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -129,10 +130,14 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 		return err
 	}
 	if o.Dir != "" {
-		if in.InputSnapshot, err = uploadDir(ctx, f, o.Dir); err != nil {
+		var files []workspace.File
+		if in.InputSnapshot, files, err = uploadDir(ctx, f, o.Dir); err != nil {
 			return err
 		}
-		announceUsersTests(ctx, f, in)
+		if in, err = judgedByUsersTests(in, files); err != nil {
+			return err
+		}
+		announceUsersTests(f.IO.ErrOut, in, files)
 	}
 	if ok, err := c.EnsureSearchAttributes(ctx); err != nil {
 		slog.Debug("search attributes unavailable; the Web UI list will not filter by phase", "error", err)
@@ -237,21 +242,39 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 }
 
 // uploadDir stores an existing project as the task's input snapshot.
-func uploadDir(ctx context.Context, f *Factory, dir string) (string, error) {
+func uploadDir(ctx context.Context, f *Factory, dir string) (string, []workspace.File, error) {
 	files, summary, err := workspace.LoadDir(dir, workspace.LoadOptions{})
 	if err != nil {
-		return "", usageError("--dir %s: %v", dir, err)
+		return "", nil, usageError("--dir %s: %v", dir, err)
 	}
 	st, err := f.Store(ctx)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	id, err := st.PutSnapshot(ctx, files)
 	if err != nil {
-		return "", usageError("--dir %s: %v", dir, err)
+		return "", nil, usageError("--dir %s: %v", dir, err)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "uploaded %s: %d files, %d bytes; %d skipped\n", dir, summary.Files, summary.Bytes, len(summary.Skipped))
-	return id, nil
+	return id, files, nil
+}
+
+// judgedByUsersTests decides, once, whose tests judge a task that starts
+// from a project: a test command given, or tests of the user's in the
+// project, run by the language's own command, make the user's tests the
+// judge; only a project without either leaves the tests to the model.
+// Every later reader (the prompts, status, the final line) follows from
+// the test command this sets, through Status.TestsByModel.
+func judgedByUsersTests(in workflows.TaskInput, files []workspace.File) (workflows.TaskInput, error) {
+	if in.TestCmd != "" || !integrity.Protect(files, integrity.Options{Protect: in.Protect}).HasTests() {
+		return in, nil
+	}
+	p, err := sandbox.LookupProfile(in.Language)
+	if err != nil {
+		return in, usageError("--lang %s: %v", in.Language, err)
+	}
+	in.TestCmd = strings.Join(p.TestCmd, " ")
+	return in, nil
 }
 
 // taskFailure keeps the workflow's own message, written for people.

@@ -27,6 +27,7 @@ type Options struct {
 type Set struct {
 	input     map[string]workspace.File // the whole starting workspace
 	protected []string                  // sorted
+	tests     bool                      // some protected file is a test, not only configuration
 }
 
 // Protect fixes the protected set of a starting workspace.
@@ -35,13 +36,20 @@ func Protect(input []workspace.File, o Options) Set {
 	named := namedByCommand(o.TestCmd)
 	for _, f := range input {
 		s.input[f.Path] = f
-		if IsTestFile(f.Path) || isTestConfig(f.Path, f.Data) || named(f.Path) || matchesAny(o.Protect, f.Path) {
+		test := IsTestFile(f.Path) || named(f.Path) || matchesAny(o.Protect, f.Path)
+		if test || isTestConfig(f.Path, f.Data) {
 			s.protected = append(s.protected, f.Path)
 		}
+		s.tests = s.tests || test
 	}
 	slices.Sort(s.protected)
 	return s
 }
+
+// HasTests reports whether the workspace has tests of the user's: files
+// named like tests, named by the test command or by Protect. Test
+// configuration alone is not a test.
+func (s Set) HasTests() bool { return s.tests }
 
 // Paths are the protected files, sorted.
 func (s Set) Paths() []string { return s.protected }
