@@ -77,7 +77,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	fl.StringVar(&o.Lang, "lang", "", "language: python or go (default: go when --dir has go.mod, else python)")
 	fl.StringVar(&o.Out, "out", "", "directory to write the final files to (default: --dir, else ./<task id>)")
 	fl.StringVar(&o.Dir, "dir", "", "existing project to work on; uploaded as the starting workspace")
-	fl.StringVar(&o.TestCmd, "test-cmd", "", "shell command whose success decides the task (default: tests the model writes)")
+	fl.StringVar(&o.TestCmd, "test-cmd", "", "shell command whose success decides the task (default: the --dir project's tests, run by the language's test command; without any, tests the model writes)")
 	fl.StringVar(&o.Model, "model", "", "model as provider:model, e.g. openai:gpt-4.1 (default: "+llm.EnvModel+" or the provider whose key is set)")
 	fl.IntVar(&o.MaxIterations, "max-iterations", workflows.DefaultMaxIterations, "attempts allowed across all plan steps")
 	fl.BoolVar(&o.Detach, "detach", false, "start the task and return at once")
