@@ -3,8 +3,6 @@ package workspace
 import (
 	"bufio"
 	"bytes"
-	"errors"
-	"io/fs"
 	"os"
 	"path"
 	"regexp"
@@ -60,16 +58,14 @@ func (g *ignoreRules) readDir(r *os.Root, dir string) error {
 	return nil
 }
 
-// readRegularFile reads p when it is a regular file; a missing one, a
-// symlink (git does not follow a symlinked .gitignore either) or anything
-// else reads as empty.
+// readRegularFile reads p when it is a regular file. A missing one, one
+// that cannot be reached (a directory on the way is a symlink out of the
+// project), a symlink (git does not follow a symlinked .gitignore either)
+// or anything else reads as empty.
 func readRegularFile(r *os.Root, p string) ([]byte, error) {
 	info, err := r.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || err == nil && !info.Mode().IsRegular() {
+	if err != nil || !info.Mode().IsRegular() {
 		return nil, nil
-	}
-	if err != nil {
-		return nil, err
 	}
 	return r.ReadFile(p)
 }

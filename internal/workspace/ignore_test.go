@@ -140,3 +140,23 @@ func TestCachesNeverUploaded(t *testing.T) {
 		t.Errorf("%d skipped as caches, want 13: %v", n, sum.Skipped)
 	}
 }
+
+// TestSymlinkedIgnoreFileNotFollowed: as in git, a .gitignore that is a
+// symlink is not read; nor is an info/exclude under a symlinked .git.
+func TestSymlinkedIgnoreFileNotFollowed(t *testing.T) {
+	outside := tree(t, map[string]string{"all": "*\n", "git/info/exclude": "*\n"})
+	root := tree(t, map[string]string{"sub/a.py": "x", "b.py": "x"})
+	must(t, os.Symlink(filepath.Join(outside, "all"), filepath.Join(root, "sub/.gitignore")))
+	must(t, os.Symlink(filepath.Join(outside, "git"), filepath.Join(root, ".git")))
+	files, _, err := LoadDir(root, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Path)
+	}
+	if want := []string{"b.py", "sub/a.py"}; !slices.Equal(got, want) {
+		t.Errorf("uploaded %q, want %q", got, want)
+	}
+}
