@@ -129,7 +129,7 @@ func announceUsersTests(w io.Writer, in workflows.TaskInput, input []workspace.F
 	paths := usersTests(workflows.Status{TestCmd: in.TestCmd, Protect: in.Protect}, input).Paths()
 	switch {
 	case in.TestCmd == "":
-		fmt.Fprintln(w, "none of the uploaded files look like tests: the model writes the tests that decide success; name yours with --protect GLOB or give --test-cmd")
+		fmt.Fprintln(w, "none of the uploaded files look like tests in this language: the model writes the tests that decide success; name yours with --protect GLOB or give --test-cmd")
 	case len(paths) == 0:
 		fmt.Fprintln(w, "none of the uploaded files look like tests; name yours with --protect GLOB so the task cannot change them")
 	default:

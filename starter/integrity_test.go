@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,6 +190,8 @@ func TestOneJudge(t *testing.T) {
 		{"go tests", workflows.TaskInput{Language: "go"}, []workspace.File{{Path: "calc_test.go", Data: []byte("package calc\n")}}, "go test ./...",
 			"run by `go test ./...`", "the user's tests are the judge"},
 		{"no tests", workflows.TaskInput{Language: "python"}, noTests, "",
+			"the model writes the tests that decide success", "written by the model"},
+		{"only another language's tests", workflows.TaskInput{Language: "python"}, append(slices.Clone(noTests), workspace.File{Path: "web/app.test.ts"}), "",
 			"the model writes the tests that decide success", "written by the model"},
 	} {
 		in, err := judgedByUsersTests(tt.in, tt.files)

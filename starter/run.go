@@ -261,19 +261,21 @@ func uploadDir(ctx context.Context, f *Factory, dir string) (string, []workspace
 
 // judgedByUsersTests decides, once, whose tests judge a task that starts
 // from a project: a test command given, or tests of the user's in the
-// project, run by the language's own command, make the user's tests the
+// project that the language's own command runs, make the user's tests the
 // judge; only a project without either leaves the tests to the model.
 // Every later reader (the prompts, status, the final line) follows from
 // the test command this sets, through Status.TestsByModel.
 func judgedByUsersTests(in workflows.TaskInput, files []workspace.File) (workflows.TaskInput, error) {
-	if in.TestCmd != "" || !integrity.Protect(files, integrity.Options{Protect: in.Protect}).HasTests() {
+	if in.TestCmd != "" {
 		return in, nil
 	}
 	p, err := sandbox.LookupProfile(in.Language)
 	if err != nil {
 		return in, usageError("--lang %s: %v", in.Language, err)
 	}
-	in.TestCmd = strings.Join(p.TestCmd, " ")
+	if integrity.Protect(files, integrity.Options{Protect: in.Protect}).HasTests(p.TestSuffix) {
+		in.TestCmd = strings.Join(p.TestCmd, " ")
+	}
 	return in, nil
 }
 

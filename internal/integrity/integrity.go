@@ -27,7 +27,7 @@ type Options struct {
 type Set struct {
 	input     map[string]workspace.File // the whole starting workspace
 	protected []string                  // sorted
-	tests     bool                      // some protected file is a test, not only configuration
+	tests     []string                  // the protected files that are tests, not configuration
 }
 
 // Protect fixes the protected set of a starting workspace.
@@ -40,16 +40,21 @@ func Protect(input []workspace.File, o Options) Set {
 		if test || isTestConfig(f.Path, f.Data) {
 			s.protected = append(s.protected, f.Path)
 		}
-		s.tests = s.tests || test
+		if test {
+			s.tests = append(s.tests, f.Path)
+		}
 	}
 	slices.Sort(s.protected)
 	return s
 }
 
-// HasTests reports whether the workspace has tests of the user's: files
+// HasTests reports whether the workspace has tests of the user's that a
+// runner of files ending in suffix (".py", "_test.go") would run: files
 // named like tests, named by the test command or by Protect. Test
-// configuration alone is not a test.
-func (s Set) HasTests() bool { return s.tests }
+// configuration alone is not a test, nor are another language's tests.
+func (s Set) HasTests(suffix string) bool {
+	return slices.ContainsFunc(s.tests, func(p string) bool { return strings.HasSuffix(p, suffix) })
+}
 
 // Paths are the protected files, sorted.
 func (s Set) Paths() []string { return s.protected }
