@@ -16,7 +16,8 @@ import (
 // bracket expressions, escapes, trailing spaces and info/exclude.
 var ignoreTree = map[string]string{
 	".gitignore": "# comment\n*.log\n!important.log\n/root-only.txt\nbuild/\ndocs/**/*.tmp\n**/gen/out.txt\nlogs/**\n" +
-		"file[0-9].txt\n\\#hash.txt\ntrailing.txt   \n*.o\n!keep/*.o\ndata/*\n!data/keep.csv\nnot-a-dir/\n",
+		"file[0-9].txt\n\\#hash.txt\ntrailing.txt   \n*.o\n!keep/*.o\ndata/*\n!data/keep.csv\nnot-a-dir/\n" +
+		"x/**/y.md\n[!a-c]*.cfg\n\\!bang.txt\nspace\\ .txt\n",
 	".git/info/exclude":      "excluded-by-info.txt\n",
 	"important.log":          "kept by negation",
 	"app.log":                "ignored",
@@ -48,6 +49,15 @@ var ignoreTree = map[string]string{
 	"sub/inner/only-here.md": "kept",
 	"sub/inner/x.txt":        "ignored: the nested pattern has no slash",
 	"main.py":                "kept",
+	"x/y.md":                 "ignored: /**/ matches no directory",
+	"x/p/q/y.md":             "ignored: /**/ matches several",
+	"x/z.md":                 "kept",
+	"a.cfg":                  "kept: in the class",
+	"d.cfg":                  "ignored: not in the class",
+	"!bang.txt":              "ignored: escaped !",
+	"space .txt":             "ignored: escaped space",
+	"sub/deeper/.gitignore":  "/**\n",
+	"sub/deeper/any/x.md":    "ignored by /** in a nested file",
 }
 
 // TestIgnoreRulesAsGit: LoadDir leaves out what git leaves out, asked of
