@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -255,8 +256,25 @@ func uploadDir(ctx context.Context, f *Factory, dir string) (string, []workspace
 	if err != nil {
 		return "", nil, usageError("--dir %s: %v", dir, err)
 	}
-	fmt.Fprintf(f.IO.ErrOut, "uploaded %s: %d files, %d bytes; %d skipped\n", dir, summary.Files, summary.Bytes, len(summary.Skipped))
+	fmt.Fprintf(f.IO.ErrOut, "uploaded %s: %d files, %d bytes; %s\n", dir, summary.Files, summary.Bytes, skippedText(summary))
 	return id, files, nil
+}
+
+// skippedText counts what an upload left out, by reason.
+func skippedText(s workspace.Summary) string {
+	if len(s.Skipped) == 0 {
+		return "0 skipped"
+	}
+	var reasons []string
+	for _, sk := range s.Skipped {
+		if !slices.Contains(reasons, string(sk.Reason)) {
+			reasons = append(reasons, string(sk.Reason))
+		}
+	}
+	for i, r := range reasons {
+		reasons[i] = fmt.Sprintf("%d %s", s.Count(workspace.SkipReason(r)), r)
+	}
+	return fmt.Sprintf("%d skipped (%s)", len(s.Skipped), strings.Join(reasons, ", "))
 }
 
 // judgedByUsersTests decides, once, whose tests judge a task that starts

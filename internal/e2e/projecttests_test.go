@@ -66,6 +66,9 @@ func TestProjectTestsJudgeWithoutTestCmd(t *testing.T) {
 		t.Fatalf("run printed no task id:\n%s", stderr)
 	}
 	id := m[1]
+	if want := "4 files, 112 bytes; 4 skipped (3 cache or build output, 1 matched .gitignore)"; !strings.Contains(stderr, want) {
+		t.Errorf("run does not say what it uploaded and left out (%q):\n%s", want, stderr)
+	}
 	if want := "are the judge, run by `" + defaultCmd + "`: tests/test_calc.py"; !strings.Contains(stderr, want) {
 		t.Errorf("run does not announce the user's tests as the judge (%q):\n%s", want, stderr)
 	}
