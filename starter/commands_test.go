@@ -407,6 +407,7 @@ func TestRunCommand(t *testing.T) {
 		{[]string{"--approve-commands", "--allow-command", " "}, "an empty prefix"},
 		{[]string{"--max-turns=-1"}, "--max-turns"},
 		{[]string{"--lang", "cobol"}, `--lang "cobol"`},
+		{[]string{"--model", "openai:my-local-model", "--budget-usd", "1"}, "--budget-usd: the price of my-local-model is unknown"},
 	} {
 		args := append(append([]string{"run", "--detach"}, tt.args...), "fix it")
 		runFake(t, c, args...).want(t, exitUsage, nil, []string{tt.err})

@@ -203,6 +203,11 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	if math.IsNaN(o.BudgetUSD) || math.IsInf(o.BudgetUSD, 0) || o.BudgetUSD < 0 {
 		return workflows.TaskInput{}, usageError("--budget-usd %v: want an amount of dollars, 0 (no limit) or more", o.BudgetUSD)
 	}
+	if spec, err := llm.ParseSpec(o.Model); o.Model != "" && err == nil && o.BudgetUSD > 0 {
+		if _, ok := llm.PriceOf(spec.Model); !ok {
+			return workflows.TaskInput{}, usageError("--budget-usd: the price of %s is unknown, so its cost is too and a dollar budget is never reached; use --budget-tokens", spec.Model)
+		}
+	}
 	if o.BudgetTokens < 0 || o.ApprovalTimeout <= 0 {
 		return workflows.TaskInput{}, usageError("--budget-tokens must not be negative and --approval-timeout must be positive")
 	}
