@@ -75,6 +75,9 @@ func TestProjectTestsJudgeWithoutTestCmd(t *testing.T) {
 	if want := "succeeded in 1 iteration(s) (your tests passed: " + defaultCmd + ")"; !strings.Contains(stdout, want) {
 		t.Errorf("the final line lacks %q:\n%s", want, stdout)
 	}
+	if want := "  1 file(s) written to " + proj; !strings.Contains(stdout, want) {
+		t.Errorf("run does not say it wrote the one changed file (%q):\n%s", want, stdout)
+	}
 	if strings.Contains(stdout, "written by the model") {
 		t.Errorf("the final line says the model wrote the tests:\n%s", stdout)
 	}
