@@ -120,12 +120,16 @@ func (a *Activities) completeOnce(ctx context.Context, key string, model llm.Mod
 }
 
 func usageOf(spec llm.Spec, r llm.Response) Usage {
-	return Usage{
-		PromptTokens:     r.PromptTokens,
-		CompletionTokens: r.CompletionTokens,
-		CostUSD:          llm.Cost(spec.Model, r.PromptTokens, r.CompletionTokens),
-		Calls:            1,
+	return callUsage(spec.Model, r.PromptTokens, r.CompletionTokens)
+}
+
+// callUsage is the usage of one call to model.
+func callUsage(model string, in, out int) Usage {
+	u := Usage{PromptTokens: in, CompletionTokens: out, Calls: 1, CostUSD: llm.Cost(model, in, out)}
+	if _, ok := llm.PriceOf(model); !ok {
+		u.Unpriced = 1
 	}
+	return u
 }
 
 // modelError turns a provider failure into the error Temporal should see:

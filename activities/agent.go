@@ -199,10 +199,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 		return ModelTurnOutput{}, err
 	}
 	out.Reused, out.StopReason, out.Text = reused, res.StopReason, clip(res.Text, summaryBytes)
-	out.Usage = Usage{
-		PromptTokens: res.Usage.InputTokens, CompletionTokens: res.Usage.OutputTokens, Calls: 1,
-		CostUSD: llm.Cost(spec.Model, res.Usage.InputTokens, res.Usage.OutputTokens),
-	}
+	out.Usage = callUsage(spec.Model, res.Usage.InputTokens, res.Usage.OutputTokens)
 	for _, c := range res.ToolCalls {
 		out.Calls = append(out.Calls, callSummary(c))
 		if c.Name == ToolFinish && c.Problem == "" && out.Finish == nil {

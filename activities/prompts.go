@@ -59,7 +59,7 @@ Tests are pytest files named test_*.py next to the code; import the code under t
 
 func testGuide(testCmd string) string {
 	if testCmd != "" {
-		return fmt.Sprintf("Success is decided by this test command, run in the project root: %s", testCmd)
+		return fmt.Sprintf("Success is decided by this test command, run in the project root: %s\nMake the tests it runs pass by changing the code they test.", testCmd)
 	}
 	return "There are no tests yet: write focused tests for the behaviour you implement; they decide success."
 }

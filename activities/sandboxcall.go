@@ -287,10 +287,6 @@ type runDiff struct {
 	refused string   // why none of it is kept
 }
 
-// cacheDirs are directories tools fill on their own; what a run leaves in
-// them is not the project's.
-var cacheDirs = []string{"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", "node_modules"}
-
 // applyRun returns the workspace as the run left it: before, with the
 // files the run created, changed or deleted (after is the whole collected
 // workdir). Files in tool caches and new or changed binary files are left
@@ -341,7 +337,7 @@ func applyRun(before, after []workspace.File) ([]workspace.File, runDiff) {
 }
 
 func inCache(p string) bool {
-	return slices.ContainsFunc(strings.Split(p, "/"), func(part string) bool { return slices.Contains(cacheDirs, part) })
+	return slices.ContainsFunc(strings.Split(p, "/"), workspace.IsCacheDirName)
 }
 
 // isBinary is git's test: a NUL byte in the first 8 KiB.

@@ -80,6 +80,9 @@ type Usage struct {
 	CompletionTokens int     `json:"completionTokens"`
 	CostUSD          float64 `json:"costUsd"`
 	Calls            int     `json:"calls"`
+	// Unpriced counts the calls to models without a known price, whose
+	// cost CostUSD leaves out: with any, the cost is unknown.
+	Unpriced int `json:"unpricedCalls,omitempty"`
 }
 
 // Add accumulates another call's usage.
@@ -88,6 +91,7 @@ func (u *Usage) Add(o Usage) {
 	u.CompletionTokens += o.CompletionTokens
 	u.CostUSD += o.CostUSD
 	u.Calls += o.Calls
+	u.Unpriced += o.Unpriced
 }
 
 func more(n int) string {

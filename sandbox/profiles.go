@@ -18,6 +18,8 @@ type Profile struct {
 	Image string
 	// TestCmd is the default test command, run in the workdir.
 	TestCmd []string
+	// TestSuffix ends the names of the files TestCmd runs tests from.
+	TestSuffix string
 	// HostPaths are host directories the bwrap backend mounts read-only at
 	// the same path, beyond the base system directories.
 	HostPaths []string
@@ -64,9 +66,10 @@ var toolchainDirs = []string{"/usr/bin", "/usr/lib", "/usr/local"}
 func profiles() map[string]Profile {
 	return map[string]Profile{
 		"python": {
-			Name:    "python",
-			Image:   envOr("AUTOCODER_IMAGE_PYTHON", "autocoder/sandbox-python:1"),
-			TestCmd: []string{"python3", "-m", "pytest", "-q"},
+			Name:       "python",
+			Image:      envOr("AUTOCODER_IMAGE_PYTHON", "autocoder/sandbox-python:1"),
+			TestCmd:    []string{"python3", "-m", "pytest", "-q"},
+			TestSuffix: ".py",
 			Env: map[string]string{
 				"PYTHONDONTWRITEBYTECODE": "1",
 				"PYTHONUNBUFFERED":        "1",
@@ -75,9 +78,10 @@ func profiles() map[string]Profile {
 			Prewarm:       `printf 'def test_w():\n    pass\n' > test_w.py && python3 -m pytest -q -p no:cacheprovider`,
 		},
 		"go": {
-			Name:    "go",
-			Image:   envOr("AUTOCODER_IMAGE_GO", "autocoder/sandbox-go:1"),
-			TestCmd: []string{"go", "test", "./..."},
+			Name:       "go",
+			Image:      envOr("AUTOCODER_IMAGE_GO", "autocoder/sandbox-go:1"),
+			TestCmd:    []string{"go", "test", "./..."},
+			TestSuffix: "_test.go",
 			Env: map[string]string{
 				"GOTOOLCHAIN": "local",
 				"GOPROXY":     "off",

@@ -17,7 +17,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/llm"
+	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/workflows"
@@ -251,9 +253,13 @@ func TestListCommand(t *testing.T) {
 	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	c.tasks = []taskclient.Task{
 		{ID: "t1", Status: "running", Phase: "generating", Language: "go", Iteration: 2, CostUSD: 0.0123, Started: started, Task: "fix\x1b[2J the parser"},
-		{ID: "t2", Status: "completed", Started: started, Closed: started.Add(time.Minute), Task: "old task without attributes"},
+		{ID: "t2", Status: "completed", Started: started, Closed: started.Add(time.Minute), Model: "openai:gpt-4.1", Task: "old task without attributes"},
+		{ID: "t3", Status: "completed", Phase: "succeeded", Iteration: 1, Started: started, Model: "openai:my-local-model", Task: "a model without a price"},
 	}
 	r := runFake(t, c, "list")
+	if row := strings.Split(r.out, "\n")[3]; !strings.Contains(row, "unknown") {
+		t.Errorf("a task of a model without a price: %q, want cost unknown", row)
+	}
 	r.want(t, exitOK, []string{"ID", "STATUS", "PHASE", "LANG", "ITER", "COST", "TASK", "$0.0123", `fix\x1b[2J the parser`}, nil)
 	if row := strings.Split(r.out, "\n")[2]; !strings.Contains(row, "t2") || !strings.Contains(row, "-") {
 		t.Errorf("a task without search attributes shows no dashes: %q", row)
@@ -339,7 +345,7 @@ func TestWatchCommand(t *testing.T) {
 	done.Phase = workflows.PhaseSucceeded
 	c.statuses["t2"] = done
 	c.results["t2"] = workflows.TaskResult{Iterations: 2, Status: done}
-	runFake(t, c, "watch", "t2").want(t, exitOK, []string{"✔ task t2 succeeded in 2 iteration(s)"}, nil)
+	runFake(t, c, "watch", "t2").want(t, exitOK, []string{"✔ task t2 succeeded in 2 iteration(s)", "write them with `autocoder export t2 DIR`"}, nil)
 	r := runFake(t, c, "watch", "t2", "--json")
 	hasAll(t, jsonKeys(t, r.out), "id", "result")
 
@@ -400,6 +406,8 @@ func TestRunCommand(t *testing.T) {
 	if r := runFake(t, c, "run", "--detach", "fix it"); strings.TrimSpace(r.out) != "autocoder-new" {
 		t.Errorf("run --detach prints %q, want the id alone", r.out)
 	}
+	runFake(t, c, "run", "--detach", "--out", "./result", "fix it").want(t, exitOK, nil,
+		[]string{"`autocoder watch autocoder-new`", "`autocoder export autocoder-new ./result`"})
 	for _, tt := range []struct {
 		args []string
 		err  string
@@ -408,6 +416,7 @@ func TestRunCommand(t *testing.T) {
 		{[]string{"--approve-commands", "--allow-command", " "}, "an empty prefix"},
 		{[]string{"--max-turns=-1"}, "--max-turns"},
 		{[]string{"--lang", "cobol"}, `--lang "cobol"`},
+		{[]string{"--model", "openai:my-local-model", "--budget-usd", "1"}, "--budget-usd: the price of my-local-model is unknown"},
 	} {
 		args := append(append([]string{"run", "--detach"}, tt.args...), "fix it")
 		runFake(t, c, args...).want(t, exitUsage, nil, []string{tt.err})
@@ -784,5 +793,72 @@ func TestResumeWritesBackIntoTheProject(t *testing.T) {
 	r.want(t, exitUsage, nil, []string{"task autocoder-new works on " + c.dirs[id] + ", which is not a directory here; write its files elsewhere with --out DIR"})
 	if _, err := os.Stat(c.dirs[id]); !os.IsNotExist(err) {
 		t.Errorf("resume made the missing project (%v)", err)
+	}
+}
+
+// TestPrintLesson: lessons show leaves out what a lesson does not have and
+// calls a success's plan a plan.
+func TestPrintLesson(t *testing.T) {
+	var b bytes.Buffer
+	printLesson(&b, store.Lesson{ID: "abc", Kind: store.LessonSuccess, Language: "python", Task: "add numbers", Fix: "1. write add"})
+	got := b.String()
+	for _, s := range []string{"signature", "fix:", "failure", "diagnosis", "updated"} {
+		if strings.Contains(got, s) {
+			t.Errorf("a success lesson shows %q:\n%s", s, got)
+		}
+	}
+	if !strings.Contains(got, "plan:\n    1. write add") {
+		t.Errorf("a success lesson's plan is not labelled plan:\n%s", got)
+	}
+
+	b.Reset()
+	printLesson(&b, store.Lesson{ID: "def", Kind: store.LessonFix, SigKind: "python:AssertionError", Fix: "-a\n+b"})
+	got = b.String()
+	if !strings.Contains(got, "signature:  python:AssertionError\n") || !strings.Contains(got, "fix:\n") || strings.Contains(got, "plan:") {
+		t.Errorf("a fix lesson:\n%s", got)
+	}
+}
+
+// TestTranscriptKeepsCodeIndentation: the code a write or an edit carries
+// is shown with its lines and indentation, still made safe for a terminal.
+func TestTranscriptKeepsCodeIndentation(t *testing.T) {
+	var b bytes.Buffer
+	p := &transcriptPrinter{w: &b, seen: map[string]int{}}
+	p.message(llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "write",
+		Arguments: `{"path":"calc.py","content":"def add(a, b):\n    if a:\n        return a + b  # \u001b[2J\n    return b\n"}`}}})
+	got := b.String()
+	for _, want := range []string{
+		`→ write {"path":"calc.py"}`,
+		"    content:\n",
+		"        def add(a, b):\n            if a:\n                return a + b  # \\x1b[2J\n            return b\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestCostOfUnpricedModel: a model without a known price costs "unknown",
+// not $0, in status, in watch's line and in the final line.
+func TestCostOfUnpricedModel(t *testing.T) {
+	c := newFakeClient()
+	done := working
+	done.Phase = workflows.PhaseSucceeded
+	done.Usage = activities.Usage{PromptTokens: 100, CompletionTokens: 20, Calls: 2, Unpriced: 2}
+	c.statuses["t1"] = done
+	c.results["t1"] = workflows.TaskResult{Iterations: 1, Status: done}
+	runFake(t, c, "status", "t1").want(t, exitOK, []string{"(2 calls, cost unknown)"}, nil)
+	runFake(t, c, "watch", "t1").want(t, exitOK, []string{"tokens: 100 in, 20 out, cost unknown"}, nil)
+	if s := statusLine(done); !strings.Contains(s, "cost unknown") || strings.Contains(s, "$") {
+		t.Errorf("status line %q, want cost unknown", s)
+	}
+	for u, want := range map[activities.Usage]string{
+		{CostUSD: 0.5, Calls: 1}:              "$0.5000",
+		{Calls: 1}:                            "$0.0000",
+		{CostUSD: 0.5, Calls: 2, Unpriced: 1}: "$0.5000 and unknown",
+	} {
+		if got := costText(u); got != want {
+			t.Errorf("costText(%+v) = %q, want %q", u, got, want)
+		}
 	}
 }

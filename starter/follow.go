@@ -120,15 +120,17 @@ loop:
 	if o.json {
 		return writeJSON(f.IO.Out, map[string]any{"id": id, "out": out, "files": n, "result": result})
 	}
-	note := ""
+	note := " (your tests passed: " + termsafe.Line(result.Status.TestCmd) + ")"
 	if result.TestsByModel {
 		note = " (tests written by the model: review them, they decide what passed)"
 	}
 	fmt.Fprintf(f.IO.Out, "✔ task %s succeeded in %d iteration(s)%s\n", id, result.Iterations, note)
-	if !o.noFiles {
+	if o.noFiles {
+		fmt.Fprintf(f.IO.Out, "  files: write them with `autocoder export %s DIR`\n", id)
+	} else {
 		fmt.Fprintf(f.IO.Out, "  %d file(s) written to %s\n", n, out)
 	}
-	fmt.Fprintf(f.IO.Out, "  tokens: %d in, %d out, $%.4f\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, result.Status.Usage.CostUSD)
+	fmt.Fprintf(f.IO.Out, "  tokens: %d in, %d out, cost %s\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, costText(result.Status.Usage))
 	if cps := result.Status.Checkpoints; len(cps) > 0 {
 		reviewWarnings(f.IO.Out, cps[len(cps)-1]) // the last check judged the whole result
 	}
@@ -356,8 +358,8 @@ func statusLine(st workflows.Status) string {
 		parts = append(parts, time.Since(st.Started).Round(time.Second).String())
 	}
 	parts = append(parts, fmt.Sprintf("%s tokens", humanCount(st.Usage.PromptTokens+st.Usage.CompletionTokens)))
-	if st.Usage.CostUSD > 0 {
-		parts = append(parts, fmt.Sprintf("$%.4f", st.Usage.CostUSD))
+	if st.Usage.CostUSD > 0 || st.Usage.Unpriced > 0 {
+		parts = append(parts, "cost "+costText(st.Usage))
 	}
 	if st.LastTest != nil {
 		parts = append(parts, termsafe.Line(st.LastTest.Headline()))

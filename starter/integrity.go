@@ -81,8 +81,16 @@ func printTestGuard(w io.Writer, st workflows.Status) {
 		fmt.Fprintln(w, "tests:     edits allowed: the task may change the user's tests, and its result overwrites them")
 	case st.TestEditsApproved != "":
 		fmt.Fprintf(w, "tests:     a person accepted an attempt that changed the user's tests: %s\n", termsafe.Line(st.TestEditsApproved))
+	case st.TestsByModel:
+		fmt.Fprintln(w, "tests:     written by the model: review them, they decide what passed")
 	case st.InputSnapshot != "":
-		fmt.Fprintln(w, "tests:     the user's tests are the judge: checks run them as they were at the start")
+		run := ""
+		if st.TestCmd != "" {
+			run = ", by `" + termsafe.Line(st.TestCmd) + "`"
+		}
+		fmt.Fprintf(w, "tests:     the user's tests are the judge: checks run them as they were at the start%s\n", run)
+	default:
+		fmt.Fprintf(w, "tests:     the user's test command is the judge: %s\n", termsafe.Line(st.TestCmd))
 	}
 }
 
@@ -111,26 +119,22 @@ func writePatch(ctx context.Context, w io.Writer, forTerminal bool, st workflows
 }
 
 // announceUsersTests says, when a task starts from a project, which of its
-// files are the user's tests, or that the task may change them.
-func announceUsersTests(ctx context.Context, f *Factory, in workflows.TaskInput) {
+// files are the user's tests and what runs them, or that the model writes
+// the tests, or that the task may change the user's.
+func announceUsersTests(w io.Writer, in workflows.TaskInput, input []workspace.File) {
 	if in.AllowTestEdits {
-		fmt.Fprintln(f.IO.ErrOut, "test edits allowed: the task may change your tests, and its result overwrites them")
-		return
-	}
-	s, err := f.Store(ctx)
-	if err != nil {
-		return
-	}
-	input, err := s.GetSnapshot(ctx, in.InputSnapshot)
-	if err != nil {
+		fmt.Fprintln(w, "test edits allowed: the task may change your tests, and its result overwrites them")
 		return
 	}
 	paths := usersTests(workflows.Status{TestCmd: in.TestCmd, Protect: in.Protect}, input).Paths()
 	switch {
-	case len(paths) == 0 && in.TestCmd != "":
-		fmt.Fprintln(f.IO.ErrOut, "none of the uploaded files look like tests; name yours with --protect GLOB so the task cannot change them")
-	case len(paths) > 0:
-		fmt.Fprintf(f.IO.ErrOut, "your tests (checks run them as they were; the task may not change them): %s\n", termsafe.Line(listLimited(paths, 5)))
+	case in.TestCmd == "":
+		fmt.Fprintln(w, "none of the uploaded files look like tests in this language: the model writes the tests that decide success; name yours with --protect GLOB or give --test-cmd")
+	case len(paths) == 0:
+		fmt.Fprintln(w, "none of the uploaded files look like tests; name yours with --protect GLOB so the task cannot change them")
+	default:
+		fmt.Fprintf(w, "your tests (checks run them as they were; the task may not change them) are the judge, run by `%s`: %s\n",
+			termsafe.Line(in.TestCmd), termsafe.Line(listLimited(paths, 5)))
 	}
 }
 

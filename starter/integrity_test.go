@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,57 @@ func TestStatusShowsFindings(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestOneJudge: a project with tests and no --test-cmd is judged by its
+// tests, run by the language's command; run's announcement, status and the
+// prompt (through the test command) all say so. Only a project without
+// tests leaves them to the model, and then everything says that.
+func TestOneJudge(t *testing.T) {
+	project := []workspace.File{
+		{Path: "calc.py", Data: []byte("def add(a, b): ...\n")},
+		{Path: "tests/test_calc.py", Data: []byte("from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n")},
+	}
+	noTests := project[:1]
+	for _, tt := range []struct {
+		name      string
+		in        workflows.TaskInput
+		files     []workspace.File
+		testCmd   string
+		announce  string
+		statusSay string
+	}{
+		{"tests, no command", workflows.TaskInput{Language: "python"}, project, "python3 -m pytest -q",
+			"are the judge, run by `python3 -m pytest -q`: tests/test_calc.py", "the user's tests are the judge"},
+		{"tests and a command", workflows.TaskInput{Language: "python", TestCmd: "pytest tests"}, project, "pytest tests",
+			"are the judge, run by `pytest tests`: tests/test_calc.py", "the user's tests are the judge"},
+		{"go tests", workflows.TaskInput{Language: "go"}, []workspace.File{{Path: "calc_test.go", Data: []byte("package calc\n")}}, "go test ./...",
+			"run by `go test ./...`", "the user's tests are the judge"},
+		{"no tests", workflows.TaskInput{Language: "python"}, noTests, "",
+			"the model writes the tests that decide success", "written by the model"},
+		{"only another language's tests", workflows.TaskInput{Language: "python"}, append(slices.Clone(noTests), workspace.File{Path: "web/app.test.ts"}), "",
+			"the model writes the tests that decide success", "written by the model"},
+	} {
+		in, err := judgedByUsersTests(tt.in, tt.files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.TestCmd != tt.testCmd {
+			t.Errorf("%s: test command %q, want %q", tt.name, in.TestCmd, tt.testCmd)
+		}
+		var announced bytes.Buffer
+		announceUsersTests(&announced, in, tt.files)
+		if !strings.Contains(announced.String(), tt.announce) {
+			t.Errorf("%s: run says %q, want %q", tt.name, announced.String(), tt.announce)
+		}
+		// The workflow's own rule: no test command, tests by the model.
+		st := workflows.Status{InputSnapshot: "in", TestCmd: in.TestCmd, TestsByModel: in.TestCmd == ""}
+		var status bytes.Buffer
+		printTestGuard(&status, st)
+		if !strings.Contains(status.String(), tt.statusSay) {
+			t.Errorf("%s: status says %q, want %q", tt.name, status.String(), tt.statusSay)
 		}
 	}
 }

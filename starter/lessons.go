@@ -3,6 +3,9 @@ package starter
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -90,17 +93,7 @@ func NewCmdLessons(f *Factory, runF func(name string, o *LessonsOptions) error) 
 			if *asJSON {
 				return writeJSON(f.IO.Out, l)
 			}
-			fmt.Fprintf(f.IO.Out, "id:         %s\nkind:       %s\nlanguage:   %s\nsignature:  %s | %s\ntask:       %s\nrecalled:   %d (helped %d, misled %d; %d checks failed after it)\nupdated:    %s\n",
-				l.ID, l.Kind, l.Language, orDefault(termsafe.Line(l.SigKind), "-"), termsafe.Line(l.SigShape), termsafe.Line(l.Task), l.Recalled, l.Succeeded, l.Misled, l.FailedChecks, l.UpdatedAt.Local().Format(time.DateTime))
-			if l.FailedExcerpt != "" {
-				fmt.Fprintf(f.IO.Out, "failure:\n%s\n", indent(termsafe.Text(l.FailedExcerpt)))
-			}
-			if l.Reflection != "" {
-				fmt.Fprintf(f.IO.Out, "diagnosis:\n%s\n", indent(termsafe.Text(l.Reflection)))
-			}
-			if l.Fix != "" {
-				fmt.Fprintf(f.IO.Out, "fix:\n%s\n", indent(termsafe.Text(l.Fix)))
-			}
+			printLesson(f.IO.Out, l)
 			return nil
 		},
 	}
@@ -157,5 +150,36 @@ func findLesson(ctx context.Context, f *Factory, id string) (store.Lesson, error
 		return store.Lesson{}, fmt.Errorf("%w: no lesson with id %q", errLessonNotFound, id)
 	default:
 		return store.Lesson{}, usageError("id prefix %q matches %d lessons", id, len(match))
+	}
+}
+
+// printLesson shows one lesson, leaving out the fields it does not have.
+// A success lesson keeps the plan that worked where a fix keeps the change.
+func printLesson(w io.Writer, l store.Lesson) {
+	field := func(name, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "%-11s %s\n", name+":", termsafe.Line(value))
+		}
+	}
+	block := func(name, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "%s:\n%s\n", name, indent(termsafe.Text(value)))
+		}
+	}
+	field("id", l.ID)
+	field("kind", l.Kind)
+	field("language", l.Language)
+	field("signature", strings.Join(slices.DeleteFunc([]string{l.SigKind, l.SigShape}, func(s string) bool { return s == "" }), " | "))
+	field("task", l.Task)
+	fmt.Fprintf(w, "%-11s %d (helped %d, misled %d; %d checks failed after it)\n", "recalled:", l.Recalled, l.Succeeded, l.Misled, l.FailedChecks)
+	if !l.UpdatedAt.IsZero() {
+		field("updated", l.UpdatedAt.Local().Format(time.DateTime))
+	}
+	block("failure", l.FailedExcerpt)
+	block("diagnosis", l.Reflection)
+	if l.Kind == store.LessonSuccess {
+		block("plan", l.Fix)
+	} else {
+		block("fix", l.Fix)
 	}
 }

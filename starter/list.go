@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/termsafe"
 )
@@ -65,7 +66,7 @@ func listTasks(ctx context.Context, f *Factory, o *ListOptions) error {
 	fmt.Fprintln(tw, "ID\tSTATUS\tPHASE\tLANG\tITER\tCOST\tSTARTED\tTASK")
 	for _, t := range tasks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, orDefault(t.Phase, "-"), orDefault(t.Language, "-"),
-			countOrDash(t.Iteration), costOrDash(t.CostUSD), t.Started.Local().Format(time.DateTime), termsafe.Clip(t.Task, 60))
+			countOrDash(t.Iteration), listCost(t), t.Started.Local().Format(time.DateTime), termsafe.Clip(t.Task, 60))
 	}
 	return tw.Flush()
 }
@@ -79,9 +80,18 @@ func countOrDash(n int) string {
 	return fmt.Sprint(n)
 }
 
-func costOrDash(usd float64) string {
-	if usd == 0 {
-		return "-"
+// listCost is a row's cost: the list call has the total alone, so a task
+// whose model has no known price, or runs on the worker's default model,
+// which the list cannot see, costs what is unknown unless the total says
+// otherwise.
+func listCost(t taskclient.Task) string {
+	if t.CostUSD > 0 {
+		return fmt.Sprintf("$%.4f", t.CostUSD)
 	}
-	return fmt.Sprintf("$%.4f", usd)
+	if spec, err := llm.ParseSpec(t.Model); t.Model != "" && err == nil {
+		if _, ok := llm.PriceOf(spec.Model); ok {
+			return "-"
+		}
+	}
+	return "unknown"
 }

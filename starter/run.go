@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -77,7 +79,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	fl.StringVar(&o.Lang, "lang", "", "language: python or go (default: go when --dir has go.mod, else python)")
 	fl.StringVar(&o.Out, "out", "", "directory to write the final files to (default: --dir, else ./<task id>)")
 	fl.StringVar(&o.Dir, "dir", "", "existing project to work on; uploaded as the starting workspace")
-	fl.StringVar(&o.TestCmd, "test-cmd", "", "shell command whose success decides the task (default: tests the model writes)")
+	fl.StringVar(&o.TestCmd, "test-cmd", "", "shell command whose success decides the task (default: the --dir project's tests, run by the language's test command; without any, tests the model writes)")
 	fl.StringVar(&o.Model, "model", "", "model as provider:model, e.g. openai:gpt-4.1 (default: "+llm.EnvModel+" or the provider whose key is set)")
 	fl.IntVar(&o.MaxIterations, "max-iterations", workflows.DefaultMaxIterations, "attempts allowed across all plan steps")
 	fl.BoolVar(&o.Detach, "detach", false, "start the task and return at once")
@@ -136,10 +138,14 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 		return err
 	}
 	if o.Dir != "" {
-		if in.InputSnapshot, err = uploadDir(ctx, f, o.Dir); err != nil {
+		var files []workspace.File
+		if in.InputSnapshot, files, err = uploadDir(ctx, f, o.Dir); err != nil {
 			return err
 		}
-		announceUsersTests(ctx, f, in)
+		if in, err = judgedByUsersTests(in, files); err != nil {
+			return err
+		}
+		announceUsersTests(f.IO.ErrOut, in, files)
 	}
 	if ok, err := c.EnsureSearchAttributes(ctx); err != nil {
 		slog.Debug("search attributes unavailable; the Web UI list will not filter by phase", "error", err)
@@ -156,16 +162,19 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	}
 	id := run.ID
 	fmt.Fprintf(f.IO.ErrOut, "task %s started\nweb UI: %s\n", id, f.cfg.workflowURL(id))
+	out := o.Out
+	if out == "" {
+		out = o.Dir
+	}
 	if o.Detach {
+		// Nothing writes a detached task's files: say how to get them.
+		fmt.Fprintf(f.IO.ErrOut, "follow it with `autocoder watch %s`; once it succeeds, write its files with `autocoder export %s %s`\n",
+			id, id, orDefault(out, "DIR"))
 		if o.JSON {
 			return writeJSON(f.IO.Out, map[string]string{"id": id, "runId": run.RunID, "url": f.cfg.workflowURL(id)})
 		}
 		fmt.Fprintln(f.IO.Out, id)
 		return nil
-	}
-	out := o.Out
-	if out == "" {
-		out = o.Dir
 	}
 	return follow(ctx, f, c, id, followOptions{out: out, json: o.JSON, interactive: true})
 }
@@ -204,6 +213,11 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	}
 	if math.IsNaN(o.BudgetUSD) || math.IsInf(o.BudgetUSD, 0) || o.BudgetUSD < 0 {
 		return workflows.TaskInput{}, usageError("--budget-usd %v: want an amount of dollars, 0 (no limit) or more", o.BudgetUSD)
+	}
+	if spec, err := llm.ParseSpec(o.Model); o.Model != "" && err == nil && o.BudgetUSD > 0 {
+		if _, ok := llm.PriceOf(spec.Model); !ok {
+			return workflows.TaskInput{}, usageError("--budget-usd: the price of %s is unknown, so its cost is too and a dollar budget is never reached; use --budget-tokens", spec.Model)
+		}
 	}
 	if o.BudgetTokens < 0 || o.ApprovalTimeout <= 0 {
 		return workflows.TaskInput{}, usageError("--budget-tokens must not be negative and --approval-timeout must be positive")
@@ -258,22 +272,59 @@ func absDir(dir string) (string, error) {
 }
 
 // uploadDir stores an existing project as the task's input snapshot.
-func uploadDir(ctx context.Context, f *Factory, dir string) (string, error) {
+func uploadDir(ctx context.Context, f *Factory, dir string) (string, []workspace.File, error) {
 	files, summary, err := workspace.LoadDir(dir, workspace.LoadOptions{})
 	if err != nil {
-		return "", usageError("--dir %s: %v", dir, err)
+		return "", nil, usageError("--dir %s: %v", dir, err)
 	}
 	st, err := f.Store(ctx)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	id, err := st.PutSnapshot(ctx, files)
 	if err != nil {
-		return "", usageError("--dir %s: %v", dir, err)
+		return "", nil, usageError("--dir %s: %v", dir, err)
 	}
-	fmt.Fprintf(f.IO.ErrOut, "uploaded %s: %d files, %d bytes; %d skipped\n", dir, summary.Files, summary.Bytes, len(summary.Skipped))
+	fmt.Fprintf(f.IO.ErrOut, "uploaded %s: %d files, %d bytes; %s\n", dir, summary.Files, summary.Bytes, skippedText(summary))
 	reportUnsafeNames(f.IO.ErrOut, summary.Skipped)
-	return id, nil
+	return id, files, nil
+}
+
+// skippedText counts what an upload left out, by reason.
+func skippedText(s workspace.Summary) string {
+	if len(s.Skipped) == 0 {
+		return "0 skipped"
+	}
+	var reasons []string
+	for _, sk := range s.Skipped {
+		if !slices.Contains(reasons, string(sk.Reason)) {
+			reasons = append(reasons, string(sk.Reason))
+		}
+	}
+	for i, r := range reasons {
+		reasons[i] = fmt.Sprintf("%d %s", s.Count(workspace.SkipReason(r)), r)
+	}
+	return fmt.Sprintf("%d skipped (%s)", len(s.Skipped), strings.Join(reasons, ", "))
+}
+
+// judgedByUsersTests decides, once, whose tests judge a task that starts
+// from a project: a test command given, or tests of the user's in the
+// project that the language's own command runs, make the user's tests the
+// judge; only a project without either leaves the tests to the model.
+// Every later reader (the prompts, status, the final line) follows from
+// the test command this sets, through Status.TestsByModel.
+func judgedByUsersTests(in workflows.TaskInput, files []workspace.File) (workflows.TaskInput, error) {
+	if in.TestCmd != "" {
+		return in, nil
+	}
+	p, err := sandbox.LookupProfile(in.Language)
+	if err != nil {
+		return in, usageError("--lang %s: %v", in.Language, err)
+	}
+	if integrity.Protect(files, integrity.Options{Protect: in.Protect}).HasTests(p.TestSuffix) {
+		in.TestCmd = strings.Join(p.TestCmd, " ")
+	}
+	return in, nil
 }
 
 // unsafeNamesShown bounds the skipped names upload lists one by one.

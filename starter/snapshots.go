@@ -12,6 +12,8 @@ import (
 // writeSnapshot writes a task's files to dir, all or nothing, keeping the
 // user's tests (unless test edits were allowed) and, unless the user asked
 // for the files with export, configuration that tools run on their own.
+// It returns how many files it wrote: files already on disk as they are
+// in the snapshot are left alone.
 func writeSnapshot(ctx context.Context, f *Factory, taskID string, task workflows.Status, snapshotID, dir string, holdBack bool) (int, error) {
 	st, err := f.Store(ctx)
 	if err != nil {
@@ -31,12 +33,13 @@ func writeSnapshot(ctx context.Context, f *Factory, taskID string, task workflow
 	if holdBack {
 		files = holdBackSelfRunning(taskID, selfRunning{hookDirs: hookDirsOf(ctx, dir)}, input, files, f.IO.ErrOut)
 	}
-	if err := workspace.WriteDir(dir, files); err != nil {
+	written, err := workspace.WriteDirChanges(dir, files)
+	if err != nil {
 		return 0, fmt.Errorf("write the files of task %s to %s: %w\n"+
 			"The task's files are kept: fix the paths named above, or write them elsewhere with `autocoder export %s DIR`",
 			taskID, dir, err, taskID)
 	}
-	return len(files), nil
+	return written, nil
 }
 
 // snapshotReader is the part of the store that writing snapshots to disk

@@ -107,7 +107,7 @@ func printStatus(w io.Writer, id string, st workflows.Status) {
 		fmt.Fprintf(w, "instructions read: %s\n", termsafe.Line(strings.Join(st.Instructions, ", ")))
 	}
 	printTestGuard(w, st)
-	fmt.Fprintf(w, "tokens:    %d in, %d out (%d calls, $%.4f)\n", st.Usage.PromptTokens, st.Usage.CompletionTokens, st.Usage.Calls, st.Usage.CostUSD)
+	fmt.Fprintf(w, "tokens:    %d in, %d out (%d calls, cost %s)\n", st.Usage.PromptTokens, st.Usage.CompletionTokens, st.Usage.Calls, costText(st.Usage))
 	if len(st.Plan) > 0 {
 		fmt.Fprintln(w, "plan:")
 		for i, s := range st.Plan {

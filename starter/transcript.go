@@ -2,9 +2,12 @@ package starter
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,7 +168,35 @@ func (p *transcriptPrinter) message(m llm.Message) {
 		fmt.Fprintf(p.w, "%s:\n%s\n", m.Role, indent(termsafe.Text(text)))
 	}
 	for _, call := range m.ToolCalls {
-		fmt.Fprintf(p.w, "  → %s %s\n", termsafe.Line(call.Name), termsafe.Clip(call.Arguments, 300))
+		p.call(call)
+	}
+}
+
+// call prints a tool call on one line, except for the text arguments that
+// span lines (the code a write or an edit carries): each of those follows
+// as a block of its own, its lines and their indentation as written.
+func (p *transcriptPrinter) call(c llm.ToolCall) {
+	var args map[string]json.RawMessage
+	if json.Unmarshal([]byte(c.Arguments), &args) != nil {
+		fmt.Fprintf(p.w, "  → %s %s\n", termsafe.Line(c.Name), termsafe.Clip(c.Arguments, 300))
+		return
+	}
+	blocks := map[string]string{}
+	for k, raw := range args {
+		var s string
+		if json.Unmarshal(raw, &s) == nil && strings.Contains(s, "\n") {
+			blocks[k] = s
+			delete(args, k)
+		}
+	}
+	line := c.Arguments
+	if len(blocks) > 0 {
+		short, _ := json.Marshal(args) // sorted keys; it was decoded from JSON
+		line = string(short)
+	}
+	fmt.Fprintf(p.w, "  → %s %s\n", termsafe.Line(c.Name), termsafe.Clip(line, 300))
+	for _, k := range slices.Sorted(maps.Keys(blocks)) {
+		fmt.Fprintf(p.w, "    %s:\n%s\n", termsafe.Line(k), indent(indent(termsafe.Text(headTail(blocks[k], transcriptResultLines)))))
 	}
 }
 

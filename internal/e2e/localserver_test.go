@@ -409,7 +409,7 @@ var productLine = regexp.MustCompile(`^(starting the local server for .* \(log: 
 	`|  [✓✗] step \d+, iteration \d+: .*` +
 	`|✔ task autocoder-[0-9a-f]+ succeeded in \d+ iteration\(s\).*` +
 	`|  \d+ file\(s\) written to .*` +
-	`|  tokens: \d+ in, \d+ out, \$[0-9.]+)$`)
+	`|  tokens: \d+ in, \d+ out, cost (\$[0-9.]+|unknown|\$[0-9.]+ and unknown))$`)
 
 // TestTwoDataDirs: with data dir A's server running on the configured
 // ports, a run on data dir B (same configured ports) uses B's own server

@@ -27,6 +27,7 @@ type Options struct {
 type Set struct {
 	input     map[string]workspace.File // the whole starting workspace
 	protected []string                  // sorted
+	tests     []string                  // the protected files that are tests, not configuration
 }
 
 // Protect fixes the protected set of a starting workspace.
@@ -35,12 +36,24 @@ func Protect(input []workspace.File, o Options) Set {
 	named := namedByCommand(o.TestCmd)
 	for _, f := range input {
 		s.input[f.Path] = f
-		if IsTestFile(f.Path) || isTestConfig(f.Path, f.Data) || named(f.Path) || matchesAny(o.Protect, f.Path) {
+		test := IsTestFile(f.Path) || named(f.Path) || matchesAny(o.Protect, f.Path)
+		if test || isTestConfig(f.Path, f.Data) {
 			s.protected = append(s.protected, f.Path)
+		}
+		if test {
+			s.tests = append(s.tests, f.Path)
 		}
 	}
 	slices.Sort(s.protected)
 	return s
+}
+
+// HasTests reports whether the workspace has tests of the user's that a
+// runner of files ending in suffix (".py", "_test.go") would run: files
+// named like tests, named by the test command or by Protect. Test
+// configuration alone is not a test, nor are another language's tests.
+func (s Set) HasTests(suffix string) bool {
+	return slices.ContainsFunc(s.tests, func(p string) bool { return strings.HasSuffix(p, suffix) })
 }
 
 // Paths are the protected files, sorted.

@@ -259,3 +259,28 @@ func TestGoBuildTampering(t *testing.T) {
 		})
 	}
 }
+
+// TestHasTests: tests by convention, by the command or by --protect make a
+// workspace have tests of the user's; configuration alone does not.
+func TestHasTests(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		input  []workspace.File
+		o      Options
+		suffix string
+		want   bool
+	}{
+		{"tests dir", files("calc.py", "x", "tests/test_calc.py", "def test_add(): ..."), Options{}, ".py", true},
+		{"go test file", files("calc.go", "x", "calc_test.go", "package calc"), Options{}, "_test.go", true},
+		{"protected", files("calc.py", "x", "checks/verify.py", "x"), Options{Protect: []string{"checks/**"}}, ".py", true},
+		{"named by the command", files("calc.py", "x", "verify.py", "x"), Options{TestCmd: "python3 verify.py"}, ".py", true},
+		{"configuration only", files("calc.py", "x", "conftest.py", "", "pytest.ini", "[pytest]\n"), Options{}, ".py", false},
+		{"data under tests/", files("calc.py", "x", "tests/data.json", "{}"), Options{}, ".py", false},
+		{"another language's tests", files("calc.py", "x", "web/app.test.ts", ""), Options{}, ".py", false},
+		{"no tests", files("calc.py", "x"), Options{}, ".py", false},
+	} {
+		if got := Protect(tt.input, tt.o).HasTests(tt.suffix); got != tt.want {
+			t.Errorf("%s: HasTests(%q) = %v, want %v", tt.name, tt.suffix, got, tt.want)
+		}
+	}
+}

@@ -1,15 +1,12 @@
 package workspace
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
-	"strings"
 )
 
 // ErrLimit reports a directory too large to load as a workspace.
@@ -25,7 +22,8 @@ type SkipReason string
 
 // The reasons LoadDir skips a path.
 const (
-	SkipExcludedDir SkipReason = "excluded directory" // version-control metadata, node_modules
+	SkipExcludedDir SkipReason = "excluded directory" // version-control metadata
+	SkipCache       SkipReason = "cache or build output"
 	SkipIgnored     SkipReason = "matched .gitignore"
 	SkipBinary      SkipReason = "binary"
 	SkipTooLarge    SkipReason = "too large"
@@ -60,18 +58,22 @@ func (s Summary) Count(reason SkipReason) int {
 	return n
 }
 
-// excludedDirs are never part of a workspace, wherever they appear; nor
-// is version-control metadata (IsVCSName), directory or file.
-var excludedDirs = map[string]bool{"node_modules": true}
-
 // binarySniff is how much of a file is searched for a NUL byte, as git does.
 const binarySniff = 8 << 10
 
 // LoadDir reads the project under root as workspace files in path order.
-// It skips version-control metadata (.git, .hg, ...) and node_modules, paths matched by the root .gitignore,
-// binary and oversize files, and anything that is not a regular file;
-// symlinks are never followed. It fails with ErrLimit when what remains
-// exceeds the file count or total size limit.
+// It skips version-control metadata (.git, .hg, ...), caches and build
+// output of known toolchains (isOutputDir) whatever the project says,
+// paths the project's ignore files ignore (every .gitignore and
+// .git/info/exclude, as git reads them), binary and oversize files, and
+// anything that is not a regular file; symlinks are never followed. It
+// fails with ErrLimit when what remains exceeds the file count or total
+// size limit.
+//
+// The rules are read here rather than asked of git (ls-files
+// --exclude-standard): the same files are uploaded whether or not the
+// project is a repository and git is installed, and nothing of the
+// repository's configuration runs.
 func LoadDir(root string, opts LoadOptions) ([]File, Summary, error) {
 	limits := opts.Limits
 	if limits == (Limits{}) {
@@ -82,9 +84,12 @@ func LoadDir(root string, opts LoadOptions) ([]File, Summary, error) {
 		return nil, Summary{}, fmt.Errorf("load dir: %w", err)
 	}
 	defer r.Close()
-	ignore, err := readGitignore(r)
+	ignore, err := newIgnoreRules(r)
+	if err == nil {
+		err = ignore.readDir(r, "")
+	}
 	if err != nil {
-		return nil, Summary{}, fmt.Errorf("load dir: %w", err)
+		return nil, Summary{}, fmt.Errorf("load dir: read ignore files: %w", err)
 	}
 
 	var files []File
@@ -101,20 +106,23 @@ func LoadDir(root string, opts LoadOptions) ([]File, Summary, error) {
 		case d.Type()&fs.ModeSymlink != 0:
 			skip(p, SkipSymlink)
 			return nil
-		case IsVCSName(d.Name()) || d.IsDir() && excludedDirs[d.Name()]:
+		case IsVCSName(d.Name()):
 			skip(p, SkipExcludedDir)
 			if d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
-		case ignore.match(p, d.IsDir()):
+		case d.IsDir() && isOutputDir(r, p):
+			skip(p, SkipCache)
+			return fs.SkipDir
+		case ignore.ignored(p, d.IsDir()):
 			skip(p, SkipIgnored)
 			if d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		case d.IsDir():
-			return nil
+			return ignore.readDir(r, p)
 		case isSideName(d.Name()):
 			skip(p, SkipLeftover)
 			return nil
@@ -186,66 +194,4 @@ func readRegular(r *os.Root, p string, maxBytes int64) (File, SkipReason, error)
 		return File{}, SkipBinary, nil
 	}
 	return File{Path: p, Mode: uint32(info.Mode().Perm()), Data: data}, "", nil
-}
-
-// gitignore holds the simple patterns of a root .gitignore: "name" and
-// "*.ext" match a base name anywhere, a pattern with an inner slash matches
-// the path from the root, and a trailing slash limits it to directories.
-// Negations ("!") and "**" are not supported; negated lines are ignored.
-type gitignore []ignorePattern
-
-type ignorePattern struct {
-	glob     string
-	anchored bool
-	dirOnly  bool
-}
-
-func readGitignore(r *os.Root) (gitignore, error) {
-	info, err := r.Lstat(".gitignore")
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, nil // a symlinked .gitignore is not followed either
-	}
-	data, err := r.ReadFile(".gitignore")
-	if err != nil {
-		return nil, err
-	}
-	var g gitignore
-	lines := bufio.NewScanner(bytes.NewReader(data))
-	for lines.Scan() {
-		line := strings.TrimSpace(lines.Text())
-		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "!") {
-			continue
-		}
-		var p ignorePattern
-		line, p.dirOnly = strings.CutSuffix(line, "/")
-		p.anchored = strings.Contains(line, "/")
-		p.glob = strings.TrimPrefix(line, "/")
-		if _, err := path.Match(p.glob, ""); err != nil {
-			continue // a malformed pattern matches nothing
-		}
-		g = append(g, p)
-	}
-	return g, lines.Err()
-}
-
-func (g gitignore) match(p string, isDir bool) bool {
-	for _, pat := range g {
-		if pat.dirOnly && !isDir {
-			continue
-		}
-		subject := path.Base(p)
-		if pat.anchored {
-			subject = p
-		}
-		if ok, _ := path.Match(pat.glob, subject); ok {
-			return true
-		}
-	}
-	return false
 }

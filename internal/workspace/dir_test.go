@@ -79,7 +79,7 @@ func TestLoadDir(t *testing.T) {
 		reason SkipReason
 		want   int
 	}{
-		{SkipIgnored, 5}, {SkipExcludedDir, 5}, {SkipBinary, 1}, {SkipTooLarge, 1},
+		{SkipIgnored, 5}, {SkipExcludedDir, 4}, {SkipCache, 1}, {SkipBinary, 1}, {SkipTooLarge, 1},
 		{SkipSymlink, 3}, {SkipUnsafeName, 1}, {SkipSpecial, 0}, {SkipLeftover, 2},
 	}
 	for _, c := range counts {

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -40,14 +41,22 @@ var renameInRoot = (*os.Root).Rename
 // temporaries and created directories are removed and replaced files are
 // put back. Files get exactly their FileMode; directories are created 0755.
 // The os.Root confines every write to root even if the tree changes while
-// WriteDir runs.
-func WriteDir(root string, files []File) (err error) {
+// WriteDir runs. A file whose content and mode are already on disk is left
+// alone, its modification time too.
+func WriteDir(root string, files []File) error {
+	_, err := WriteDirChanges(root, files)
+	return err
+}
+
+// WriteDirChanges is WriteDir, and says how many files it wrote: those
+// whose content or mode differ from what is on disk.
+func WriteDirChanges(root string, files []File) (written int, err error) {
 	if err := (Limits{}).Check(files); err != nil {
-		return fmt.Errorf("write dir %s: %w", root, err)
+		return 0, fmt.Errorf("write dir %s: %w", root, err)
 	}
 	made, err := mkdirAll(root)
 	if err != nil {
-		return fmt.Errorf("write dir: %w", err)
+		return 0, fmt.Errorf("write dir: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -56,24 +65,24 @@ func WriteDir(root string, files []File) (err error) {
 	}()
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return fmt.Errorf("write dir: %w", err)
+		return 0, fmt.Errorf("write dir: %w", err)
 	}
 	defer r.Close()
 	w := &dirWrite{root: r}
 	if err := w.plan(files); err != nil {
-		return fmt.Errorf("write dir %s: nothing was written: %w", root, err)
+		return 0, fmt.Errorf("write dir %s: nothing was written: %w", root, err)
 	}
 	if err := checkSpace(root, w.bytes); err != nil {
-		return fmt.Errorf("write dir %s: nothing was written: %w", root, err)
+		return 0, fmt.Errorf("write dir %s: nothing was written: %w", root, err)
 	}
 	if err := w.apply(); err != nil {
 		if uerr := w.undo(); uerr != nil {
-			return fmt.Errorf("write dir %s: %w; putting the directory back as it was failed too: %w", root, err, uerr)
+			return 0, fmt.Errorf("write dir %s: %w; putting the directory back as it was failed too: %w", root, err, uerr)
 		}
-		return fmt.Errorf("write dir %s: nothing was written: %w", root, err)
+		return 0, fmt.Errorf("write dir %s: nothing was written: %w", root, err)
 	}
 	w.dropBackups()
-	return nil
+	return len(w.targets), nil
 }
 
 // dirWrite is one WriteDir call: what it plans and how far it got, so it
@@ -113,6 +122,9 @@ func (w *dirWrite) plan(files []File) error {
 		if !missing {
 			if t.existed, err = w.checkTarget(f.Path); err != nil {
 				problems = append(problems, err)
+				continue
+			}
+			if t.existed && w.onDisk(f) {
 				continue
 			}
 		}
@@ -240,6 +252,23 @@ func (w *dirWrite) checkTarget(p string) (bool, error) {
 		return false, fmt.Errorf("%w: %s is %s", ErrSpecialFile, p, kind(info.Mode()))
 	}
 	return true, nil
+}
+
+// onDisk reports whether the regular file at f's path has f's content and
+// mode already, so writing it would change nothing but its times.
+func (w *dirWrite) onDisk(f File) bool {
+	// Non-blocking, in case a named pipe took the file's place since Lstat.
+	fh, err := w.root.OpenFile(f.Path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	info, err := fh.Stat()
+	if err != nil || !info.Mode().IsRegular() || info.Mode().Perm() != fs.FileMode(f.FileMode()) || info.Size() != int64(len(f.Data)) {
+		return false
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, int64(len(f.Data))+1))
+	return err == nil && bytes.Equal(data, f.Data)
 }
 
 // lstat describes p without following it: nil when nothing is there, an

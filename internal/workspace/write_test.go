@@ -217,3 +217,46 @@ func TestCheckSpace(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNoSpace naming %s", err, dir)
 	}
 }
+
+// TestWriteDirLeavesUnchangedFilesAlone: only files whose content or mode
+// differ are written; the others keep their modification time.
+func TestWriteDirLeavesUnchangedFilesAlone(t *testing.T) {
+	root := t.TempDir()
+	in := []File{
+		{Path: "calc.py", Data: []byte("def add(a, b):\n    return a - b\n")},
+		{Path: "run.sh", Mode: 0o755, Data: []byte("#!/bin/sh\n")},
+		{Path: "tests/test_calc.py", Data: []byte("def test_add(): ...\n")},
+		{Path: "same-size.txt", Data: []byte("aaaa")},
+	}
+	n, err := WriteDirChanges(root, in)
+	if err != nil || n != len(in) {
+		t.Fatalf("first write: %d files, %v", n, err)
+	}
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for _, f := range in {
+		must(t, os.Chtimes(filepath.Join(root, f.Path), old, old))
+	}
+	next := slices.Clone(in)
+	next[0].Data = []byte("def add(a, b):\n    return a + b\n") // same size, other content
+	next[1].Mode = 0o700                                        // mode only
+	n, err = WriteDirChanges(root, next)
+	if err != nil || n != 2 {
+		t.Fatalf("second write: %d files, %v; want 2 written", n, err)
+	}
+	for i, f := range next {
+		info, err := os.Stat(filepath.Join(root, f.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved := !info.ModTime().Equal(old)
+		if want := i < 2; moved != want {
+			t.Errorf("%s: modification time moved %v, want %v", f.Path, moved, want)
+		}
+		if info.Mode().Perm() != fs.FileMode(f.FileMode()) {
+			t.Errorf("%s: mode %o, want %o", f.Path, info.Mode().Perm(), f.FileMode())
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(root, "calc.py")); !bytes.Equal(data, next[0].Data) {
+		t.Errorf("calc.py = %q", data)
+	}
+}
