@@ -92,7 +92,7 @@ func TestUnknownIDsAreNotFound(t *testing.T) {
 			if code != exitNotFound {
 				t.Errorf("autocoder %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, exitNotFound, stdout, stderr)
 			}
-			if !strings.Contains(stderr, "not found") && !strings.Contains(stderr, "no lesson") {
+			if !strings.Contains(stderr, "no task autocoder-nosuchtask here") && !strings.Contains(stderr, "no lesson 0123456789ab") {
 				t.Errorf("autocoder %s: stderr does not say what was not found:\n%s", strings.Join(args, " "), stderr)
 			}
 		})

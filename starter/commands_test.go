@@ -237,8 +237,8 @@ func TestStatusCommand(t *testing.T) {
 	r.want(t, exitOK, nil, nil)
 	hasAll(t, jsonKeys(t, r.out), "task", "phase", "turn", "doing", "instructions", "transcripts", "modelCall")
 
-	runFake(t, c, "status", "nope").want(t, exitNotFound, nil, []string{"query task nope", "not found"})
-	runFake(t, c, "status").want(t, exitUsage, nil, []string{"accepts 1 arg"})
+	runFake(t, c, "status", "nope").want(t, exitNotFound, nil, []string{"no task nope here; autocoder list shows the tasks there are"})
+	runFake(t, c, "status").want(t, exitUsage, nil, []string{"autocoder status takes ID (got no argument)"})
 
 	done := working
 	done.Phase = workflows.PhaseSucceeded
@@ -303,10 +303,10 @@ func TestSignalCommands(t *testing.T) {
 				t.Errorf("sent %q, want %q", c.sent, tt.sent)
 			}
 			unknown := append([]string{tt.args[0], "nope"}, tt.args[2:]...)
-			runFake(t, c, unknown...).want(t, exitNotFound, nil, []string{"not found"})
+			runFake(t, c, unknown...).want(t, exitNotFound, nil, []string{"no task nope here"})
 		})
 	}
-	runFake(t, newFakeClient(), "feedback", "t1").want(t, exitUsage, nil, []string{"accepts 2 arg"})
+	runFake(t, newFakeClient(), "feedback", "t1").want(t, exitUsage, nil, []string{"autocoder feedback takes ID TEXT (got 1: t1)"})
 }
 
 func TestRollbackCommand(t *testing.T) {
@@ -349,7 +349,7 @@ func TestWatchCommand(t *testing.T) {
 	r := runFake(t, c, "watch", "t2", "--json")
 	hasAll(t, jsonKeys(t, r.out), "id", "result")
 
-	runFake(t, c, "watch", "nope").want(t, exitNotFound, nil, []string{"not found"})
+	runFake(t, c, "watch", "nope").want(t, exitNotFound, nil, []string{"no task nope here"})
 }
 
 // TestWatchAnswersACommandGate: on a terminal, watch asks the command gate
@@ -525,7 +525,7 @@ func TestTranscriptCommand(t *testing.T) {
 	if n := strings.Count(r.out, "class Model"); n != 1 {
 		t.Errorf("--follow printed a message %d times:\n%s", n, r.out)
 	}
-	run("transcript", "nope").want(t, exitNotFound, nil, []string{"not found"})
+	run("transcript", "nope").want(t, exitNotFound, nil, []string{"no task nope here"})
 	run("transcript", "t1", "--json", "--follow").want(t, exitUsage, nil, []string{"--follow"})
 
 	c.statuses["t0"] = workflows.Status{Phase: workflows.PhasePlanning}
@@ -555,7 +555,7 @@ func TestExportCommand(t *testing.T) {
 
 	runFake(t, c, "export", "t1").want(t, exitUsage, nil, []string{"export needs a directory unless --patch or --transcript is given"})
 	runFake(t, c, "export", "t1", t.TempDir()).want(t, exitTaskFailed, nil, []string{"the task has no checkpoints yet"})
-	runFake(t, c, "export", "nope", t.TempDir()).want(t, exitNotFound, nil, []string{"not found"})
+	runFake(t, c, "export", "nope", t.TempDir()).want(t, exitNotFound, nil, []string{"no task nope here"})
 }
 
 func TestLessonsCommand(t *testing.T) {

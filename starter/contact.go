@@ -146,6 +146,19 @@ func queryStatusPatiently(ctx context.Context, f *Factory, c TaskClient, id stri
 // stoppedFollowing is what Ctrl-C on a following client returns: the task
 // goes on in the server.
 func stoppedFollowing(id string, cause error) error {
-	return fmt.Errorf("stopped following task %s; it goes on. Re-attach: autocoder resume %s; stop it: autocoder cancel %s (%w)",
-		id, id, id, cause)
+	return &quietCause{
+		msg:   fmt.Sprintf("stopped following task %s; it goes on. Re-attach: autocoder resume %s; stop it: autocoder cancel %s", id, id, id),
+		cause: cause,
+	}
 }
+
+// quietCause is an error whose message is complete for a person: its
+// cause (an interrupt's "context canceled", say) is kept for errors.Is and
+// left out of the text.
+type quietCause struct {
+	msg   string
+	cause error
+}
+
+func (e *quietCause) Error() string { return e.msg }
+func (e *quietCause) Unwrap() error { return e.cause }

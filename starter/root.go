@@ -204,9 +204,12 @@ func Execute() int {
 func execute(ctx context.Context, f *Factory, args []string) int {
 	root := newRootCmd(f)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && !f.ran && !errors.Is(err, errUsage) {
 		err = fmt.Errorf("%w: %v (see autocoder --help)", errUsage, err)
+	}
+	if errors.Is(err, taskclient.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
+		err = notFoundError(cmd, err)
 	}
 	code := exitCode(err, ctx)
 	if err != nil && code != exitOK && code != exitWaiting {
@@ -266,7 +269,35 @@ func newRootCmd(f *Factory) *cobra.Command {
 		NewCmdApprove(f, nil), NewCmdReject(f, nil), NewCmdFeedback(f, nil), NewCmdCancel(f, nil),
 		NewCmdRollback(f, nil), NewCmdExport(f, nil), NewCmdResume(f, nil), NewCmdTranscript(f, nil),
 		NewCmdWorker(f, nil), NewCmdDev(f, nil), NewCmdLessons(f, nil))
+	explainArgErrors(root)
 	return root
+}
+
+// explainArgErrors words every command's argument-count errors for a
+// person: what the command needs, by the names its usage gives them,
+// instead of cobra's "accepts 1 arg(s), received 0".
+func explainArgErrors(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		explainArgErrors(c)
+	}
+	check := cmd.Args
+	if check == nil {
+		return
+	}
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if err := check(c, args); err != nil {
+			needs := strings.Join(strings.Fields(c.Use)[1:], " ")
+			got := "no argument"
+			if len(args) > 0 {
+				got = fmt.Sprintf("%d: %s", len(args), strings.Join(args, " "))
+			}
+			if needs == "" {
+				return fmt.Errorf("%w: %s takes no argument (got %s); see %s --help", errUsage, c.CommandPath(), got, c.CommandPath())
+			}
+			return fmt.Errorf("%w: %s takes %s (got %s); see %s --help", errUsage, c.CommandPath(), needs, got, c.CommandPath())
+		}
+		return nil
+	}
 }
 
 // exitCode is the one place errors become exit codes.
@@ -296,14 +327,36 @@ func exitCode(err error, ctx context.Context) int {
 // argument is one (its Use says "ID"), before it reaches Temporal or the
 // store, whose answers would not say what was wrong.
 func checkIDArg(cmd *cobra.Command, args []string) error {
-	if use := strings.Fields(cmd.Use); len(use) < 2 || use[1] != "ID" || len(args) == 0 || strings.TrimSpace(args[0]) != "" {
+	if !takesID(cmd) || len(args) == 0 || strings.TrimSpace(args[0]) != "" {
 		return nil
 	}
-	what, lister := "task", "autocoder list"
-	if p := cmd.Parent(); p != nil && p.Name() == "lessons" {
-		what, lister = "lesson", "autocoder lessons list"
-	}
+	what, lister := idKind(cmd)
 	return usageError("the %s id is empty (%s); %s shows the ids", what, cmd.UseLine(), lister)
+}
+
+// takesID says whether the command's first argument is an id.
+func takesID(cmd *cobra.Command) bool {
+	use := strings.Fields(cmd.Use)
+	return len(use) >= 2 && use[1] == "ID"
+}
+
+// idKind names what a command's id names, and the command that lists them.
+func idKind(cmd *cobra.Command) (what, lister string) {
+	if p := cmd.Parent(); p != nil && p.Name() == "lessons" {
+		return "lesson", "autocoder lessons list"
+	}
+	return "task", "autocoder list"
+}
+
+// notFoundError says which id named nothing, in the user's words rather
+// than the server's ("workflow not found for ID").
+func notFoundError(cmd *cobra.Command, err error) error {
+	args := cmd.Flags().Args()
+	if cmd == nil || !takesID(cmd) || len(args) == 0 {
+		return err
+	}
+	what, lister := idKind(cmd)
+	return &quietCause{msg: fmt.Sprintf("no %s %s here; %s shows the %ss there are", what, args[0], lister, what), cause: err}
 }
 
 func usageError(format string, args ...any) error {

@@ -186,7 +186,7 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	if o.MaxIterations < 1 {
 		return workflows.TaskInput{}, usageError("--max-iterations must be at least 1")
 	}
-	lang := o.Lang
+	lang := strings.ToLower(strings.TrimSpace(o.Lang))
 	if lang == "" {
 		lang = "python"
 		if o.Dir != "" {

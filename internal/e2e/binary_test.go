@@ -127,9 +127,9 @@ func TestBinaryErrors(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		{"unknown task", up, []string{"status", "autocoder-nope"}, 4, "not found"},
+		{"unknown task", up, []string{"status", "autocoder-nope"}, 4, "no task autocoder-nope here"},
 		{"temporal unreachable", down, []string{"status", "x"}, 3, "TEMPORAL_ADDRESS"},
-		{"missing task text", up, []string{"run"}, 2, "accepts 1 arg"},
+		{"missing task text", up, []string{"run"}, 2, "autocoder run takes TASK (got no argument)"},
 		{"bad flag", up, []string{"run", "--max-iterations", "zero", "x"}, 2, "invalid argument"},
 		{"bad language", up, []string{"run", "--lang", "cobol", "x"}, 2, "want python or go"},
 		{"bad model", up, []string{"run", "--model", "nosuch:model", "x"}, 2, "--model"},
