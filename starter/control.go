@@ -166,7 +166,7 @@ func NewCmdRollback(f *Factory, runF func(*RollbackOptions) error) *cobra.Comman
 			return rollback(cmd.Context(), f, &o)
 		},
 	}
-	cmd.Flags().IntVar(&o.To, "to", 0, "checkpoint number (see `autocoder status`)")
+	cmd.Flags().IntVar(&o.To, "to", 0, "checkpoint number, as autocoder status lists them")
 	cmd.Flags().StringVar(&o.Feedback, "feedback", "", "guidance for the attempts after the rollback")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the new status as JSON")
 	_ = cmd.MarkFlagRequired("to")

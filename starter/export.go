@@ -50,7 +50,7 @@ func NewCmdExport(f *Factory, runF func(*ExportOptions) error) *cobra.Command {
 	cmd.Flags().IntVar(&o.Checkpoint, "checkpoint", 0, "checkpoint to export (default: the last passing one, else the last)")
 	cmd.Flags().BoolVar(&o.Git, "git", false, "make DIR a git repository with one commit per checkpoint up to the exported one")
 	cmd.Flags().BoolVar(&o.Patch, "patch", false, "print a unified diff of the exported files against the input workspace")
-	cmd.Flags().StringVar(&o.Transcript, "transcript", "", "also write the task's conversations to this file, as `autocoder transcript --json` prints them")
+	cmd.Flags().StringVar(&o.Transcript, "transcript", "", "also write the task's conversations to this file, as 'autocoder transcript --json' prints them")
 	return cmd
 }
 

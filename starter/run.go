@@ -64,6 +64,15 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run TASK",
 		Short: "Start a coding task and follow it until it is done",
+		Long: "Start a coding task and follow it until it is done. The task runs in the local server (or on the\n" +
+			"Temporal server " + envTemporalAddress + " names); Ctrl-C only stops following, and `autocoder resume ID`\n" +
+			"re-attaches.\n\n" +
+			"The model: --model PROVIDER:NAME (openai, anthropic or ollama; the provider alone takes its default\n" +
+			"model), else " + llm.EnvModel + ", else the first provider whose settings are set: " + llm.EnvOpenAIKey + "\n" +
+			"(with " + llm.EnvOpenAIBaseURL + " for any OpenAI-compatible server), " + llm.EnvAnthropicKey + ", " + llm.EnvOllamaHost + ".\n\n" +
+			"With --dir the task works on a copy of your project and writes back the files it changed; without\n" +
+			"it the files go to --out (default ./<task id>). Your tests judge: --test-cmd, else the project's tests\n" +
+			"run by the language's test command, else tests the model writes.",
 		Example: `  autocoder run "Build a CLI that converts CSV to JSON" --lang python
   autocoder run --dir ./myproj --test-cmd "go test ./..." "Fix the failing parser test"`,
 		Args: cobra.ExactArgs(1),

@@ -127,6 +127,9 @@ func parseSpec(s string) (Spec, error) {
 	}
 	model = strings.TrimSpace(model)
 	if model == "" {
+		if strings.Contains(s, ":") {
+			return Spec{}, fmt.Errorf("%w %q names no model after the colon: write %s:MODEL, or %s alone for its default (%s)", ErrBadSpec, s, p, p, def)
+		}
 		model = def
 	}
 	return Spec{Provider: p, Model: model}, nil

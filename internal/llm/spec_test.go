@@ -18,7 +18,8 @@ func TestParseSpec(t *testing.T) {
 		{" Anthropic : claude-opus-4-1 ", llm.Spec{Provider: llm.ProviderAnthropic, Model: "claude-opus-4-1"}, false},
 		{"ollama:qwen2.5-coder:7b", llm.Spec{Provider: llm.ProviderOllama, Model: "qwen2.5-coder:7b"}, false},
 		{"ollama", llm.Spec{Provider: llm.ProviderOllama, Model: llm.DefaultModels[llm.ProviderOllama]}, false},
-		{"openai:", llm.Spec{Provider: llm.ProviderOpenAI, Model: llm.DefaultModels[llm.ProviderOpenAI]}, false},
+		{"openai:", llm.Spec{}, true}, // a colon promises a model name
+		{"openai: ", llm.Spec{}, true},
 		{"gpt-4o", llm.Spec{}, true},
 		{"gemini:pro", llm.Spec{}, true},
 		{":gpt-4o", llm.Spec{}, true},
