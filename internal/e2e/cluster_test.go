@@ -67,6 +67,13 @@ func (c *cluster) cli(args ...string) (string, string, int) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, args...)
 	cmd.Env = c.env
+	return runCaptured(c.t, cmd, args)
+}
+
+// runCaptured runs cmd to completion and returns its stdout, stderr and
+// exit code; only a command that could not run fails the test.
+func runCaptured(t *testing.T, cmd *exec.Cmd, args []string) (string, string, int) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -75,7 +82,7 @@ func (c *cluster) cli(args ...string) (string, string, int) {
 	case errors.As(err, &ee):
 		return stdout.String(), stderr.String(), ee.ExitCode()
 	case err != nil:
-		c.t.Fatalf("autocoder %v: %v", args, err)
+		t.Fatalf("autocoder %v: %v", args, err)
 	}
 	return stdout.String(), stderr.String(), 0
 }

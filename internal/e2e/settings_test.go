@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -63,17 +60,7 @@ func (l *local) exec(ctx context.Context, t *testing.T, env []string, args ...st
 	t.Helper()
 	cmd := l.command(ctx, args...)
 	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return stdout.String(), stderr.String(), ee.ExitCode()
-	case err != nil:
-		t.Fatalf("%v: %v", args, err)
-	}
-	return stdout.String(), stderr.String(), 0
+	return runCaptured(t, cmd, args)
 }
 
 // TestReadOnlyCommandThenRun: after a command that only reads started the
