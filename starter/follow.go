@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/workflows"
@@ -300,6 +301,10 @@ type view struct {
 	last        string
 	checkpoints int
 	drawn       bool
+	// The bar's furthest point in the current attempt, so that a gate
+	// after the check does not move it back.
+	attempt [2]int // step, iteration
+	peak    float64
 }
 
 func newView(w io.Writer, tty bool) *view { return &view{w: w, tty: tty} }
@@ -314,9 +319,8 @@ func (v *view) show(st workflows.Status) {
 		fmt.Fprintf(v.w, "  %s step %d, iteration %d: %s\n", mark, cp.Step, cp.Iteration, termsafe.Line(cp.Summary))
 	}
 	v.checkpoints = len(st.Checkpoints)
-	line := statusLine(st)
 	if v.tty {
-		fmt.Fprintf(v.w, "\r\033[K%s %s", progressBar(st, 20), line)
+		fmt.Fprintf(v.w, "\r\033[K%s %s", progressBar(v.progress(st), 20), statusLine(st))
 		v.drawn = true
 		return
 	}
@@ -324,6 +328,18 @@ func (v *view) show(st workflows.Status) {
 		fmt.Fprintln(v.w, plain)
 		v.last = plain
 	}
+}
+
+// progress is progressOf(st), never less than before in the same attempt.
+// A new attempt at the same step (a failed check) starts lower again: the
+// step is not as far along as the last attempt made it look.
+func (v *view) progress(st workflows.Status) float64 {
+	p := progressOf(st)
+	if at := [2]int{st.Step, st.Iteration}; at != v.attempt {
+		v.attempt, v.peak = at, p
+	}
+	v.peak = max(v.peak, p)
+	return v.peak
 }
 
 func (v *view) final(st workflows.Status) {
@@ -339,9 +355,19 @@ func (v *view) clear() {
 	}
 }
 
-// plainLine changes only when the task moves, so piped output stays short.
-// It names the model's turn and tool call while an attempt works.
+// plainLine changes only when the task moves or spends, so piped output
+// stays short and still tells what the task has cost so far. It names the
+// model's turn and tool call while an attempt works.
 func plainLine(st workflows.Status) string {
+	line := placeLine(st)
+	if u := st.Usage; u.PromptTokens+u.CompletionTokens > 0 || u.CostUSD > 0 || u.Unpriced > 0 {
+		line += " · " + spentText(u)
+	}
+	return line
+}
+
+// placeLine is where the task is: phase, step, iteration, turn and call.
+func placeLine(st workflows.Status) string {
 	line := fmt.Sprintf("[%s]", st.Phase)
 	if st.Step > 0 {
 		line += fmt.Sprintf(" step %d/%d · iteration %d/%d", st.Step, len(st.Plan), st.Iteration, st.MaxIterations)
@@ -352,32 +378,69 @@ func plainLine(st workflows.Status) string {
 	return line
 }
 
+// spentText is the tokens so far, and their cost once a model call has one.
+func spentText(u activities.Usage) string {
+	s := humanCount(u.PromptTokens+u.CompletionTokens) + " tokens"
+	if u.CostUSD > 0 || u.Unpriced > 0 {
+		s += " · cost " + costText(u)
+	}
+	return s
+}
+
 func statusLine(st workflows.Status) string {
-	parts := []string{plainLine(st)}
+	parts := []string{placeLine(st)}
 	if !st.Started.IsZero() {
 		parts = append(parts, time.Since(st.Started).Round(time.Second).String())
 	}
-	parts = append(parts, fmt.Sprintf("%s tokens", humanCount(st.Usage.PromptTokens+st.Usage.CompletionTokens)))
-	if st.Usage.CostUSD > 0 || st.Usage.Unpriced > 0 {
-		parts = append(parts, "cost "+costText(st.Usage))
-	}
+	parts = append(parts, spentText(st.Usage))
 	if st.LastTest != nil {
 		parts = append(parts, termsafe.Line(st.LastTest.Headline()))
 	}
 	return strings.Join(parts, " · ")
 }
 
-// progressBar fills by completed plan steps.
-func progressBar(st workflows.Status, width int) string {
-	done := 0
-	if n := len(st.Plan); n > 0 {
-		steps := st.Step - 1
-		if st.Phase == workflows.PhaseSucceeded || st.Step > n {
-			steps = n
-		}
-		done = max(0, min(width, steps*width/n))
+// progressOf is how far the task is, from 0 to 1: the plan steps passed,
+// and within the current step the attempt's model turns against its turn
+// budget. The model's turns are the work we can count while it happens:
+// an attempt is checked when the model says it is done or, at the latest,
+// when its turns run out, so the turns started are a floor under how near
+// the check is. The check stands for one more turn, the budget's last
+// slot; a model that finishes early makes the bar jump to it.
+func progressOf(st workflows.Status) float64 {
+	n := len(st.Plan)
+	switch {
+	case st.Phase == workflows.PhaseSucceeded || (n > 0 && st.Step > n):
+		return 1
+	case n == 0 || st.Step < 1:
+		return 0
 	}
-	return "[" + strings.Repeat("█", done) + strings.Repeat("░", width-done) + "]"
+	slots := 2 // one-answer attempts: the answer, then the check
+	switch {
+	case st.MaxTurns > 0:
+		slots = st.MaxTurns + 1 // the turns, then the check
+	case st.Turn > 0: // a server that does not say its budget
+		slots = workflows.DefaultMaxTurns + 1
+	}
+	within := min(st.Turn, slots-1)
+	if st.Phase == workflows.PhaseChecking || st.Phase == workflows.PhaseExecuting {
+		within = slots - 1
+	}
+	return (float64(st.Step-1) + float64(within)/float64(slots)) / float64(n)
+}
+
+// partialBlocks draw a cell's eighths, so that one turn of a long budget
+// still moves the bar.
+var partialBlocks = []rune("▏▎▍▌▋▊▉")
+
+func progressBar(frac float64, width int) string {
+	eighths := max(0, min(width*8, int(frac*float64(width*8))))
+	full, part := eighths/8, eighths%8
+	bar := strings.Repeat("█", full)
+	if part > 0 {
+		bar += string(partialBlocks[part-1])
+		full++
+	}
+	return "[" + bar + strings.Repeat("░", width-full) + "]"
 }
 
 func humanCount(n int) string {

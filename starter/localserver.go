@@ -54,6 +54,7 @@ func (f *Factory) connectLocal(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, serverStartTimeout)
 	defer cancel()
 	started, restarted := false, false
+	var logStart int64 // where the log stood when this command started a server
 	for {
 		a, err := devserver.ReadAddress(dir)
 		if err == nil {
@@ -84,11 +85,11 @@ func (f *Factory) connectLocal(ctx context.Context) error {
 		}
 		if started {
 			lock.Close()
-			return fmt.Errorf("%w: the local server did not start; the end of its log (%s):\n%s",
-				errUnavailable, f.cfg.logFile(), logTail(f.cfg.logFile(), 5))
+			return fmt.Errorf("%w: the local server did not start; the end of what it wrote to its log (%s):\n%s",
+				errUnavailable, f.cfg.logFile(), logTail(f.cfg.logFile(), logStart, 5))
 		}
 		fmt.Fprintf(f.IO.ErrOut, "starting the local server for %s (log: %s)…\n", dir, f.cfg.logFile())
-		err = f.startBackground(lock)
+		logStart, err = f.startBackground(lock)
 		lock.Close()
 		if err != nil {
 			return fmt.Errorf("%w: start the local server: %v", errUnavailable, err)
@@ -190,20 +191,25 @@ func (f *Factory) useServer(a devserver.Address, started bool) {
 // server, which releases it once it serves (or exits). For a command that
 // only reads, the server is settings-less: it holds no task to this shell's
 // settings, so the next command that has some replaces it.
-func (f *Factory) startBackground(lock *os.File) error {
+func (f *Factory) startBackground(lock *os.File) (logStart int64, err error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return fmt.Errorf("find this program: %w", err)
+		return 0, fmt.Errorf("find this program: %w", err)
 	}
 	dir, err := filepath.Abs(f.cfg.DataDir)
 	if err != nil {
-		return fmt.Errorf("data dir: %w", err)
+		return 0, fmt.Errorf("data dir: %w", err)
 	}
 	logf, err := openLog(f.cfg.logFile())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer logf.Close()
+	// Taken after openLog, which may have moved a full log aside.
+	info, err := logf.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("log: %w", err)
+	}
 	args := []string{"dev", "--background"}
 	if f.need == needReads {
 		args = append(args, "--settingsless")
@@ -215,12 +221,12 @@ func (f *Factory) startBackground(lock *os.File) error {
 	cmd.ExtraFiles = []*os.File{lock}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", exe, err)
+		return 0, fmt.Errorf("start %s: %w", exe, err)
 	}
 	// Reaped if it exits while this client still runs, so that it is not
 	// taken for alive.
 	go func() { _ = cmd.Wait() }()
-	return nil
+	return info.Size(), nil
 }
 
 func newDevStatusCmd(f *Factory) *cobra.Command {
@@ -307,11 +313,20 @@ func reapEvery(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// logTail returns the last n lines of the log file, for an error message.
-func logTail(path string, n int) string {
+// logTail returns, for an error message, the last n lines the log file
+// got from offset on: what the server this command started wrote, not
+// the lines of earlier servers that share the file. A log shorter than
+// offset was moved aside meanwhile and is shown from its start.
+func logTail(path string, offset int64, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
+	}
+	if offset <= int64(len(b)) {
+		b = b[offset:]
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return "(the server wrote nothing to its log)"
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")

@@ -273,7 +273,9 @@ func (s *codingTaskSuite) TestCancellationStopsTheTask() {
 		return activities.TestSummary{}, ctx.Err()
 	}).Once()
 	s.env.RegisterDelayedCallback(func() {
-		s.Equal(PhaseChecking, s.queryStatus().Phase)
+		st := s.queryStatus()
+		s.Equal(PhaseChecking, st.Phase)
+		s.Equal(DefaultMaxTurns, st.MaxTurns, "the status names the attempt's turn budget")
 		s.env.CancelWorkflow()
 	}, time.Second)
 

@@ -114,7 +114,13 @@ func (t *task) applyRollback() {
 }
 
 func (t *task) registerHandlers(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) { return t.Status, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (Status, error) {
+		st := t.Status
+		if !t.Fenced { // one-answer attempts have no turns
+			st.MaxTurns = t.maxTurns()
+		}
+		return st, nil
+	}); err != nil {
 		return fmt.Errorf("register status query: %w", err)
 	}
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRollback,

@@ -353,8 +353,11 @@ type Status struct {
 	// The tool loop: the current attempt's model turns so far, what it is
 	// doing now ("read app/models.py", "run pytest -x tests/test_api.py"),
 	// the task's conversations in order, and the project instruction
-	// files given to the model.
+	// files given to the model. MaxTurns is the attempt's turn budget,
+	// after which its work is checked; the status query sets it (it is not
+	// kept in state), 0 for one-answer attempts.
 	Turn         int             `json:"turn,omitempty"`
+	MaxTurns     int             `json:"maxTurns,omitempty"`
 	Doing        string          `json:"doing,omitempty"`
 	Transcripts  []TranscriptRef `json:"transcripts,omitempty"`
 	Instructions []string        `json:"instructions,omitempty"`

@@ -538,3 +538,40 @@ func TestIdleServerStops(t *testing.T) {
 		t.Errorf("%d servers served the data dir, want 2 (one stopped idle, one started by list)", n)
 	}
 }
+
+// TestFailedStartShowsOnlyItsOwnLog: a local server that cannot start (its
+// sandbox image is missing) is reported with the end of what it wrote to
+// the log, without the lines an earlier server left in the same file.
+func TestFailedStartShowsOnlyItsOwnLog(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const missing = "autocoder/no-such-image:0"
+	l := newLocal(t, llmtest.New(t, pythonScenario.script()), "AUTOCODER_SANDBOX=docker", "AUTOCODER_IMAGE_PYTHON="+missing)
+	earlier := []string{
+		`time=2026-01-02T03:04:05Z level=INFO msg="local server ready" temporal=127.0.0.1:7233`,
+		`time=2026-01-02T03:09:05Z level=INFO msg="earlier server's line one"`,
+		`time=2026-01-02T03:09:06Z level=INFO msg="earlier server's line two"`,
+		`time=2026-01-02T03:09:07Z level=INFO msg="earlier server's line three"`,
+		`time=2026-01-02T03:09:08Z level=INFO msg="local server stops: idle" idle_timeout=5m0s`,
+	}
+	if err := os.WriteFile(filepath.Join(l.dir, "autocoder.log"), []byte(strings.Join(earlier, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	run := l.command(ctx, "run", "--lang", "python", "write add(a, b)")
+	run.Stdout, run.Stderr = &stdout, &stderr
+	err := run.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("run: %v, want exit 3\nstderr:\n%s", err, stderr.String())
+	}
+	got := stderr.String()
+	if !strings.Contains(got, "the local server did not start") || !strings.Contains(got, missing) {
+		t.Errorf("stderr does not say the server did not start for want of %s:\n%s", missing, got)
+	}
+	for _, line := range earlier {
+		if strings.Contains(got, line) {
+			t.Errorf("stderr shows the earlier server's line %q:\n%s", line, got)
+		}
+	}
+}
