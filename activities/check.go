@@ -234,7 +234,7 @@ func (a *Activities) checkAndTestPython(ctx context.Context, in CheckInput, file
 		return validation(findings, res.Duration), nil
 	}
 	res.Stdout = rest
-	return summarize(res), nil
+	return summarize(res, a.limits().MemoryBytes), nil
 }
 
 // checkPython runs the embedded checker over the files in the sandbox.
@@ -306,7 +306,7 @@ func (a *Activities) runTests(ctx context.Context, in CheckInput, files []worksp
 	if err != nil {
 		return TestSummary{}, err
 	}
-	return summarize(res), nil
+	return summarize(res, a.limits().MemoryBytes), nil
 }
 
 // runSandbox runs a spec over a snapshot's files, heartbeating meanwhile.
@@ -334,7 +334,8 @@ func testCommand(lang, testCmd string) ([]string, error) {
 	return p.TestCmd, nil
 }
 
-func summarize(res sandbox.Result) TestSummary {
+// summarize reads a test run's result; memory is the limit it ran under.
+func summarize(res sandbox.Result, memory int64) TestSummary {
 	out := res.Stdout
 	if res.Stderr != "" {
 		out += "\n" + res.Stderr
@@ -346,7 +347,7 @@ func summarize(res sandbox.Result) TestSummary {
 		out += fmt.Sprintf("\n[killed: wall-clock timeout after %s]", res.Duration.Round(time.Millisecond))
 	}
 	if res.OOMKilled {
-		out += "\n[killed: out of memory]"
+		out += "\n[" + oomKilled(memory) + "]"
 	}
 	s := TestSummary{
 		Stage:        "test",
