@@ -48,8 +48,11 @@ type cgroups struct {
 	// and pids' for v1.
 	parents []string
 	owner   string
-	seq     atomic.Uint64
 }
+
+// cgroupSeq numbers the cgroups of this process; its runners share the
+// owner id in the names.
+var cgroupSeq atomic.Uint64
 
 // cgroup is one sandbox's cgroup: one directory for v2, two for v1.
 type cgroup struct {
@@ -186,7 +189,7 @@ func (c *cgroups) newCgroup(lim Limits) (*cgroup, error) {
 	if !c.limitsMemory() {
 		return nil, nil
 	}
-	return c.create(strconv.FormatUint(c.seq.Add(1), 10), lim)
+	return c.create(strconv.FormatUint(cgroupSeq.Add(1), 10), lim)
 }
 
 func (c *cgroups) create(name string, lim Limits) (*cgroup, error) {

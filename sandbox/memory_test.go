@@ -1,10 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -210,5 +213,28 @@ func TestCgroupsPerSandbox(t *testing.T) {
 		if _, err := os.Stat(d); err != nil {
 			t.Fatalf("parent cgroup gone: %v", err)
 		}
+	}
+}
+
+// TestCgroupsFallback checks that without any cgroup to use, bwrap falls
+// back to RLIMIT_AS and the worker log says what that costs.
+func TestCgroupsFallback(t *testing.T) {
+	root := cgroupRoot
+	cgroupRoot = t.TempDir() // no hierarchy mounted here
+	t.Cleanup(func() { cgroupRoot = root })
+	var log bytes.Buffer
+	c := detectCgroups(slog.New(slog.NewTextHandler(&log, nil)))
+	if c.limitsMemory() {
+		t.Fatalf("mode %s without cgroups", c.mode)
+	}
+	if g, err := c.newCgroup(DefaultLimits()); g != nil || err != nil {
+		t.Fatalf("newCgroup = %v, %v", g, err)
+	}
+	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "JVM and Node cannot start") {
+		t.Errorf("log: %s", log.String())
+	}
+	lim := DefaultLimits()
+	if as := "--as=" + strconv.FormatInt(lim.MemoryBytes, 10); !slices.Contains(rlimitArgs(lim, false), as) || slices.Contains(rlimitArgs(lim, true), as) {
+		t.Errorf("RLIMIT_AS only without cgroups: %v / %v", rlimitArgs(lim, false), rlimitArgs(lim, true))
 	}
 }
