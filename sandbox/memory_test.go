@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autocoder/autocoder/internal/testenv"
 )
@@ -195,6 +196,7 @@ func TestCgroupsPerSandbox(t *testing.T) {
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill() })
 	waited := make(chan error, 1)
 	go func() { waited <- sleeper.Wait() }()
 	if err := g.add(sleeper.Process.Pid); err != nil {
@@ -206,7 +208,12 @@ func TestCgroupsPerSandbox(t *testing.T) {
 			t.Errorf("the stale cgroup %s was not reaped: %v", d, err)
 		}
 	}
-	if err := <-waited; err == nil {
+	select {
+	case err := <-waited:
+		if err == nil {
+			t.Error("the process in the stale cgroup exited by itself")
+		}
+	case <-time.After(10 * time.Second):
 		t.Error("the process in the stale cgroup was not killed")
 	}
 	for _, d := range br.cgroups.parents {
