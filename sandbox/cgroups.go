@@ -177,7 +177,8 @@ func findV1(string) (*cgroups, error) {
 
 // probe makes and removes a cgroup with limits.
 func (c *cgroups) probe() error {
-	g, err := c.create("probe", DefaultLimits())
+	// Numbered like the others: two runners may start at once.
+	g, err := c.create("probe-"+strconv.FormatUint(cgroupSeq.Add(1), 10), DefaultLimits())
 	if err != nil {
 		return err
 	}
