@@ -273,7 +273,7 @@ func (a *Activities) checkAndTestPython(ctx context.Context, p policyRun, files 
 		return v, nil
 	}
 	res.Stdout = rest
-	s := summarize(res)
+	s := summarize(res, a.limits().MemoryBytes)
 	s.Warnings = v.Warnings
 	return s, nil
 }
@@ -325,7 +325,7 @@ func (a *Activities) runTests(ctx context.Context, in CheckInput, files []worksp
 	if err != nil {
 		return TestSummary{}, err
 	}
-	return summarize(res), nil
+	return summarize(res, a.limits().MemoryBytes), nil
 }
 
 // runSandbox runs a spec over a snapshot's files, heartbeating meanwhile.
@@ -353,7 +353,8 @@ func testCommand(lang, testCmd string) ([]string, error) {
 	return p.TestCmd, nil
 }
 
-func summarize(res sandbox.Result) TestSummary {
+// summarize reads a test run's result; memory is the limit it ran under.
+func summarize(res sandbox.Result, memory int64) TestSummary {
 	out := res.Stdout
 	if res.Stderr != "" {
 		out += "\n" + res.Stderr
@@ -365,7 +366,7 @@ func summarize(res sandbox.Result) TestSummary {
 		out += fmt.Sprintf("\n[killed: wall-clock timeout after %s]", res.Duration.Round(time.Millisecond))
 	}
 	if res.OOMKilled {
-		out += "\n[killed: out of memory]"
+		out += "\n[" + oomKilled(memory) + "]"
 	}
 	s := TestSummary{
 		Stage:        "test",

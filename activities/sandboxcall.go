@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/autocoder/autocoder/internal/bytesize"
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/store"
@@ -148,7 +149,7 @@ func (a *Activities) runCommand(ctx context.Context, in SandboxCallInput, out Sa
 		return sandboxCallMemo{}, err
 	}
 	var text strings.Builder
-	text.WriteString(runStatus(res, lim.Timeout))
+	text.WriteString(runStatus(res, lim))
 	text.WriteString(output(res, outputBytes(in)))
 	notKept := ""
 	switch {
@@ -204,7 +205,7 @@ func (a *Activities) runTestCall(ctx context.Context, in SandboxCallInput, out S
 	if err != nil {
 		return sandboxCallMemo{}, err
 	}
-	s := summarize(res)
+	s := summarize(res, a.limits().MemoryBytes)
 	if whole {
 		// Findings as the final check would have them; the restored
 		// snapshot it stores is the check's business, not this call's.
@@ -216,7 +217,7 @@ func (a *Activities) runTestCall(ctx context.Context, in SandboxCallInput, out S
 	}
 	var text strings.Builder
 	text.WriteString(s.Headline() + "\n")
-	text.WriteString(runStatus(res, a.limits().Timeout))
+	text.WriteString(runStatus(res, a.limits()))
 	if len(s.Findings) > 0 {
 		text.WriteString(integrity.Report(s.Findings) + "\n")
 	}
@@ -233,15 +234,21 @@ func outputBytes(in SandboxCallInput) int {
 }
 
 // runStatus is the first lines of a run's result: how it ended.
-func runStatus(res sandbox.Result, timeout time.Duration) string {
+func runStatus(res sandbox.Result, lim sandbox.Limits) string {
 	s := fmt.Sprintf("exit code: %d\n", res.ExitCode)
 	if res.TimedOut {
-		s += fmt.Sprintf("timed out: killed after %s with everything it started\n", timeout)
+		s += fmt.Sprintf("timed out: killed after %s with everything it started\n", lim.Timeout)
 	}
 	if res.OOMKilled {
-		s += "out of memory: killed\n"
+		s += "out of memory: " + oomKilled(lim.MemoryBytes) + "\n"
 	}
 	return s
+}
+
+// oomKilled says why the kernel killed a run's process, as the model and
+// the person read it.
+func oomKilled(memory int64) string {
+	return "killed: memory limit " + bytesize.Format(memory)
 }
 
 // output is a run's stdout and stderr, cut to max bytes by keeping their
@@ -271,6 +278,9 @@ func headline(res sandbox.Result, changed int) string {
 	h := fmt.Sprintf("exit %d", res.ExitCode)
 	if res.TimedOut {
 		h = "timed out"
+	}
+	if res.OOMKilled {
+		h = "out of memory"
 	}
 	if changed > 0 {
 		h += fmt.Sprintf(", %d files changed", changed)

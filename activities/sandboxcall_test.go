@@ -125,6 +125,27 @@ func TestSandboxCallCapsOutputAndRefusesTooMuch(t *testing.T) {
 	}
 }
 
+// A run killed for its memory is told as such on each backend, with the
+// limit, as a timeout is told with its time, and keeps no file.
+func TestSandboxCallReportsMemoryLimit(t *testing.T) {
+	for _, be := range []string{"bwrap", "docker"} {
+		t.Run(be, func(t *testing.T) {
+			e := newEnvAt(t, "")
+			e.acts.Sandbox = sandboxOf(t, be)
+			e.acts.Limits = sandbox.DefaultLimits()
+			e.acts.Limits.MemoryBytes = 256 << 20
+			snap := e.snapshot(t, map[string]string{"a.txt": "a\n"})
+			n := callTurn(t, e, "tr", llm.ToolCall{ID: "hog", Name: "run",
+				Arguments: `{"command":"rm a.txt; python3 -c \"x = bytearray(b'x') * (1 << 30)\""}`})
+			out := run[SandboxCallOutput](t, e, e.acts.SandboxCall, SandboxCallInput{Transcript: "tr", Position: n, CallID: "hog", Snapshot: snap, Language: "python"})
+			text := e.messages(t, "tr")[n].Result.Content
+			if out.Snapshot != snap || out.Headline != "out of memory" || !strings.Contains(text, "out of memory: killed: memory limit 256 MiB\n") || !strings.Contains(text, "files not kept: the command was killed") {
+				t.Fatalf("%+v\n%s", out, text)
+			}
+		})
+	}
+}
+
 // A retry never runs the call again: not after the append (the transcript
 // holds the result), nor after a failed append (the memo holds it). The
 // command writes a random value, so a second run would make another

@@ -35,6 +35,7 @@ type bwrapRunner struct {
 	cred    *syscall.Credential
 	etcDir  string
 	seccomp []byte // the seccomp filter bwrap installs; nil for none
+	cgroups *cgroups
 	dir     string // the cache dir
 	goRoot  string
 	goCache atomic.Pointer[goCache] // nil until the go profile is first used
@@ -50,7 +51,9 @@ type bwrapRunner struct {
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
 // etcFiles are host files the toolchains need; the rest of /etc stays out.
-var etcFiles = []string{"/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime"}
+// Debian's JDKs link their configuration (java.security, which any JVM
+// program that loads a resource reads) into /etc/java-<version>.
+var etcFiles = []string{"/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/java-*"}
 
 func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 	bw, err := exec.LookPath("bwrap")
@@ -73,6 +76,7 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 	if r.etcDir, err = writeEtc(r.dir); err != nil {
 		return nil, err
 	}
+	r.cgroups = detectCgroups(r.log)
 	if err := r.chooseUIDs(ctx); err != nil {
 		os.RemoveAll(r.etcDir)
 		return nil, err
@@ -222,8 +226,11 @@ func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
 			a = append(a, "--ro-bind", d, d)
 		}
 	}
-	for _, f := range etcFiles {
-		a = append(a, "--ro-bind-try", f, f)
+	for _, pattern := range etcFiles {
+		matches, _ := filepath.Glob(pattern)
+		for _, f := range matches {
+			a = append(a, "--ro-bind-try", f, f)
+		}
 	}
 	for _, f := range []string{"passwd", "group", "hosts", "nsswitch.conf"} {
 		a = append(a, "--ro-bind", filepath.Join(r.etcDir, f), "/etc/"+f)
@@ -279,20 +286,34 @@ func (r *bwrapRunner) passSeccomp(cmd *exec.Cmd) (done func(), err error) {
 	return func() { rd.Close() }, nil
 }
 
-// rlimits bound what the cgroup-less sandbox may take; RLIMIT_CPU backs up
-// the wall-clock timer.
-func rlimitArgs(lim Limits) []string {
+// rlimits bound what the sandbox may take beside its cgroup; RLIMIT_CPU
+// backs up the wall-clock timer. The address-space limit stands in for
+// memory only when no cgroup limits it: it counts what a process reserves,
+// not what it uses.
+func rlimitArgs(lim Limits, cgroupMemory bool) []string {
 	cpu := int64(lim.Timeout/time.Second) + 1
 	fsize := max(lim.WorkdirBytes, lim.TmpBytes)
-	return []string{
-		"--as=" + strconv.FormatInt(lim.MemoryBytes, 10),
+	a := []string{
 		"--nproc=" + strconv.FormatInt(lim.Pids, 10),
 		"--fsize=" + strconv.FormatInt(fsize, 10),
 		"--cpu=" + strconv.FormatInt(cpu, 10),
 		"--core=0",
 		"--nofile=1024",
 	}
+	if !cgroupMemory {
+		a = append(a, "--as="+strconv.FormatInt(lim.MemoryBytes, 10))
+	}
+	return a
 }
+
+// cgroupGate is the sandbox's first program when it has a cgroup: it waits
+// for a line on stdin, which the worker writes once it has moved the
+// process into the cgroup, and then becomes prlimit. So bwrap and all it
+// starts are in the cgroup from their first instruction. The worker moves
+// the process, rather than the kernel placing it at fork (clone3 with
+// CLONE_INTO_CGROUP, SysProcAttr.UseCgroupFD), because that works on v2
+// only; this one way serves both.
+const cgroupGate = `read -r _ && exec "$@"`
 
 // Run takes a warm sandbox when one matches, else starts one.
 func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
@@ -346,6 +367,7 @@ type proc struct {
 	exited chan struct{} // closed when cmd.Wait has returned
 	err    error         // cmd.Wait's error, once exited is closed
 	uid    *uidLease     // released once exited is closed
+	cgroup *cgroup       // nil without cgroups; removed once exited is closed
 }
 
 // launch starts a sandbox whose entry script seeds the Go cache, then waits
@@ -362,7 +384,7 @@ func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc,
 	if r.goRoot != "" {
 		path = r.goRoot + "/bin:" + hostPath
 	}
-	args := append(rlimitArgs(lim), "--", r.bwrap)
+	args := append(rlimitArgs(lim, r.cgroups.limitsMemory()), "--", r.bwrap)
 	args = append(args, r.baseArgs(p, p.environ(path), lim)...)
 	args = append(args, "/bin/sh", "-c", entryScript, "sbx", p.GoCache, "", readyMarker)
 
@@ -370,38 +392,63 @@ func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc,
 	if err != nil {
 		return nil, err
 	}
+	cg, err := r.cgroups.newCgroup(lim)
+	if err != nil {
+		lease.release()
+		return nil, err
+	}
+	// release frees what a sandbox that never started holds.
+	release := func() {
+		if err := cg.remove(); err != nil {
+			r.log.Warn("sandbox: cgroup not removed", "err", err)
+		}
+		lease.release()
+	}
 	cmd := exec.Command(r.prlimit, args...)
+	if cg != nil {
+		cmd = exec.Command("/bin/sh", append([]string{"-c", cgroupGate, "sbx-gate", r.prlimit}, args...)...)
+	}
 	cmd.Env = []string{}
 	done, err := r.passSeccomp(cmd)
 	if err != nil {
-		lease.release()
+		release()
 		return nil, err
 	}
 	defer done()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		lease.release()
+		release()
 		return nil, fmt.Errorf("bwrap stdin: %w", err)
 	}
-	pr := &proc{cmd: cmd, stdin: stdin, stdout: &relay{}, stderr: &relay{ready: make(chan struct{})}, exited: make(chan struct{}), uid: lease}
+	pr := &proc{cmd: cmd, stdin: stdin, stdout: &relay{}, stderr: &relay{ready: make(chan struct{})}, exited: make(chan struct{}), uid: lease, cgroup: cg}
 	cmd.Stdout, cmd.Stderr = pr.stdout, pr.stderr
 	// Own process group: a kill reaches bwrap and, through
 	// --die-with-parent and the pid namespace, everything inside.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		lease.release()
+		release()
 		return nil, fmt.Errorf("bwrap start: %w", err)
 	}
 	go func() {
 		pr.err = cmd.Wait()
 		close(pr.exited)
 	}()
+	if cg != nil {
+		err := cg.add(cmd.Process.Pid)
+		if err == nil {
+			_, err = io.WriteString(stdin, "\n")
+		}
+		if err != nil {
+			r.discard(pr)
+			return nil, fmt.Errorf("bwrap cgroup: %w", err)
+		}
+	}
 	select {
 	case <-pr.stderr.ready:
 		return pr, nil
 	case <-pr.exited:
-		lease.release()
+		release()
 		return nil, fmt.Errorf("bwrap sandbox exited while starting: %v: %s", pr.err, bytes.TrimSpace(pr.stderr.early()))
 	case <-ctx.Done():
 		r.discard(pr)
@@ -448,16 +495,23 @@ func (r *bwrapRunner) exec(ctx context.Context, pr *proc, j job) (Result, error)
 	default:
 		return Result{}, fmt.Errorf("bwrap wait: %w", pr.err)
 	}
+	res.OOMKilled = pr.cgroup.oomKilled(res.ExitCode)
 	return res, out.fill(&res)
 }
 
-// kill ends a sandbox's whole process group.
-func (r *bwrapRunner) kill(pr *proc) { _ = syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL) }
+// kill ends a sandbox's whole process group and whatever is in its cgroup.
+func (r *bwrapRunner) kill(pr *proc) {
+	_ = syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL)
+	pr.cgroup.kill()
+}
 
 // discard kills a sandbox and waits until it is gone.
 func (r *bwrapRunner) discard(pr *proc) {
 	r.kill(pr)
 	<-pr.exited
+	if err := pr.cgroup.remove(); err != nil {
+		r.log.Warn("sandbox: cgroup not removed", "err", err)
+	}
 	pr.uid.release()
 }
 

@@ -146,6 +146,11 @@ func assertClean(t *testing.T, r Runner) {
 		if len(left) > 0 {
 			t.Errorf("processes left under the test: %v", left)
 		}
+		if b.cgroups.limitsMemory() {
+			if left := leftCgroups(b); len(left) > 0 {
+				t.Errorf("cgroups left: %v", left)
+			}
+		}
 	}
 }
 
@@ -206,4 +211,32 @@ func hostProcsWith(marker string) []string {
 		}
 	}
 	return out
+}
+
+// leftCgroups lists the cgroups of this process's runners that no idle
+// warm sandbox holds. All runners of the process share one owner id.
+func leftCgroups(b *bwrapRunner) []string {
+	held := map[string]bool{}
+	for _, r := range allRunners() {
+		if br, ok := inner(r).(*bwrapRunner); ok {
+			for _, pl := range br.pools {
+				for _, p := range pl.snapshot() {
+					for _, d := range p.cgroup.dirs {
+						held[d] = true
+					}
+				}
+			}
+		}
+	}
+	var left []string
+	for _, parent := range b.cgroups.parents {
+		ents, _ := os.ReadDir(parent)
+		for _, e := range ents {
+			d := filepath.Join(parent, e.Name())
+			if strings.HasPrefix(e.Name(), cgroupPrefix+b.cgroups.owner+":") && !strings.HasSuffix(e.Name(), ":worker") && !held[d] {
+				left = append(left, d)
+			}
+		}
+	}
+	return left
 }

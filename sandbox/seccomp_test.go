@@ -234,8 +234,8 @@ new Worker("require('worker_threads').parentPort.postMessage('worker')", { eval:
 // backends, and on bwrap (which uses the host's toolchains) node and the
 // JVM, whose threads use clone with thread flags.
 func TestSyscallFilterAllowsTestRuns(t *testing.T) {
-	// RLIMIT_AS, bwrap's memory limit, must leave room for the address
-	// space V8 and the JVM reserve.
+	// Under bwrap's RLIMIT_AS fallback (no cgroups), the limit must leave
+	// room for the address space V8 and the JVM reserve.
 	big := Limits{MemoryBytes: 8 << 30}
 	cases := []struct {
 		name, want string

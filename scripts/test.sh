@@ -15,7 +15,7 @@ command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 /usr/bin/python3 -c 'import pytest' 2>/dev/null || need_pkgs+=(python3-pytest)
 ctags --version 2>/dev/null | grep -q 'Universal Ctags' || need_pkgs+=(universal-ctags) # repository maps
 command -v node >/dev/null || need_pkgs+=(nodejs) # bwrap's seccomp filter is tested with node
-command -v java >/dev/null || need_pkgs+=(default-jre-headless) # and the JVM
+command -v javac >/dev/null || need_pkgs+=(default-jdk-headless) # and the JVM, running a program from source
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

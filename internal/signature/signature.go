@@ -134,7 +134,10 @@ func canonLang(lang string, lines []string) string {
 
 const (
 	timeoutMarker = "[killed: wall-clock timeout"
-	oomMarker     = "[killed: out of memory"
+	// oomMarker is the one runs are summarized with; oldOOMMarker the one
+	// stored before runs named the limit.
+	oomMarker    = "[killed: memory limit"
+	oldOOMMarker = "[killed: out of memory"
 )
 
 // executorMarker finds the line the executor appends when it killed the
@@ -145,7 +148,7 @@ func executorMarker(lines []string) (kind, line string, ok bool) {
 		switch {
 		case strings.HasPrefix(l, timeoutMarker):
 			return KindTimeout, l, true
-		case strings.HasPrefix(l, oomMarker):
+		case strings.HasPrefix(l, oomMarker), strings.HasPrefix(l, oldOOMMarker):
 			return KindOOM, l, true
 		}
 	}

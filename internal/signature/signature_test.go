@@ -128,6 +128,11 @@ SyntaxError: invalid syntax`,
 		},
 		{
 			name: "oom marker",
+			out:  "collecting ...\n[killed: memory limit 1 GiB]",
+			kind: KindOOM, shape: "[killed: memory limit <n> GiB]",
+		},
+		{
+			name: "oom marker of old records",
 			out:  "collecting ...\n[killed: out of memory]",
 			kind: KindOOM, shape: "[killed: out of memory]",
 		},
