@@ -362,11 +362,10 @@ func routedElsewhere(name string) bool {
 func (t *task) runTools(ctx workflow.Context, calls []activities.CallSummary) error {
 	c := &t.Conversation
 	ids := make([]string, len(calls))
-	what := make([]string, len(calls))
 	for i, call := range calls {
-		ids[i], what[i] = call.ID, describeCall(call)
+		ids[i] = call.ID
 	}
-	doing := strings.Join(what, ", ")
+	doing := describeCalls(calls)
 	t.doing(ctx, doing)
 	var out activities.RunToolsOutput
 	err := workflow.ExecuteLocalActivity(toolsCtx(ctx, t.turnLabel(doing)), a.RunTools, activities.RunToolsInput{
@@ -477,6 +476,34 @@ func describeCall(call activities.CallSummary) string {
 		return call.Label
 	}
 	return call.Name
+}
+
+// callsLabelBytes bounds the label of a run of calls: it is the RunTools
+// activity's summary in the Web UI and status's "doing", one line each,
+// and a turn may make dozens of calls.
+const callsLabelBytes = 200
+
+// describeCalls names a run of calls, "read app/models.py, edit
+// app/models.py", as many as fit in callsLabelBytes (always the first),
+// then how many more.
+func describeCalls(calls []activities.CallSummary) string {
+	var b strings.Builder
+	for i, call := range calls {
+		label := describeCall(call)
+		more := ""
+		if rest := len(calls) - i - 1; rest > 0 {
+			more = fmt.Sprintf(" and %d more", rest)
+		}
+		if i > 0 && b.Len()+len(", ")+len(label)+len(more) > callsLabelBytes {
+			fmt.Fprintf(&b, " and %d more", len(calls)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(label)
+	}
+	return b.String()
 }
 
 // doing records what the attempt is doing now, for status and the Web UI.

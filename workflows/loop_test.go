@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -323,4 +324,38 @@ func (s *codingTaskSuite) TestGuidanceReachesTheNextTurn() {
 	s.Equal(tr, told[0].Transcript)
 	s.Equal(4, told[0].Position) // after the first turn (3) and its result
 	s.Contains(told[0].Messages[0].Text, "A person says:\n- use integers")
+}
+
+// TestDescribeCallsIsBounded: a run of workspace calls is named call by
+// call, and a long run is cut after whole labels with how many more there
+// are, so the RunTools summary stays one readable line.
+func TestDescribeCallsIsBounded(t *testing.T) {
+	reads := func(n int) []activities.CallSummary {
+		calls := make([]activities.CallSummary, n)
+		for i := range calls {
+			calls[i] = activities.CallSummary{Name: "read", Label: fmt.Sprintf("read app/module_%02d.py", i)}
+		}
+		return calls
+	}
+	for _, tc := range []struct {
+		name  string
+		calls []activities.CallSummary
+		want  string
+	}{
+		{"one", reads(1), "read app/module_00.py"},
+		{"a few", []activities.CallSummary{{Name: "read", Label: "read app/models.py"}, {Name: "edit", Label: "edit app/models.py"}, {Name: "list"}},
+			"read app/models.py, edit app/models.py, list"},
+		{"many", reads(40), "read app/module_00.py, read app/module_01.py, read app/module_02.py, read app/module_03.py, " +
+			"read app/module_04.py, read app/module_05.py, read app/module_06.py, read app/module_07.py and 32 more"},
+		{"long labels", []activities.CallSummary{{Label: strings.Repeat("a", 150)}, {Label: strings.Repeat("b", 150)}},
+			strings.Repeat("a", 150) + " and 1 more"},
+	} {
+		got := describeCalls(tc.calls)
+		if got != tc.want {
+			t.Errorf("%s: describeCalls = %q, want %q", tc.name, got, tc.want)
+		}
+		if len(got) > callsLabelBytes {
+			t.Errorf("%s: %d bytes, over %d", tc.name, len(got), callsLabelBytes)
+		}
+	}
 }

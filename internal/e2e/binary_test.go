@@ -19,7 +19,11 @@ import (
 	"github.com/autocoder/autocoder/workflows"
 )
 
-var startedRE = regexp.MustCompile(`task (autocoder-[0-9a-f]+) started`)
+// taskIDPattern matches a task id: "autocoder-", the task's first words,
+// and ten hex digits (taskclient.IDFor).
+const taskIDPattern = `autocoder-(?:[0-9a-z]+-)*[0-9a-f]{10}`
+
+var startedRE = regexp.MustCompile(`task (` + taskIDPattern + `) started`)
 
 // TestBinaryEndToEnd runs the same flow through the built binary, with the
 // worker, the run and the status queries as separate processes.

@@ -27,7 +27,10 @@ import (
 
 // TestWebUIShowsTask starts `autocoder dev`, runs a task against it from
 // another process, and checks with a real headless Chromium that the
-// embedded Web UI lists the task and shows its summary (the task text).
+// embedded Web UI lists the task under an id that carries the task's words,
+// that its Event History shows the summary of a tool-calling local
+// activity, and that its User Metadata tab shows the task text (summary)
+// and its phase (current details).
 // Screenshots go to $AUTOCODER_ARTIFACTS or <repo>/.artifacts.
 func TestWebUIShowsTask(t *testing.T) {
 	chrome, err := exec.LookPath("chromium")
@@ -36,7 +39,17 @@ func TestWebUIShowsTask(t *testing.T) {
 	defer cancel()
 	bin := binary(t)
 	sc := pythonScenario
-	model := llmtest.New(t, sc.script())
+	// One turn writes both files through the tools (a RunTools local
+	// activity, whose summary names its calls), the next finishes.
+	writer := agent(func(v turnView) llmtest.Reply {
+		if v.turn() == 0 {
+			return calls(v, "",
+				call("write", map[string]any{"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
+				call("write", map[string]any{"path": "test_calc.py", "content": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"}))
+		}
+		return calls(v, "", call("finish", map[string]any{"summary": "add is written and tested."}))
+	})
+	model := llmtest.New(t, func(req llmtest.ChatRequest) llmtest.Reply { return writer.answer(sc.plan, chatView(req)) })
 	devPort := freePort(t)
 	env := cleanEnv(
 		"AUTOCODER_DATA_DIR="+t.TempDir(),
@@ -81,10 +94,25 @@ func TestWebUIShowsTask(t *testing.T) {
 	dir := artifactDir(t)
 
 	listShot := filepath.Join(dir, "webui-workflows.png")
+	// The list shows ids, not summaries: the id's words tell tasks apart.
+	const taskWords = "write-a-function-add-a-b-in-calc"
 	b.show(ctx, t, uiBase+"/namespaces/default/workflows", listShot, func(doc *html.Node) error {
-		return listedAs(doc, started.ID, "Completed")
+		return listedAs(doc, started.ID, "Completed", taskWords)
 	})
 	t.Logf("workflow list screenshot: %s", listShot)
+
+	// Every activity carries a summary. The timeline of this UI version
+	// shows a local activity (RunTools) by its type alone; the Event
+	// History shows the summary recorded on its marker.
+	historyShot := filepath.Join(dir, "webui-workflow-history.png")
+	const toolsRow = "Local Activity Activity Type RunTools Summary write calc.py, write test_calc.py — step 1 attempt 1 turn 1"
+	b.show(ctx, t, wfPage+"/"+started.RunID+"/history", historyShot, func(doc *html.Node) error {
+		if !strings.Contains(textOf(doc), toolsRow) {
+			return fmt.Errorf("the event history shows no row %q", toolsRow)
+		}
+		return nil
+	})
+	t.Logf("workflow history screenshot: %s", historyShot)
 
 	// The list has no summary column in this UI version; the workflow's
 	// User Metadata tab shows the static summary and the current details.
@@ -235,7 +263,8 @@ func (b browser) load(ctx context.Context, page, shot string) (*html.Node, error
 		if err := os.Remove(shot); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("remove old screenshot: %w", err)
 		}
-		args = append(args, "--window-size=1400,900", "--screenshot="+shot)
+		// Tall enough for the middle of a short task's event history.
+		args = append(args, "--window-size=1400,1800", "--screenshot="+shot)
 	}
 	cmd := exec.CommandContext(ctx, b.path, append(args, "--dump-dom", page)...)
 	var stdout, stderr bytes.Buffer
@@ -255,8 +284,9 @@ func (b browser) load(ctx context.Context, page, shot string) (*html.Node, error
 	return doc, nil
 }
 
-// listedAs finds the workflow list row naming id and checks its status.
-func listedAs(doc *html.Node, id, status string) error {
+// listedAs finds the workflow list row naming id and checks its status and
+// that it shows words.
+func listedAs(doc *html.Node, id, status, words string) error {
 	rows := findAll(doc, testID("workflows-summary-configurable-table-row"))
 	var seen []string
 	for _, r := range rows {
@@ -273,6 +303,9 @@ func listedAs(doc *html.Node, id, status string) error {
 		cells := findAll(r, testID("execution-status"))
 		if len(cells) != 1 || textOf(cells[0]) != status {
 			return fmt.Errorf("row %q does not show status %s", text, status)
+		}
+		if !strings.Contains(text, words) {
+			return fmt.Errorf("row %q does not show the task's words %q", text, words)
 		}
 		return nil
 	}

@@ -403,11 +403,11 @@ func TestResumeWritesIntoTheProject(t *testing.T) {
 // productLine matches every line a piped run prints itself.
 var productLine = regexp.MustCompile(`^(starting the local server for .* \(log: .*\)…` +
 	`|local server at 127\.0\.0\.1:\d+, Web UI at http://127\.0\.0\.1:\d+` +
-	`|task autocoder-[0-9a-f]+ started` +
-	`|web UI: http://127\.0\.0\.1:\d+/namespaces/default/workflows/autocoder-[0-9a-f]+` +
+	`|task ` + taskIDPattern + ` started` +
+	`|web UI: http://127\.0\.0\.1:\d+/namespaces/default/workflows/` + taskIDPattern +
 	`|\[[a-z]+\]( step \d+/\d+ · iteration \d+/\d+( · turn \d+(: .+)?)?)?` +
 	`|  [✓✗] step \d+, iteration \d+: .*` +
-	`|✔ task autocoder-[0-9a-f]+ succeeded in \d+ iteration\(s\).*` +
+	`|✔ task ` + taskIDPattern + ` succeeded in \d+ iteration\(s\).*` +
 	`|  \d+ file\(s\) written to .*` +
 	`|  tokens: \d+ in, \d+ out, cost (\$[0-9.]+|unknown|\$[0-9.]+ and unknown))$`)
 

@@ -213,7 +213,7 @@ autocoder: task ID failed: model call: model provider openai failed (HTTP 503), 
 // only once it started).
 func golden(s, dataDir string) string {
 	for _, r := range []struct{ re, with string }{
-		{`autocoder-[0-9a-f]+`, "ID"},
+		{taskIDPattern, "ID"},
 		{regexp.QuoteMeta(dataDir), "DATA"},
 		{`http://127\.0\.0\.1:\d+`, "UI"},
 		{`127\.0\.0\.1:\d+`, "ADDR"},

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -131,7 +132,8 @@ func New(c client.Client, namespace string) *Client {
 
 // StartOptions tune Start.
 type StartOptions struct {
-	// ID is the task's id; empty gives "autocoder-" and a random suffix.
+	// ID is the task's id; empty gives "autocoder-", the task's first
+	// words and a random suffix (IDFor).
 	ID string
 	// Dir is the project directory the task works on (absolute), which
 	// resume writes the files back to; empty for a task without one.
@@ -158,7 +160,7 @@ const (
 func (c *Client) Start(ctx context.Context, in workflows.TaskInput, o StartOptions) (Started, error) {
 	id := o.ID
 	if id == "" {
-		id = "autocoder-" + randomSuffix()
+		id = IDFor(in.Task)
 	}
 	run, err := c.sdk.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:            id,
@@ -312,6 +314,46 @@ func (c *Client) Describe(ctx context.Context, id string) (*workflowservice.Desc
 		return nil, fmt.Errorf("describe task %s: %w", id, classify(err))
 	}
 	return d, nil
+}
+
+// IDFor is a new id for a task: "autocoder-", the task's first words as a
+// slug, and a random suffix ("autocoder-fix-the-rounding-in-3f9a0c1b2d").
+// The Web UI's list and `list` show only ids, so the words are what tells
+// two tasks apart there; the suffix keeps ids unique.
+func IDFor(task string) string {
+	if slug := slugOf(task, slugBytes); slug != "" {
+		return "autocoder-" + slug + "-" + randomSuffix()
+	}
+	return "autocoder-" + randomSuffix()
+}
+
+// slugBytes bounds an id's words: enough for a few of them, short enough
+// that the list's id column and a typed id stay usable.
+const slugBytes = 32
+
+// slugOf is task's leading words, lower-case ASCII letters and digits
+// joined by "-", cut at a word boundary within max bytes (a single longer
+// word is cut). Other characters separate words, so an id needs no escaping
+// in a URL or a shell.
+func slugOf(task string, max int) string {
+	var words []string
+	n := 0
+	for _, w := range strings.FieldsFunc(strings.ToLower(task), func(r rune) bool {
+		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
+	}) {
+		if n > 0 && n+1+len(w) > max {
+			break
+		}
+		if n == 0 && len(w) > max {
+			w = w[:max]
+		}
+		if n > 0 {
+			n++
+		}
+		n += len(w)
+		words = append(words, w)
+	}
+	return strings.Join(words, "-")
 }
 
 func randomSuffix() string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,25 @@ func newTestClient(t *testing.T) *Client {
 	return New(ts.GetDefaultClient(), ts.GetDefaultNamespace())
 }
 
+func TestIDForNamesTheTask(t *testing.T) {
+	for _, tc := range []struct{ task, prefix string }{
+		{"Fix the rounding in app/models.py total()", "autocoder-fix-the-rounding-in-app-models-"},
+		{"Write a function add(a, b) in calc.py that returns the sum", "autocoder-write-a-function-add-a-b-in-calc-"},
+		{"  --  ", "autocoder-"},
+		{"Überprüfe die Größe", "autocoder-berpr-fe-die-gr-e-"},
+		{strings.Repeat("x", 50) + " more", "autocoder-" + strings.Repeat("x", 32) + "-"},
+		{"", "autocoder-"},
+	} {
+		id := IDFor(tc.task)
+		if !strings.HasPrefix(id, tc.prefix) || len(id) != len(tc.prefix)+10 {
+			t.Errorf("IDFor(%q) = %q, want %q and a 10-digit suffix", tc.task, id, tc.prefix)
+		}
+	}
+	if a, b := IDFor("same task"), IDFor("same task"); a == b {
+		t.Errorf("two ids for one task text are both %q", a)
+	}
+}
+
 func TestClientSpeaksTheWorkflowsNames(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -93,8 +113,8 @@ func TestClientSpeaksTheWorkflowsNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(run.ID) != len("autocoder-")+10 || run.RunID == "" {
-		t.Errorf("started %+v, want an autocoder- id and a run id", run)
+	if !strings.HasPrefix(run.ID, "autocoder-a-") || len(run.ID) != len("autocoder-a-")+10 || run.RunID == "" {
+		t.Errorf("started %+v, want an id of the task's words and a run id", run)
 	}
 	id := run.ID
 	sends := []func() error{
