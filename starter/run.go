@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	conf "github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/policy"
@@ -78,6 +79,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Task = strings.TrimSpace(args[0])
+			o.fromSettings(cmd, f.cfg.settings)
 			if runF != nil {
 				return runF(&o)
 			}
@@ -111,6 +113,22 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	return cmd
 }
 
+// fromSettings takes the limits and the policy mode that no flag set from
+// the configuration (file or default).
+func (o *RunOptions) fromSettings(cmd *cobra.Command, s *conf.Config) {
+	for flag, set := range map[string]func(key string){
+		"max-iterations": func(k string) { o.MaxIterations = s.Int(k) },
+		"max-turns":      func(k string) { o.MaxTurns = s.Int(k) },
+		"budget-tokens":  func(k string) { o.BudgetTokens = s.Int(k) },
+		"budget-usd":     func(k string) { o.BudgetUSD = s.Float(k) },
+		"policy":         func(k string) { o.Policy = s.String(k) },
+	} {
+		if !cmd.Flags().Changed(flag) {
+			set(conf.KeyOfFlag(flag))
+		}
+	}
+}
+
 func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	in, err := taskInput(o)
 	if err != nil {
@@ -125,14 +143,14 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	// must be this shell's.
 	f.need = needOwnSettings
 	if o.Model != "" {
-		f.settingsIgnored = []string{llm.EnvModel}
+		f.settingsIgnored = []string{"model"}
 	}
 	if !o.Detach && f.useEmbedded() {
 		// The worker runs in the local server, which a first command starts
 		// with its environment: a missing model would only fail the task
 		// later, so say it before starting anything.
 		if in.Model == "" {
-			if _, err := llm.EnvFromOS().DefaultSpec(); err != nil {
+			if _, err := f.cfg.settings.DefaultModel(); err != nil {
 				return usageError("%v", err)
 			}
 		}

@@ -84,17 +84,34 @@ type Config struct {
 // ErrNotFound is a --config file that does not exist.
 var ErrNotFound = errors.New("configuration file not found")
 
-// Load resolves the configuration: defaults < file < environment < flags.
-func Load(o Options) (*Config, error) {
-	if o.Getenv == nil {
-		o.Getenv = func(string) string { return "" }
-	}
-	c := &Config{values: map[string]Value{}, getenv: o.Getenv}
+// Environ is the process environment, the one Load is given in the
+// program: this package is its only reader.
+func Environ(name string) string { return os.Getenv(name) }
+
+// Defaults is the configuration with nothing set, for tests that build
+// their settings by hand.
+func Defaults() *Config {
+	c := defaults(func(string) string { return "" })
+	c.resolveDataDir()
+	return c
+}
+
+func defaults(getenv func(string) string) *Config {
+	c := &Config{values: map[string]Value{}, getenv: getenv}
 	for _, k := range Keys {
 		if k.Default != "" {
 			c.values[k.Name] = Value{Text: k.Default}
 		}
 	}
+	return c
+}
+
+// Load resolves the configuration: defaults < file < environment < flags.
+func Load(o Options) (*Config, error) {
+	if o.Getenv == nil {
+		o.Getenv = func(string) string { return "" }
+	}
+	c := defaults(o.Getenv)
 	path, err := findFile(o)
 	if err != nil {
 		return nil, err

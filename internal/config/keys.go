@@ -88,6 +88,17 @@ func lookupKey(name string) (Key, bool) {
 	return Key{}, false
 }
 
+// KeyOfFlag is the name of the key the flag sets; it panics for a flag
+// that sets none, a programming error.
+func KeyOfFlag(flag string) string {
+	for _, k := range Keys {
+		if k.Flag == flag {
+			return k.Name
+		}
+	}
+	panic("config: no key for flag --" + flag)
+}
+
 // validate checks text as a value of k; the error says what is wanted.
 func (k Key) validate(text string) error {
 	switch k.kind {

@@ -132,6 +132,12 @@ func (c *Config) Fingerprint() map[string]string {
 			s[k.Name] = v.Text
 		}
 	}
+	// The sandbox reads these itself (see TestOnlyConfigReadsTheEnvironment).
+	for _, name := range []string{"AUTOCODER_IMAGE_PYTHON", "AUTOCODER_IMAGE_GO"} {
+		if v := c.getenv(name); v != "" {
+			s[name] = v
+		}
+	}
 	return s
 }
 
