@@ -229,7 +229,7 @@ func NewCmdDev(f *Factory, runF func(*DevOptions) error) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if f.cfg.addressSet {
-				return usageError("dev starts its own Temporal: unset %s", envTemporalAddress)
+				return usageError("dev starts its own Temporal, and temporal.address is set (%s): remove it", f.cfg.settings.Get("temporal.address").Source)
 			}
 			if o.IdleTimeout < 0 {
 				return usageError("--idle-timeout must not be negative")

@@ -150,7 +150,7 @@ func (f *Factory) temporalClient(ctx context.Context) (client.Client, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot reach Temporal at %s (%v).\n"+
-			"Set %s to your Temporal frontend (host:port), or unset it for local mode",
+			"Set %s (or temporal.address in the configuration file) to your Temporal frontend (host:port), or unset it for local mode",
 			errUnavailable, f.cfg.TemporalAddress, err, envTemporalAddress)
 	}
 	f.sdk = c

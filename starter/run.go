@@ -69,7 +69,8 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 			"Temporal server " + envTemporalAddress + " names); Ctrl-C only stops following, and `autocoder resume ID`\n" +
 			"re-attaches.\n\n" +
 			"The model: --model PROVIDER:NAME (openai, anthropic or ollama; the provider alone takes its default\n" +
-			"model), else " + llm.EnvModel + ", else the first provider whose settings are set: " + llm.EnvOpenAIKey + "\n" +
+			"model), else " + llm.EnvModel + " or the configuration file's model (autocoder config show), else the\n" +
+			"first provider whose settings are set: " + llm.EnvOpenAIKey + "\n" +
 			"(with " + llm.EnvOpenAIBaseURL + " for any OpenAI-compatible server), " + llm.EnvAnthropicKey + ", " + llm.EnvOllamaHost + ".\n\n" +
 			"With --dir the task works on a copy of your project and writes back the files it changed; without\n" +
 			"it the files go to --out (default ./<task id>). Your tests judge: --test-cmd, else the project's tests\n" +
@@ -91,7 +92,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	fl.StringVar(&o.Out, "out", "", "directory to write the final files to (default: --dir, else ./<task id>)")
 	fl.StringVar(&o.Dir, "dir", "", "existing project to work on; uploaded as the starting workspace")
 	fl.StringVar(&o.TestCmd, "test-cmd", "", "shell command whose success decides the task (default: the --dir project's tests, run by the language's test command; without any, tests the model writes)")
-	fl.StringVar(&o.Model, "model", "", "model as provider:model, e.g. openai:gpt-4.1 (default: "+llm.EnvModel+" or the provider whose key is set)")
+	fl.StringVar(&o.Model, "model", "", "model as provider:model, e.g. openai:gpt-4.1 (default: "+llm.EnvModel+", the configuration file's model, or the provider whose key is set)")
 	fl.IntVar(&o.MaxIterations, "max-iterations", workflows.DefaultMaxIterations, "attempts allowed across all plan steps")
 	fl.BoolVar(&o.Detach, "detach", false, "start the task and return at once")
 	fl.BoolVar(&o.JSON, "json", false, "print the result as JSON on stdout")
