@@ -204,14 +204,14 @@ func (c *Config) resolveDataDir() {
 		return
 	}
 	base := xdgDir(c.getenv, "XDG_DATA_HOME", filepath.Join(".local", "share"))
-	name := "XDG_DATA_HOME"
-	if !filepath.IsAbs(c.getenv(name)) {
-		name = "~/.local/share"
+	src := Source{Kind: FromEnv, Name: "XDG_DATA_HOME"}
+	switch {
+	case base == "":
+		base, src = os.TempDir(), Source{Name: "no home directory"}
+	case !filepath.IsAbs(c.getenv(src.Name)):
+		src = Source{Name: "~/.local/share"}
 	}
-	if base == "" {
-		base, name = os.TempDir(), "no home directory"
-	}
-	c.values["data_dir"] = Value{Text: filepath.Join(base, "autocoder"), Source: Source{Name: name}}
+	c.values["data_dir"] = Value{Text: filepath.Join(base, "autocoder"), Source: src}
 }
 
 // Get is a setting's value and source; an unset one is empty, from the default.

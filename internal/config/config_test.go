@@ -191,20 +191,20 @@ func TestAPIKeyForms(t *testing.T) {
 // TestDataDir: one rule, a relative XDG_DATA_HOME ignored as the XDG spec says.
 func TestDataDir(t *testing.T) {
 	for _, tc := range []struct {
-		env  map[string]string
-		want string
+		env        map[string]string
+		want, from string
 	}{
-		{map[string]string{"HOME": "/home/u"}, "/home/u/.local/share/autocoder"},
-		{map[string]string{"HOME": "/home/u", "XDG_DATA_HOME": "/xdg"}, "/xdg/autocoder"},
-		{map[string]string{"HOME": "/home/u", "XDG_DATA_HOME": "rel"}, "/home/u/.local/share/autocoder"},
-		{map[string]string{"HOME": "/home/u", "AUTOCODER_DATA_DIR": "/d"}, "/d"},
+		{map[string]string{"HOME": "/home/u"}, "/home/u/.local/share/autocoder", "default (~/.local/share)"},
+		{map[string]string{"HOME": "/home/u", "XDG_DATA_HOME": "/xdg"}, "/xdg/autocoder", "env XDG_DATA_HOME"},
+		{map[string]string{"HOME": "/home/u", "XDG_DATA_HOME": "rel"}, "/home/u/.local/share/autocoder", "default (~/.local/share)"},
+		{map[string]string{"HOME": "/home/u", "AUTOCODER_DATA_DIR": "/d"}, "/d", "env AUTOCODER_DATA_DIR"},
 	} {
 		c, err := Load(Options{ProjectDir: t.TempDir(), Getenv: envOf(tc.env)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.DataDir() != tc.want {
-			t.Errorf("env %v: data dir %q, want %q", tc.env, c.DataDir(), tc.want)
+		if v := c.Get("data_dir"); v.Text != tc.want || v.Source.String() != tc.from {
+			t.Errorf("env %v: data dir %q from %s, want %q from %s", tc.env, v.Text, v.Source, tc.want, tc.from)
 		}
 	}
 }
