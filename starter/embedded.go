@@ -133,7 +133,7 @@ func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 		Owner:     owner.ID(),
 		Started:   time.Now(),
 		LogFile:   f.cfg.logFile(),
-		// The server's own environment: what its worker runs tasks with.
+		// The server's own settings: what its worker runs tasks with.
 		Settings:     f.cfg.settings.Fingerprint(),
 		Settingsless: settingsless,
 	}
