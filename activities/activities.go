@@ -42,7 +42,7 @@ type Activities struct {
 	// SpacePaths are the directories that must have MinFreeSpace free
 	// before a model call; nil means the store's and os.TempDir().
 	SpacePaths []string
-	// MinFreeSpace in bytes; zero means EnvMinFreeSpace or its default.
+	// MinFreeSpace in bytes; zero means DefaultMinFreeSpace.
 	MinFreeSpace int64
 
 	snapshots snapshotCache // workspaces tool calls read

@@ -13,8 +13,8 @@ import (
 	"github.com/autocoder/autocoder/internal/bytesize"
 )
 
-// EnvMinFreeSpace sets the free disk space a model call needs first.
-const EnvMinFreeSpace = "AUTOCODER_MIN_FREE_SPACE"
+// minFreeSpaceSetting names, in messages, what sets the space needed.
+const minFreeSpaceSetting = "worker.min_free_space, or AUTOCODER_MIN_FREE_SPACE"
 
 // DefaultMinFreeSpace leaves room for an answer, its snapshot and memo,
 // and the sandbox's files, with plenty to spare.
@@ -41,20 +41,13 @@ func (a *Activities) spacePaths() []string {
 	return append(paths, os.TempDir())
 }
 
-// minFreeSpace is MinFreeSpace, else EnvMinFreeSpace, else the default.
-func (a *Activities) minFreeSpace() (int64, error) {
+// minFreeSpace is MinFreeSpace, resolved once at worker start
+// (worker.min_free_space), else the default.
+func (a *Activities) minFreeSpace() int64 {
 	if a.MinFreeSpace > 0 {
-		return a.MinFreeSpace, nil
+		return a.MinFreeSpace
 	}
-	v := os.Getenv(EnvMinFreeSpace)
-	if v == "" {
-		return DefaultMinFreeSpace, nil
-	}
-	n, err := bytesize.Parse(v)
-	if err != nil {
-		return 0, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", EnvMinFreeSpace, err), ErrTypeModelConfig, err)
-	}
-	return n, nil
+	return DefaultMinFreeSpace
 }
 
 // statfs reports the bytes available to this process under path.
@@ -70,10 +63,7 @@ var statfs = func(path string) (int64, error) {
 // answer goes to has less free space than needed. A directory that cannot
 // be examined is let through: the write itself reports its trouble.
 func (a *Activities) checkSpace(ctx context.Context) error {
-	need, err := a.minFreeSpace()
-	if err != nil {
-		return err
-	}
+	need := a.minFreeSpace()
 	for _, p := range a.spacePaths() {
 		free, err := statfs(p)
 		if err != nil {
@@ -82,7 +72,7 @@ func (a *Activities) checkSpace(ctx context.Context) error {
 		}
 		if free < need {
 			msg := fmt.Sprintf("not enough free disk space in %s: %s free, %s needed before calling the model (%s); free some space there, then run the task again",
-				p, bytesize.Format(free), bytesize.Format(need), EnvMinFreeSpace)
+				p, bytesize.Format(free), bytesize.Format(need), minFreeSpaceSetting)
 			return temporal.NewNonRetryableApplicationError(msg, ErrTypeNoSpace, errors.New("disk full"))
 		}
 	}

@@ -60,7 +60,7 @@ func TestFullDiskStopsTheModelCall(t *testing.T) {
 	if !errors.As(err, &app) || app.Type() != ErrTypeNoSpace || !app.NonRetryable() {
 		t.Fatalf("error = %v, want a final %s application error", err, ErrTypeNoSpace)
 	}
-	for _, want := range []string{disk, "4 MiB needed", EnvMinFreeSpace} {
+	for _, want := range []string{disk, "4 MiB needed", minFreeSpaceSetting} {
 		if !strings.Contains(app.Message(), want) {
 			t.Errorf("message %q does not say %q", app.Message(), want)
 		}
@@ -79,18 +79,14 @@ func TestFullDiskStopsTheModelCall(t *testing.T) {
 }
 
 // TestSpaceIsCheckedWhereTheStoreWrites: by default the store's directory
-// is checked, with the threshold from the environment.
+// is checked, with the threshold the worker was given.
 func TestSpaceIsCheckedWhereTheStoreWrites(t *testing.T) {
 	e := newEnv(t, llmtest.Text("1. Do it."))
-	t.Setenv(EnvMinFreeSpace, "1000000GiB")
+	e.acts.MinFreeSpace = 1000000 << 30
 	_, err := e.tenv.ExecuteActivity(e.acts.Plan, planIn)
 	dir := e.acts.Store.(diskDir).Dir()
 	if err == nil || !strings.Contains(err.Error(), "free disk space in "+dir) || !strings.Contains(err.Error(), "1000000 GiB needed") {
 		t.Errorf("error = %v, want one naming the store's directory %s and the space needed", err, dir)
-	}
-	t.Setenv(EnvMinFreeSpace, "plenty")
-	if _, err := e.tenv.ExecuteActivity(e.acts.Plan, planIn); err == nil || !strings.Contains(err.Error(), EnvMinFreeSpace) {
-		t.Errorf("a bad %s gave error %v, want one naming it", EnvMinFreeSpace, err)
 	}
 	if n := e.model.Calls(); n != 0 {
 		t.Errorf("model calls = %d, want none", n)

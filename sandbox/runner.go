@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
 )
 
 // Config selects and sizes a Runner.
 type Config struct {
-	// Backend is "docker", "bwrap" or "auto"; empty means env
-	// AUTOCODER_SANDBOX, else "auto" (docker when the daemon answers,
-	// else bwrap).
+	// Backend is "docker", "bwrap" or "auto" (docker when the daemon
+	// answers, else bwrap); empty means "auto". The sandbox.backend
+	// setting (AUTOCODER_SANDBOX) is resolved by internal/config.
 	Backend string
 	// PoolSize is the number of warm sandboxes (started, waiting for their
 	// input) kept per profile. Zero means DefaultPoolSize; negative
@@ -48,9 +47,6 @@ type Config struct {
 const DefaultPoolSize = 2
 
 func (c Config) withDefaults() Config {
-	if c.Backend == "" {
-		c.Backend = os.Getenv("AUTOCODER_SANDBOX")
-	}
 	if c.Backend == "" {
 		c.Backend = "auto"
 	}

@@ -666,11 +666,11 @@ func (c *pollingClient) Reachable(context.Context) error {
 // the contact timeout and exits 3 naming resume, as watch does, instead of
 // waiting for ever.
 func TestTranscriptFollowLosesContactLikeWatch(t *testing.T) {
-	t.Setenv(envContactTimeout, "2s")
 	gone := fmt.Errorf("query: %w", taskclient.ErrUnreachable)
 	c := &pollingClient{fakeClient: newFakeClient(), polls: map[string][]pollAnswer{"t1": {{st: working}, {st: working}, {err: gone}}}}
 	c.statuses["t1"] = working
 	f, out, errOut := fakeFactory(t, c.fakeClient)
+	f.cfg.settings = settingsFor(t, map[string]string{"AUTOCODER_CONTACT_TIMEOUT": "2s"})
 	f.TaskClient = func(context.Context) (TaskClient, error) { return c, nil }
 	appendTranscript(t, f, "tr-1", conversation...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

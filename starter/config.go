@@ -1,24 +1,24 @@
 package starter
 
 import (
-	"os"
+	"fmt"
 	"path/filepath"
 	"strconv"
+
+	"github.com/spf13/cobra"
+
+	conf "github.com/autocoder/autocoder/internal/config"
 )
 
-// Environment variables the CLI reads.
+// Environment variables the CLI names in its messages; internal/config
+// reads them.
 const (
-	envTemporalAddress   = "TEMPORAL_ADDRESS"
-	envTemporalNamespace = "TEMPORAL_NAMESPACE"
-	envTemporalUI        = "TEMPORAL_UI_URL"
-	envDatabaseURL       = "AUTOCODER_DATABASE_URL"
-	envDataDir           = "AUTOCODER_DATA_DIR"
-	envSandbox           = "AUTOCODER_SANDBOX"
-	envDevPort           = "AUTOCODER_DEV_PORT"
-	envUIPort            = "AUTOCODER_UI_PORT"
+	envTemporalAddress = "TEMPORAL_ADDRESS"
+	envDataDir         = "AUTOCODER_DATA_DIR"
+	envIdleTimeout     = "AUTOCODER_IDLE_TIMEOUT"
 )
 
-// config is the process configuration, read once from the environment.
+// config is what the commands use of the resolved configuration.
 type config struct {
 	TemporalAddress string
 	Namespace       string
@@ -32,19 +32,24 @@ type config struct {
 	// addressSet is true when the user named a Temporal server; otherwise
 	// local commands may start an embedded one.
 	addressSet bool
+	// settings is the whole resolved configuration, which the worker's
+	// activities and the local server's fingerprint come from.
+	settings *conf.Config
 }
 
-func configFromEnv() config {
+// configFrom derives the commands' view of the settings s.
+func configFrom(s *conf.Config) config {
 	c := config{
-		TemporalAddress: os.Getenv(envTemporalAddress),
-		Namespace:       envOr(envTemporalNamespace, "default"),
-		UIURL:           os.Getenv(envTemporalUI),
-		DatabaseURL:     os.Getenv(envDatabaseURL),
-		DataDir:         os.Getenv(envDataDir),
-		Sandbox:         envOr(envSandbox, "auto"),
+		TemporalAddress: s.String("temporal.address"),
+		Namespace:       s.String("temporal.namespace"),
+		UIURL:           s.String("temporal.ui_url"),
+		DatabaseURL:     s.String("store.url"),
+		DataDir:         s.DataDir(),
+		Sandbox:         s.String("sandbox.backend"),
+		devPort:         s.Int("server.port"),
+		uiPort:          s.Int("server.ui_port"),
+		settings:        s,
 	}
-	c.devPort = portFromEnv(envDevPort, 7233)
-	c.uiPort = portFromEnv(envUIPort, 8233)
 	c.addressSet = c.TemporalAddress != ""
 	if !c.addressSet {
 		c.TemporalAddress = "127.0.0.1:" + strconv.Itoa(c.devPort)
@@ -52,23 +57,7 @@ func configFromEnv() config {
 	if c.UIURL == "" {
 		c.UIURL = "http://127.0.0.1:" + strconv.Itoa(c.uiPort)
 	}
-	if c.DataDir == "" {
-		c.DataDir = defaultDataDir()
-	}
 	return c
-}
-
-// defaultDataDir follows the XDG convention: $XDG_DATA_HOME/autocoder or
-// ~/.local/share/autocoder.
-func defaultDataDir() string {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "autocoder")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "autocoder")
-	}
-	return filepath.Join(home, ".local", "share", "autocoder")
 }
 
 func (c config) sqlitePath() string { return filepath.Join(c.DataDir, "autocoder.db") }
@@ -80,9 +69,27 @@ func (c config) workflowURL(id string) string {
 	return c.UIURL + "/namespaces/" + c.Namespace + "/workflows/" + id
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
+// loadConfig resolves the configuration for cmd once its flags are
+// parsed: --config, else the project's file (--dir's, else the current
+// directory's), else the user's; then the environment; then the flags
+// that set a key. A mistake is a usage error naming file:line.
+func (f *Factory) loadConfig(cmd *cobra.Command) error {
+	if f.Getenv == nil {
+		return nil
 	}
-	return def
+	o := conf.Options{File: f.configFile, Getenv: f.Getenv, Flags: map[string]conf.Value{}}
+	if fl := cmd.Flags().Lookup("dir"); fl != nil {
+		o.ProjectDir = fl.Value.String()
+	}
+	for _, k := range conf.Keys {
+		if fl := cmd.Flags().Lookup(k.Flag); k.Flag != "" && fl != nil && fl.Changed {
+			o.Flags[k.Name] = conf.Value{Text: fl.Value.String()}
+		}
+	}
+	s, err := conf.Load(o)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	f.cfg = configFrom(s)
+	return nil
 }

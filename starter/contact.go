@@ -33,7 +33,7 @@ type contact struct {
 
 func newContact(f *Factory, id string, before func()) *contact {
 	return &contact{w: f.IO.ErrOut, before: before, addr: f.cfg.TemporalAddress, id: id,
-		limit: durationFromEnv(envContactTimeout, defaultContactTimeout)}
+		limit: f.cfg.settings.Duration("client.contact_timeout")}
 }
 
 // healthChecker asks the server whether it serves.

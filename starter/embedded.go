@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -134,8 +133,8 @@ func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 		Owner:     owner.ID(),
 		Started:   time.Now(),
 		LogFile:   f.cfg.logFile(),
-		// The server's own environment: what its worker runs tasks with.
-		Settings:     settingsFrom(os.Getenv),
+		// The server's own settings: what its worker runs tasks with.
+		Settings:     f.cfg.settings.Fingerprint(),
 		Settingsless: settingsless,
 	}
 	if err := devserver.WriteAddress(f.cfg.DataDir, addr); err != nil {
@@ -230,7 +229,7 @@ func NewCmdDev(f *Factory, runF func(*DevOptions) error) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if f.cfg.addressSet {
-				return usageError("dev starts its own Temporal: unset %s", envTemporalAddress)
+				return usageError("dev starts its own Temporal, and temporal.address is set (%s): remove it", f.cfg.settings.Get("temporal.address").Source)
 			}
 			if o.IdleTimeout < 0 {
 				return usageError("--idle-timeout must not be negative")
@@ -245,7 +244,7 @@ func NewCmdDev(f *Factory, runF func(*DevOptions) error) *cobra.Command {
 					return fmt.Errorf("%w: %v", errUnavailable, err)
 				}
 				if !cmd.Flags().Changed("idle-timeout") {
-					idle = durationFromEnv(envIdleTimeout, defaultIdleTimeout)
+					idle = f.cfg.settings.Duration("server.idle_timeout")
 				}
 				return f.serve(ctx, lock, idle, o.Settingsless, func() {})
 			}
@@ -269,20 +268,7 @@ func NewCmdDev(f *Factory, runF func(*DevOptions) error) *cobra.Command {
 	cmd.Flags().BoolVar(&o.Settingsless, "settingsless", false, "with --background: run no activity, for a command that only reads")
 	_ = cmd.Flags().MarkHidden("settingsless")
 	cmd.Flags().DurationVar(&o.IdleTimeout, "idle-timeout", 0,
-		"stop after this long with no task running or waiting and no client (0: never; the background server uses "+envIdleTimeout+", default "+defaultIdleTimeout.String()+")")
+		"stop after this long with no task running or waiting and no client (0: never; the background server uses server.idle_timeout or "+envIdleTimeout+", default 5m)")
 	cmd.AddCommand(newDevStatusCmd(f), newDevStopCmd(f))
 	return cmd
-}
-
-func portFromEnv(key string, def int) int {
-	v := envOr(key, "")
-	if v == "" {
-		return def
-	}
-	p, err := strconv.Atoi(v)
-	if err != nil || p < 0 || p > 65535 {
-		slog.Warn("ignoring invalid port", "variable", key, "value", v)
-		return def
-	}
-	return p
 }

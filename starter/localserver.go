@@ -120,7 +120,7 @@ func (f *Factory) serverFits(ctx context.Context, a devserver.Address, restarted
 		if f.need == needWorker {
 			return false, nil
 		}
-		differ = settingsFrom(os.Getenv).differing(serverSettings(a.Settings), f.settingsIgnored...)
+		differ = serverSettings(f.cfg.settings.Fingerprint()).differing(serverSettings(a.Settings), f.settingsIgnored...)
 		if len(differ) == 0 {
 			return false, nil
 		}
@@ -187,7 +187,8 @@ func (f *Factory) useServer(a devserver.Address, started bool) {
 
 // startBackground starts this program as the data dir's background server,
 // in a session of its own so that no signal meant for this client reaches
-// it, with its output in the log file. It hands the held start lock to the
+// it, with its output in the log file, and with this client's
+// configuration file and environment. It hands the held start lock to the
 // server, which releases it once it serves (or exits). For a command that
 // only reads, the server is settings-less: it holds no task to this shell's
 // settings, so the next command that has some replaces it.
@@ -213,6 +214,13 @@ func (f *Factory) startBackground(lock *os.File) (logStart int64, err error) {
 	args := []string{"dev", "--background"}
 	if f.need == needReads {
 		args = append(args, "--settingsless")
+	}
+	// The server reads the file this client read, and inherits its
+	// environment, so it resolves the same settings (and fingerprint). The
+	// keys stay out of its command line and environment: a key in the file
+	// is read there, and an api_key_cmd runs there, where the key is used.
+	if file := f.cfg.settings.File; file != "" {
+		args = append(args, "--config", file)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), envDataDir+"="+dir)

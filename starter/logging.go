@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 )
 
 const (
@@ -17,13 +16,6 @@ const (
 	// maxLogSize is the size past which a starting server moves the log
 	// aside (to autocoder.log.1), keeping one old log.
 	maxLogSize = 16 << 20
-
-	envIdleTimeout     = "AUTOCODER_IDLE_TIMEOUT"
-	envContactTimeout  = "AUTOCODER_CONTACT_TIMEOUT"
-	defaultIdleTimeout = 5 * time.Minute
-	// defaultContactTimeout is how long a following client keeps trying a
-	// server it lost contact with.
-	defaultContactTimeout = 2 * time.Minute
 )
 
 func (c config) logFile() string { return filepath.Join(c.DataDir, logFileName) }
@@ -68,19 +60,4 @@ func (f *Factory) setupLogging(verbose bool) (closeLog func()) {
 			logf.Close()
 		}
 	}
-}
-
-// durationFromEnv reads a duration such as "90s" or "5m"; an invalid
-// value is reported in the log and def applies.
-func durationFromEnv(key string, def time.Duration) time.Duration {
-	v := os.Getenv(key)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		slog.Warn("ignoring invalid duration", "variable", key, "value", v)
-		return def
-	}
-	return d
 }

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	conf "github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/termsafe"
@@ -83,6 +84,10 @@ type Factory struct {
 	// settingsIgnored are settings the command sets another way.
 	need            serverNeed
 	settingsIgnored []string
+	// Getenv, when set, is the environment the configuration is resolved
+	// from (conf.Environ); configFile is --config.
+	Getenv     func(string) string
+	configFile string
 	// verbose also shows the logs on stderr.
 	verbose  bool
 	closeLog func()
@@ -109,8 +114,12 @@ type TaskClient interface {
 }
 
 // NewFactory returns a factory with cfg and streams that builds the real
-// dependencies.
+// dependencies. Settings cfg leaves out are the defaults; with Getenv set,
+// the command line's configuration replaces cfg once flags are parsed.
 func NewFactory(cfg config, io IOStreams) *Factory {
+	if cfg.settings == nil {
+		cfg.settings = conf.Defaults()
+	}
 	f := &Factory{IO: io, cfg: cfg}
 	f.TaskClient = func(ctx context.Context) (TaskClient, error) {
 		c, err := f.temporalClient(ctx)
@@ -141,7 +150,7 @@ func (f *Factory) temporalClient(ctx context.Context) (client.Client, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot reach Temporal at %s (%v).\n"+
-			"Set %s to your Temporal frontend (host:port), or unset it for local mode",
+			"Set %s (or temporal.address in the configuration file) to your Temporal frontend (host:port), or unset it for local mode",
 			errUnavailable, f.cfg.TemporalAddress, err, envTemporalAddress)
 	}
 	f.sdk = c
@@ -195,7 +204,8 @@ func Execute() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go exitAfterInterrupt(ctx, stop, interruptGrace, os.Exit)
-	f := NewFactory(configFromEnv(), SystemIO())
+	f := NewFactory(config{}, SystemIO())
+	f.Getenv = conf.Environ
 	defer f.Close()
 	return execute(ctx, f, os.Args[1:])
 }
@@ -252,6 +262,9 @@ func newRootCmd(f *Factory) *cobra.Command {
 			if err := checkIDArg(cmd, args); err != nil {
 				return err
 			}
+			if err := f.loadConfig(cmd); err != nil {
+				return err
+			}
 			f.ran = true
 			// A worker is a service: its logs are its output.
 			f.closeLog = f.setupLogging(f.verbose || cmd.Name() == "worker")
@@ -259,6 +272,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 		},
 	}
 	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "also show the logs (SDK, server, sandbox) on stderr; they are always in <data dir>/"+logFileName)
+	root.PersistentFlags().StringVar(&f.configFile, "config", "", "configuration file (default: ./"+conf.ProjectFile+" or --dir's, else $XDG_CONFIG_HOME/autocoder/config.toml)")
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -268,7 +282,7 @@ func newRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(NewCmdRun(f, nil), NewCmdStatus(f, nil), NewCmdWatch(f, nil), NewCmdList(f, nil),
 		NewCmdApprove(f, nil), NewCmdReject(f, nil), NewCmdFeedback(f, nil), NewCmdCancel(f, nil),
 		NewCmdRollback(f, nil), NewCmdExport(f, nil), NewCmdResume(f, nil), NewCmdTranscript(f, nil),
-		NewCmdWorker(f, nil), NewCmdDev(f, nil), NewCmdLessons(f, nil))
+		NewCmdWorker(f, nil), NewCmdDev(f, nil), NewCmdLessons(f, nil), NewCmdConfig(f, nil))
 	explainArgErrors(root)
 	return root
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	conf "github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/policy"
@@ -68,7 +69,8 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 			"Temporal server " + envTemporalAddress + " names); Ctrl-C only stops following, and `autocoder resume ID`\n" +
 			"re-attaches.\n\n" +
 			"The model: --model PROVIDER:NAME (openai, anthropic or ollama; the provider alone takes its default\n" +
-			"model), else " + llm.EnvModel + ", else the first provider whose settings are set: " + llm.EnvOpenAIKey + "\n" +
+			"model), else " + llm.EnvModel + " or the configuration file's model (autocoder config show), else the\n" +
+			"first provider whose settings are set: " + llm.EnvOpenAIKey + "\n" +
 			"(with " + llm.EnvOpenAIBaseURL + " for any OpenAI-compatible server), " + llm.EnvAnthropicKey + ", " + llm.EnvOllamaHost + ".\n\n" +
 			"With --dir the task works on a copy of your project and writes back the files it changed; without\n" +
 			"it the files go to --out (default ./<task id>). Your tests judge: --test-cmd, else the project's tests\n" +
@@ -78,6 +80,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Task = strings.TrimSpace(args[0])
+			o.fromSettings(cmd, f.cfg.settings)
 			if runF != nil {
 				return runF(&o)
 			}
@@ -89,7 +92,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	fl.StringVar(&o.Out, "out", "", "directory to write the final files to (default: --dir, else ./<task id>)")
 	fl.StringVar(&o.Dir, "dir", "", "existing project to work on; uploaded as the starting workspace")
 	fl.StringVar(&o.TestCmd, "test-cmd", "", "shell command whose success decides the task (default: the --dir project's tests, run by the language's test command; without any, tests the model writes)")
-	fl.StringVar(&o.Model, "model", "", "model as provider:model, e.g. openai:gpt-4.1 (default: "+llm.EnvModel+" or the provider whose key is set)")
+	fl.StringVar(&o.Model, "model", "", "model as provider:model, e.g. openai:gpt-4.1 (default: "+llm.EnvModel+", the configuration file's model, or the provider whose key is set)")
 	fl.IntVar(&o.MaxIterations, "max-iterations", workflows.DefaultMaxIterations, "attempts allowed across all plan steps")
 	fl.BoolVar(&o.Detach, "detach", false, "start the task and return at once")
 	fl.BoolVar(&o.JSON, "json", false, "print the result as JSON on stdout")
@@ -111,6 +114,22 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	return cmd
 }
 
+// fromSettings takes the limits and the policy mode that no flag set from
+// the configuration (file or default).
+func (o *RunOptions) fromSettings(cmd *cobra.Command, s *conf.Config) {
+	for flag, set := range map[string]func(key string){
+		"max-iterations": func(k string) { o.MaxIterations = s.Int(k) },
+		"max-turns":      func(k string) { o.MaxTurns = s.Int(k) },
+		"budget-tokens":  func(k string) { o.BudgetTokens = s.Int(k) },
+		"budget-usd":     func(k string) { o.BudgetUSD = s.Float(k) },
+		"policy":         func(k string) { o.Policy = s.String(k) },
+	} {
+		if !cmd.Flags().Changed(flag) {
+			set(conf.KeyOfFlag(flag))
+		}
+	}
+}
+
 func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	in, err := taskInput(o)
 	if err != nil {
@@ -125,14 +144,14 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	// must be this shell's.
 	f.need = needOwnSettings
 	if o.Model != "" {
-		f.settingsIgnored = []string{llm.EnvModel}
+		f.settingsIgnored = []string{"model"}
 	}
 	if !o.Detach && f.useEmbedded() {
 		// The worker runs in the local server, which a first command starts
 		// with its environment: a missing model would only fail the task
 		// later, so say it before starting anything.
 		if in.Model == "" {
-			if _, err := llm.EnvFromOS().DefaultSpec(); err != nil {
+			if _, err := f.cfg.settings.DefaultModel(); err != nil {
 				return usageError("%v", err)
 			}
 		}

@@ -1,24 +1,18 @@
 package starter
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"maps"
 	"slices"
 	"strings"
 
-	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/devserver"
-	"github.com/autocoder/autocoder/internal/llm"
 )
 
-// serverSettings are the settings a local server's worker takes from the
-// environment of the command that started it, by variable name: those a
-// task's model calls, sandbox runs and store depend on. The server writes
-// them to its address file so that a client can tell whether its own
-// would run its task the same way. A secret is kept as a hash, never its
-// value: the address file is only a fingerprint. Unset variables are left
-// out, so that unset and empty compare equal.
+// serverSettings are the settings a local server's worker runs tasks
+// with, by key name (config.Config.Fingerprint): those a task's model
+// calls, sandbox runs and store depend on, whether from the environment or
+// the configuration file. The server writes them to its address file so
+// that a client can tell whether its own would run its task the same way.
 type serverSettings map[string]string
 
 // serverNeed is what a command needs of the local server's settings.
@@ -34,40 +28,9 @@ const (
 	needOwnSettings
 )
 
-// Variables of the settings; secretSettings are hashed.
-var (
-	plainSettings = []string{
-		llm.EnvModel, llm.EnvOpenAIBaseURL, llm.EnvAnthropicBaseURL, llm.EnvOllamaHost,
-		llm.EnvFirstByteTimeout, llm.EnvIdleTimeout, llm.EnvMaxAnswer, activities.EnvMinFreeSpace,
-		envSandbox, "AUTOCODER_IMAGE_PYTHON", "AUTOCODER_IMAGE_GO",
-	}
-	secretSettings = []string{llm.EnvOpenAIKey, llm.EnvAnthropicKey, envDatabaseURL}
-)
-
-// settingsFrom reads the settings through getenv (os.Getenv).
-func settingsFrom(getenv func(string) string) serverSettings {
-	s := serverSettings{}
-	for _, k := range plainSettings {
-		if v := getenv(k); v != "" {
-			s[k] = v
-		}
-	}
-	for _, k := range secretSettings {
-		if v := getenv(k); v != "" {
-			sum := sha256.Sum256([]byte(v))
-			s[k] = "sha256:" + hex.EncodeToString(sum[:8])
-		}
-	}
-	// The sandbox's default, spelled out or not, is one setting.
-	if s[envSandbox] == "auto" {
-		delete(s, envSandbox)
-	}
-	return s
-}
-
 // differing names the variables whose values differ between s and other,
 // sorted, leaving out those named in ignored (which the command sets
-// another way, as --model does AUTOCODER_MODEL).
+// another way, as --model does model).
 func (s serverSettings) differing(other serverSettings, ignored ...string) []string {
 	var names []string
 	for k, v := range s {

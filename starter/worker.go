@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/autocoder/autocoder/activities"
-	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
 )
@@ -60,8 +59,15 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := llm.EnvFromOS().DefaultSpec(); err != nil {
+	s := f.cfg.settings
+	if _, err := s.DefaultModel(); err != nil {
 		slog.Warn("no default model: tasks must name one with --model", "error", err)
+	}
+	// The keys are read here, where they are used: an api_key_cmd runs in
+	// the worker, never in a client, and no key reaches a workflow's history.
+	env, err := s.ModelEnv(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: model keys: %v", errUsage, err)
 	}
 	// Containers a crashed worker left behind are removed before new ones start.
 	if n, err := sandbox.Reap(ctx); err != nil {
@@ -73,7 +79,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
 	}
-	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(llm.EnvFromOS())}
+	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space")}
 	return acts, func() {
 		if err := sb.Close(); err != nil {
 			slog.Warn("close sandbox", "error", err)

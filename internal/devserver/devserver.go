@@ -94,18 +94,6 @@ func DefaultOptions() Options {
 	return Options{FrontendPort: DefaultFrontendPort, UIPort: DefaultUIPort}
 }
 
-// DefaultDataDir returns $XDG_DATA_HOME/autocoder, or ~/.local/share/autocoder.
-func DefaultDataDir() (string, error) {
-	if dir := os.Getenv("XDG_DATA_HOME"); dir != "" {
-		return filepath.Join(dir, "autocoder"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("find home dir: %w", err)
-	}
-	return filepath.Join(home, ".local", "share", "autocoder"), nil
-}
-
 // Server is a running embedded Temporal server. Stop it when done.
 type Server struct {
 	namespace    string
@@ -247,11 +235,8 @@ func (s *Server) Stop() error {
 
 func resolveOptions(opts Options) (Options, error) {
 	if opts.DataDir == "" {
-		dir, err := DefaultDataDir()
-		if err != nil {
-			return opts, err
-		}
-		opts.DataDir = dir
+		// The data dir is the configuration's to resolve (internal/config).
+		return opts, errors.New("no data dir")
 	}
 	if opts.FrontendPort < 0 || opts.FrontendPort > 65535 {
 		return opts, fmt.Errorf("frontend port %d out of range", opts.FrontendPort)

@@ -348,24 +348,21 @@ func TestRestartKeepsHistory(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	t.Setenv("HOME", "/home/someone")
 	tests := []struct {
 		name    string
-		xdg     string
 		opts    Options
 		wantDir string
 		wantErr bool
 	}{
-		{name: "xdg", xdg: "/xdg", wantDir: "/xdg/autocoder"},
-		{name: "home", wantDir: "/home/someone/.local/share/autocoder"},
-		{name: "explicit", xdg: "/xdg", opts: Options{DataDir: "/data"}, wantDir: "/data"},
-		{name: "frontend port too big", opts: Options{FrontendPort: 70000}, wantErr: true},
-		{name: "negative frontend port", opts: Options{FrontendPort: -1}, wantErr: true},
-		{name: "ui port below NoUI", opts: Options{UIPort: -2}, wantErr: true},
+		{name: "explicit", opts: Options{DataDir: "/data"}, wantDir: "/data"},
+		// The data dir is internal/config's to resolve: none is an error.
+		{name: "no data dir", wantErr: true},
+		{name: "frontend port too big", opts: Options{DataDir: "/data", FrontendPort: 70000}, wantErr: true},
+		{name: "negative frontend port", opts: Options{DataDir: "/data", FrontendPort: -1}, wantErr: true},
+		{name: "ui port below NoUI", opts: Options{DataDir: "/data", UIPort: -2}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("XDG_DATA_HOME", tt.xdg)
 			got, err := resolveOptions(tt.opts)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("resolveOptions error = %v, wantErr %v", err, tt.wantErr)

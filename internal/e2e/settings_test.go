@@ -94,13 +94,13 @@ func TestReadOnlyCommandThenRun(t *testing.T) {
 		t.Errorf("run did not say it restarted the server:\n%s", stderr)
 	}
 	s := l.settings(t)
-	if s.Settingsless || s.Settings["AUTOCODER_SANDBOX"] != "bwrap" || s.Settings["OPENAI_BASE_URL"] != model.URL() {
+	if s.Settingsless || s.Settings["sandbox.backend"] != "bwrap" || s.Settings["providers.openai.base_url"] != model.URL() {
 		t.Errorf("the server run used: %+v, want the run's settings", s)
 	}
-	if strings.Contains(s.Settings["OPENAI_API_KEY"], "test-key") {
+	if strings.Contains(s.Settings["providers.openai.api_key"], "test-key") {
 		t.Errorf("the address file holds the key itself: %+v", s.Settings)
 	}
-	if out, _, _ := l.exec(ctx, t, bare(l.env), "dev", "status"); !strings.Contains(out, "AUTOCODER_SANDBOX=bwrap") {
+	if out, _, _ := l.exec(ctx, t, bare(l.env), "dev", "status"); !strings.Contains(out, "sandbox.backend=bwrap") {
 		t.Errorf("dev status after the run:\n%s", out)
 	}
 }
@@ -172,7 +172,7 @@ func TestBusyServerWithOtherSettings(t *testing.T) {
 
 	other := llmtest.New(t, sc.script())
 	_, stderr, code := l.exec(ctx, t, with(l.env, "OPENAI_BASE_URL="+other.URL()), "run", sc.task, "--out", t.TempDir())
-	want := "autocoder: the local server runs 1 open task(s) and its OPENAI_BASE_URL differs from this shell's; " +
+	want := "autocoder: the local server runs 1 open task(s) and its providers.openai.base_url differs from this shell's; " +
 		"run this when they have ended (autocoder list --status running), or `autocoder dev stop` first"
 	if code != 2 || !strings.Contains(stderr, want) || strings.Contains(stderr, "started") {
 		t.Fatalf("run with another URL on a busy server: exit %d, want 2 and %q, no task started\n%s", code, want, stderr)
@@ -277,5 +277,49 @@ func TestModelErrorsThenTheRightURL(t *testing.T) {
 	want := "the local server has no open task and its OPENAI_BASE_URL differs from this shell's: restarting it with this shell's settings"
 	if !strings.Contains(stderr, want) {
 		t.Errorf("run with the right URL did not say %q:\n%s", want, stderr)
+	}
+}
+
+// TestRunWithModelFromConfigFile: in a shell with no model setting, the
+// model, its URL and its key (a command's output) come only from the
+// user's configuration file: run succeeds, the model is called as the
+// file says, with the key the command printed in the local server, and
+// the server's settings name the file's values.
+func TestRunWithModelFromConfigFile(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sc := pythonScenario
+	model := llmtest.New(t, sc.script())
+	l := newLocal(t, model)
+	home := t.TempDir()
+	file := filepath.Join(home, "autocoder", "config.toml")
+	text := "model = \"openai:gpt-4.1-mini\"\n\n[providers.openai]\nbase_url = \"" + model.URL() + "\"\napi_key_cmd = \"echo key-from-cmd\"\n"
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := with(bare(l.env), "XDG_CONFIG_HOME="+home)
+
+	out := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, code := l.exec(ctx, t, env, "run", sc.task, "--out", out)
+	if code != 0 || !strings.Contains(stdout, "succeeded") {
+		t.Fatalf("run with the model in the file: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	checkFiles(t, sc, readDir(t, out, sc))
+	for _, r := range model.Requests() {
+		if r.Model != "gpt-4.1-mini" || r.APIKey != "key-from-cmd" {
+			t.Errorf("a model call for %q with key %q; want gpt-4.1-mini with key-from-cmd", r.Model, r.APIKey)
+		}
+	}
+	s := l.settings(t)
+	if s.Settings["model"] != "openai:gpt-4.1-mini" || s.Settings["providers.openai.base_url"] != model.URL() ||
+		s.Settings["providers.openai.api_key_cmd"] != "echo key-from-cmd" {
+		t.Errorf("the server's settings: %+v, want the file's", s.Settings)
+	}
+	show, _, _ := l.exec(ctx, t, env, "config", "show")
+	if !strings.Contains(show, "file "+file+":1") || !strings.Contains(show, "file "+file+":4") {
+		t.Errorf("config show does not name the file's lines:\n%s", show)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/autocoder/autocoder/internal/bytesize"
 )
 
-// Environment variables that bound one model call, read by EnvFromOS.
+// Environment variables that bound one model call (read by internal/config).
 const (
 	EnvFirstByteTimeout = "AUTOCODER_MODEL_FIRST_BYTE_TIMEOUT"
 	EnvIdleTimeout      = "AUTOCODER_MODEL_IDLE_TIMEOUT"

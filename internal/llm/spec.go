@@ -3,7 +3,6 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -26,7 +25,7 @@ var DefaultModels = map[Provider]string{
 	ProviderOllama:    "qwen2.5-coder",
 }
 
-// Environment variables read by EnvFromOS.
+// Environment variables of the model settings (read by internal/config).
 const (
 	EnvModel            = "AUTOCODER_MODEL"
 	EnvOpenAIKey        = "OPENAI_API_KEY"
@@ -39,7 +38,8 @@ const (
 var (
 	// ErrNoModel means no model was named and the environment suggests none.
 	ErrNoModel = errors.New("no model configured: pass --model provider:model " +
-		"(e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder) or set " +
+		"(e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder), write model = \"provider:model\" " +
+		"in the configuration file (autocoder config show), or set " +
 		EnvModel + ", " + EnvOpenAIKey + " (or " + EnvOpenAIBaseURL + "), " +
 		EnvAnthropicKey + " or " + EnvOllamaHost)
 	// ErrBadSpec reports a model spec that cannot be understood.
@@ -71,28 +71,13 @@ type Env struct {
 	MaxAnswer        string
 }
 
-// EnvFromOS reads Env from the process environment.
-func EnvFromOS() Env {
-	return Env{
-		ModelSpec:        os.Getenv(EnvModel),
-		OpenAIKey:        os.Getenv(EnvOpenAIKey),
-		OpenAIBaseURL:    os.Getenv(EnvOpenAIBaseURL),
-		AnthropicKey:     os.Getenv(EnvAnthropicKey),
-		AnthropicBaseURL: os.Getenv(EnvAnthropicBaseURL),
-		OllamaHost:       os.Getenv(EnvOllamaHost),
-		FirstByteTimeout: os.Getenv(EnvFirstByteTimeout),
-		IdleTimeout:      os.Getenv(EnvIdleTimeout),
-		MaxAnswer:        os.Getenv(EnvMaxAnswer),
-	}
-}
-
 // ParseSpec reads "provider:model" or just "provider" (the provider's
 // default model). Only the first colon separates, so Ollama tags such as
-// "ollama:qwen2.5-coder:7b" survive. An empty spec falls back to the
-// process environment, see Env.DefaultSpec.
+// "ollama:qwen2.5-coder:7b" survive. An empty spec is an error: the
+// caller resolves the default (Env.DefaultSpec, from internal/config).
 func ParseSpec(s string) (Spec, error) {
 	if strings.TrimSpace(s) == "" {
-		return EnvFromOS().DefaultSpec()
+		return Spec{}, fmt.Errorf("%w: empty; write provider:model", ErrBadSpec)
 	}
 	return parseSpec(s)
 }

@@ -63,23 +63,19 @@ func TestDefaultSpec(t *testing.T) {
 	}
 }
 
-func TestParseSpecEmptyReadsEnvironment(t *testing.T) {
-	for _, k := range []string{llm.EnvModel, llm.EnvOpenAIKey, llm.EnvOpenAIBaseURL, llm.EnvAnthropicKey, llm.EnvOllamaHost} {
-		t.Setenv(k, "")
+// TestParseSpecEmptyIsAnError: an empty spec is refused instead of read
+// from the process environment: the caller passes the model it resolved
+// (internal/config), and ErrNoModel says every way to name one.
+func TestParseSpecEmptyIsAnError(t *testing.T) {
+	t.Setenv(llm.EnvAnthropicKey, "k")
+	if got, err := llm.ParseSpec(""); !errors.Is(err, llm.ErrBadSpec) {
+		t.Errorf("ParseSpec(\"\") with ANTHROPIC_API_KEY = %v, %v; want ErrBadSpec", got, err)
 	}
-	_, err := llm.ParseSpec("")
-	if !errors.Is(err, llm.ErrNoModel) {
-		t.Fatalf("error = %v, want ErrNoModel", err)
-	}
-	for _, s := range []string{"AUTOCODER_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_HOST", "--model provider:model"} {
+	_, err := llm.Env{}.DefaultSpec()
+	for _, s := range []string{"AUTOCODER_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_HOST", "--model provider:model", "model ="} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("ErrNoModel message lacks %q", s)
 		}
-	}
-	t.Setenv(llm.EnvAnthropicKey, "k")
-	got, err := llm.ParseSpec("")
-	if err != nil || got.Provider != llm.ProviderAnthropic {
-		t.Errorf("ParseSpec(\"\") with ANTHROPIC_API_KEY = %v, %v", got, err)
 	}
 }
 

@@ -4,19 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 )
 
 // Config picks a backend: Postgres when DatabaseURL is set, else SQLite.
 type Config struct {
-	DatabaseURL string // postgres://…; usually AUTOCODER_DATABASE_URL
-	SQLitePath  string // empty means DefaultSQLitePath()
-}
-
-// ConfigFromEnv reads AUTOCODER_DATABASE_URL.
-func ConfigFromEnv() Config {
-	return Config{DatabaseURL: os.Getenv("AUTOCODER_DATABASE_URL")}
+	DatabaseURL string // postgres://…; the store.url setting
+	SQLitePath  string // <data dir>/autocoder.db
 }
 
 // Open opens the configured backend and applies its migrations.
@@ -24,29 +17,11 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	if cfg.DatabaseURL != "" {
 		return OpenPostgres(ctx, cfg.DatabaseURL)
 	}
-	path := cfg.SQLitePath
-	if path == "" {
-		var err error
-		if path, err = DefaultSQLitePath(); err != nil {
-			return nil, err
-		}
+	if cfg.SQLitePath == "" {
+		// The data dir is the configuration's to resolve (internal/config).
+		return nil, errors.New("open store: no database URL and no SQLite path")
 	}
-	return OpenSQLite(ctx, path)
-}
-
-// DefaultSQLitePath is $XDG_DATA_HOME/autocoder/autocoder.db, falling back
-// to ~/.local/share/autocoder/autocoder.db. OpenSQLite creates the
-// directory with mode 0700.
-func DefaultSQLitePath() (string, error) {
-	base := os.Getenv("XDG_DATA_HOME")
-	if !filepath.IsAbs(base) { // the XDG spec says to ignore relative paths
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("default sqlite path: %w", err)
-		}
-		base = filepath.Join(home, ".local", "share")
-	}
-	return filepath.Join(base, "autocoder", "autocoder.db"), nil
+	return OpenSQLite(ctx, cfg.SQLitePath)
 }
 
 // Lister is a Store that can enumerate its snapshots.

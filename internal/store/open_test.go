@@ -11,32 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-func TestDefaultSQLitePath(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	tests := []struct {
-		name, xdg, want string
-	}{
-		{"xdg set", "/data", "/data/autocoder/autocoder.db"},
-		{"xdg unset", "", filepath.Join(home, ".local/share/autocoder/autocoder.db")},
-		{"xdg relative", "rel", filepath.Join(home, ".local/share/autocoder/autocoder.db")},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("XDG_DATA_HOME", tt.xdg)
-			got, err := DefaultSQLitePath()
-			if err != nil || got != tt.want {
-				t.Fatalf("DefaultSQLitePath() = %q, %v; want %q", got, err, tt.want)
-			}
-		})
-	}
-}
-
 func TestOpenPicksBackend(t *testing.T) {
 	ctx := context.Background()
 	t.Run("sqlite by default", func(t *testing.T) {
-		t.Setenv("XDG_DATA_HOME", t.TempDir())
-		s, err := Open(ctx, Config{})
+		want := filepath.Join(t.TempDir(), "autocoder", "autocoder.db")
+		s, err := Open(ctx, Config{SQLitePath: want})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +24,6 @@ func TestOpenPicksBackend(t *testing.T) {
 		if !ok {
 			t.Fatalf("Open(Config{}) = %T, want *SQLite", s)
 		}
-		want, _ := DefaultSQLitePath()
 		if lite.Path() != want {
 			t.Fatalf("path %s, want %s", lite.Path(), want)
 		}

@@ -60,11 +60,14 @@ func CleanEnv(extra ...string) []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "TEMPORAL_") || strings.HasPrefix(name, "AUTOCODER_") ||
-			strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "ANTHROPIC_") || name == "OLLAMA_HOST" {
+			strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "ANTHROPIC_") || name == "OLLAMA_HOST" ||
+			name == "XDG_CONFIG_HOME" {
 			continue
 		}
 		env = append(env, kv)
 	}
+	// No user configuration file: a directory that holds none.
+	env = append(env, "XDG_CONFIG_HOME="+filepath.Join(os.TempDir(), "autocoder-tests-no-user-config"))
 	return append(env, extra...)
 }
 

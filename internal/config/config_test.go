@@ -1,0 +1,235 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, dir, name, text string, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	return p
+}
+
+func envOf(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+// TestPrecedence: a flag beats the environment, which beats the file,
+// which beats the default; each value says where it came from.
+func TestPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, ProjectFile, "model = \"openai:from-file\"\n\n[sandbox]\nbackend = \"bwrap\"\n", 0o600)
+	for _, tc := range []struct {
+		name       string
+		env        map[string]string
+		flag       string
+		want, from string
+	}{
+		{"default", nil, "", "", "default"},
+		{"file", nil, "", "openai:from-file", "file " + file + ":1"},
+		{"env over file", map[string]string{"AUTOCODER_MODEL": "anthropic:from-env"}, "", "anthropic:from-env", "env AUTOCODER_MODEL"},
+		{"flag over env", map[string]string{"AUTOCODER_MODEL": "anthropic:from-env"}, "ollama:from-flag", "ollama:from-flag", "flag --model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{ProjectDir: dir, Getenv: envOf(tc.env)}
+			if tc.name == "default" {
+				o.ProjectDir = t.TempDir()
+			}
+			if tc.flag != "" {
+				o.Flags = map[string]Value{"model": {Text: tc.flag}}
+			}
+			c, err := Load(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := c.Get("model"); v.Text != tc.want || v.Source.String() != tc.from {
+				t.Errorf("model = %q from %s, want %q from %s", v.Text, v.Source, tc.want, tc.from)
+			}
+		})
+	}
+}
+
+// TestSearchOrder: --config, else the project's file, else the user's.
+func TestSearchOrder(t *testing.T) {
+	project, home, other := t.TempDir(), t.TempDir(), t.TempDir()
+	user := writeFile(t, home, ".config/autocoder/config.toml", "model = \"openai:user\"\n", 0o600)
+	env := envOf(map[string]string{"HOME": home, "XDG_CONFIG_HOME": "relative/ignored"})
+	load := func(o Options) *Config {
+		t.Helper()
+		o.Getenv = env
+		c, err := Load(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := load(Options{ProjectDir: project}); c.File != user {
+		t.Errorf("no project file: read %q, want the user's %q", c.File, user)
+	}
+	proj := writeFile(t, project, ProjectFile, "model = \"openai:project\"\n", 0o600)
+	if c := load(Options{ProjectDir: project}); c.File != proj || c.String("model") != "openai:project" {
+		t.Errorf("project file: read %q (model %q), want %q", c.File, c.String("model"), proj)
+	}
+	named := writeFile(t, other, "x.toml", "model = \"openai:named\"\n", 0o600)
+	if c := load(Options{File: named, ProjectDir: project}); c.File != named {
+		t.Errorf("--config: read %q, want %q", c.File, named)
+	}
+	if _, err := Load(Options{File: filepath.Join(other, "missing.toml"), Getenv: env}); err == nil {
+		t.Error("a missing --config file is no error")
+	}
+}
+
+// TestFileErrorsNameTheLine: each mistake names path:line and what is wrong.
+func TestFileErrorsNameTheLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		line       int
+		want       string
+	}{
+		{"unknown key", "model = \"openai:gpt-4.1\"\n\n[limits]\niterations = 4\nturn = 9\n", 5, `unknown key "limits.turn"`},
+		{"unknown section", "[sandbx]\nbackend = \"docker\"\n", 1, `unknown key "sandbx"`},
+		{"bad value", "[sandbox]\n# the backend\nbackend = \"podman\"\n", 3, "sandbox.backend: \"podman\": want auto, docker, bwrap"},
+		{"wrong type", "[limits]\niterations = \"many\"\n", 2, "limits.iterations: want a whole number"},
+		{"out of range", "[limits]\niterations = 0\n", 2, "want 1 or more"},
+		{"bad model", "model = \"gemini:pro\"\n", 1, "provider must be openai"},
+		{"inline table", "providers = { openai = { base_url = \"nope\" } }\n", 1, "providers.openai.base_url"},
+		{"reserved not a table", "\nregistries = 3\n", 2, "registries must be a table"},
+		{"reserved with a key", "[notifications]\nslack = \"x\"\n", 1, "[notifications] is kept for a later version"},
+		{"syntax", "model = \n", 1, "TOML syntax"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeFile(t, t.TempDir(), "c.toml", tc.text, 0o600)
+			_, err := Load(Options{File: p})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			prefix := p + ":" + itoa(tc.line) + ":"
+			if !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want %q… naming %q", err, prefix, tc.want)
+			}
+		})
+	}
+	p := writeFile(t, t.TempDir(), "ok.toml", "[registries]\n[notifications]\n[mcp_servers]\n", 0o600)
+	if _, err := Load(Options{File: p}); err != nil {
+		t.Errorf("empty reserved sections: %v", err)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestSecretNeedsPrivateFile: a key in a file others can read is refused,
+// naming the chmod; the same file with mode 0600, or a key named by
+// variable, is accepted.
+func TestSecretNeedsPrivateFile(t *testing.T) {
+	dir := t.TempDir()
+	text := "[providers.openai]\napi_key = \"sk-secret\"\n"
+	p := writeFile(t, dir, "c.toml", text, 0o644)
+	_, err := Load(Options{File: p})
+	if err == nil || !strings.Contains(err.Error(), "chmod 600 "+p) || !strings.HasPrefix(err.Error(), p+":2:") {
+		t.Fatalf("group/world-readable key: error %v, want one naming chmod 600 and line 2", err)
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Options{File: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := c.ModelEnv(context.Background()); err != nil || e.OpenAIKey != "sk-secret" {
+		t.Errorf("ModelEnv = %+v, %v", e, err)
+	}
+	q := writeFile(t, dir, "env.toml", "[providers.openai]\napi_key_env = \"MY_KEY\"\n", 0o644)
+	if _, err := Load(Options{File: q}); err != nil {
+		t.Errorf("a key named by variable in a readable file: %v", err)
+	}
+	both := writeFile(t, dir, "both.toml", "[providers.openai]\napi_key = \"a\"\napi_key_cmd = \"echo b\"\n", 0o600)
+	if _, err := Load(Options{File: both}); err == nil || !strings.Contains(err.Error(), "keep one") {
+		t.Errorf("two forms of one key: error %v", err)
+	}
+}
+
+// TestAPIKeyForms: the key by variable, by command (run in the file's
+// directory), and the environment's key over the file's form.
+func TestAPIKeyForms(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "key.txt", "sk-from-cmd\n", 0o600)
+	cmd := writeFile(t, dir, "cmd.toml", "[providers.anthropic]\napi_key_cmd = \"cat key.txt\"\n[providers.openai]\napi_key_env = \"MY_KEY\"\n", 0o644)
+	c, err := Load(Options{File: cmd, Getenv: envOf(map[string]string{"MY_KEY": "sk-from-var"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.ModelEnv(context.Background())
+	if err != nil || e.AnthropicKey != "sk-from-cmd" || e.OpenAIKey != "sk-from-var" {
+		t.Errorf("ModelEnv = %q, %q, %v; want the command's and the variable's keys", e.AnthropicKey, e.OpenAIKey, err)
+	}
+	c, err = Load(Options{File: cmd, Getenv: envOf(map[string]string{"ANTHROPIC_API_KEY": "sk-env"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ModelEnv(context.Background()); err == nil || !strings.Contains(err.Error(), "MY_KEY, which is not set") {
+		t.Errorf("unset api_key_env variable: error %v", err)
+	}
+	if k, _ := c.apiKey(context.Background(), "anthropic"); k != "sk-env" {
+		t.Errorf("ANTHROPIC_API_KEY did not override api_key_cmd: %q", k)
+	}
+}
+
+// TestDataDir: one rule, a relative XDG_DATA_HOME ignored as the XDG spec says.
+func TestDataDir(t *testing.T) {
+	for _, tc := range []struct {
+		env        map[string]string
+		want, from string
+	}{
+		{map[string]string{"HOME": "/home/u"}, "/home/u/.local/share/autocoder", "default (~/.local/share)"},
+		{map[string]string{"HOME": "/home/u", "XDG_DATA_HOME": "/xdg"}, "/xdg/autocoder", "env XDG_DATA_HOME"},
+		{map[string]string{"HOME": "/home/u", "XDG_DATA_HOME": "rel"}, "/home/u/.local/share/autocoder", "default (~/.local/share)"},
+		{map[string]string{"HOME": "/home/u", "AUTOCODER_DATA_DIR": "/d"}, "/d", "env AUTOCODER_DATA_DIR"},
+	} {
+		c, err := Load(Options{ProjectDir: t.TempDir(), Getenv: envOf(tc.env)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := c.Get("data_dir"); v.Text != tc.want || v.Source.String() != tc.from {
+			t.Errorf("env %v: data dir %q from %s, want %q from %s", tc.env, v.Text, v.Source, tc.want, tc.from)
+		}
+	}
+}
+
+// TestFingerprint: the file's values count like the environment's, a
+// secret only as its hash.
+func TestFingerprint(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, ProjectFile, "model = \"openai:gpt-4.1\"\n[providers.openai]\napi_key = \"sk-secret\"\nbase_url = \"http://127.0.0.1:1/v1\"\n", 0o600)
+	fromFile, err := Load(Options{File: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromEnv, err := Load(Options{ProjectDir: t.TempDir(), Getenv: envOf(map[string]string{
+		"AUTOCODER_MODEL": "openai:gpt-4.1", "OPENAI_API_KEY": "sk-secret", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "AUTOCODER_SANDBOX": "auto"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := fromFile.Fingerprint(), fromEnv.Fingerprint()
+	if len(a) != 3 || len(a) != len(b) {
+		t.Fatalf("fingerprints %v and %v", a, b)
+	}
+	for k, v := range a {
+		if b[k] != v || strings.Contains(v, "sk-secret") {
+			t.Errorf("%s: %q from the file, %q from the environment", k, v, b[k])
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/bytesize"
+	"github.com/autocoder/autocoder/internal/llm"
+)
+
+// kind is the TOML type a key takes, which decides how its text is read.
+type kind int
+
+const (
+	kindString kind = iota
+	kindInt
+	kindFloat
+	kindDuration // a string such as "90s"
+)
+
+// Key is one setting: its dotted name in the file, the environment
+// variable and flag that override it, its default and its check.
+type Key struct {
+	Name    string
+	Env     string // "" when only the file (or a flag) sets it
+	Flag    string // the command-line flag that sets it, for `config show`
+	Default string
+	// Secret values are masked by `config show` and hashed in fingerprints.
+	Secret bool
+	// Fingerprint keys are the settings a local server runs tasks with.
+	Fingerprint bool
+	Help        string
+	kind        kind
+	check       func(string) error
+}
+
+// Reserved sections, tables for what comes later; a key inside one is
+// not understood yet and is an error like any unknown key.
+var reserved = []string{"registries", "notifications", "mcp_servers"}
+
+// Keys is every setting, in the order `config show` prints them.
+var Keys = []Key{
+	{Name: "model", Env: llm.EnvModel, Flag: "model", Fingerprint: true, check: checkSpec,
+		Help: "provider:model; empty: the first provider with credentials"},
+	{Name: "providers.openai.base_url", Env: llm.EnvOpenAIBaseURL, Fingerprint: true, check: checkURL},
+	{Name: "providers.openai.api_key", Env: llm.EnvOpenAIKey, Secret: true, Fingerprint: true},
+	{Name: "providers.openai.api_key_env", Fingerprint: true, check: checkEnvName},
+	{Name: "providers.openai.api_key_cmd", Fingerprint: true},
+	{Name: "providers.anthropic.base_url", Env: llm.EnvAnthropicBaseURL, Fingerprint: true, check: checkURL},
+	{Name: "providers.anthropic.api_key", Env: llm.EnvAnthropicKey, Secret: true, Fingerprint: true},
+	{Name: "providers.anthropic.api_key_env", Fingerprint: true, check: checkEnvName},
+	{Name: "providers.anthropic.api_key_cmd", Fingerprint: true},
+	{Name: "providers.ollama.host", Env: llm.EnvOllamaHost, Fingerprint: true},
+	{Name: "model_call.first_byte_timeout", Env: llm.EnvFirstByteTimeout, Fingerprint: true, kind: kindDuration},
+	{Name: "model_call.idle_timeout", Env: llm.EnvIdleTimeout, Fingerprint: true, kind: kindDuration},
+	{Name: "model_call.max_answer", Env: llm.EnvMaxAnswer, Fingerprint: true, check: checkBytes},
+	{Name: "sandbox.backend", Env: "AUTOCODER_SANDBOX", Default: "auto", Fingerprint: true, check: oneOf("auto", "docker", "bwrap")},
+	{Name: "limits.iterations", Flag: "max-iterations", Default: "6", kind: kindInt, check: atLeast(1)},
+	{Name: "limits.turns", Flag: "max-turns", Default: "0", kind: kindInt, check: atLeast(0)},
+	{Name: "limits.tokens", Flag: "budget-tokens", Default: "0", kind: kindInt, check: atLeast(0)},
+	{Name: "limits.budget_usd", Flag: "budget-usd", Default: "0", kind: kindFloat},
+	{Name: "policy.mode", Flag: "policy", Default: "warn", check: oneOf("warn", "deny", "ask", "allow")},
+	{Name: "data_dir", Env: "AUTOCODER_DATA_DIR"},
+	{Name: "store.url", Env: "AUTOCODER_DATABASE_URL", Secret: true, Fingerprint: true, check: checkURL},
+	{Name: "temporal.address", Env: "TEMPORAL_ADDRESS"},
+	{Name: "temporal.namespace", Env: "TEMPORAL_NAMESPACE", Default: "default"},
+	{Name: "temporal.ui_url", Env: "TEMPORAL_UI_URL", check: checkURL},
+	{Name: "server.idle_timeout", Env: "AUTOCODER_IDLE_TIMEOUT", Flag: "idle-timeout", Default: "5m", kind: kindDuration,
+		Help: "how long the background local server waits idle before it stops"},
+	{Name: "client.contact_timeout", Env: "AUTOCODER_CONTACT_TIMEOUT", Default: "2m", kind: kindDuration,
+		Help: "how long a following client keeps trying a server it lost contact with"},
+	{Name: "server.port", Env: "AUTOCODER_DEV_PORT", Default: "7233", kind: kindInt, check: port},
+	{Name: "server.ui_port", Env: "AUTOCODER_UI_PORT", Default: "8233", kind: kindInt, check: port},
+	{Name: "worker.min_free_space", Env: "AUTOCODER_MIN_FREE_SPACE", Default: "64MiB", Fingerprint: true, check: checkBytes},
+}
+
+// lookupKey finds a key by its dotted name.
+func lookupKey(name string) (Key, bool) {
+	for _, k := range Keys {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+// KeyOfFlag is the name of the key the flag sets; it panics for a flag
+// that sets none, a programming error.
+func KeyOfFlag(flag string) string {
+	for _, k := range Keys {
+		if k.Flag == flag {
+			return k.Name
+		}
+	}
+	panic("config: no key for flag --" + flag)
+}
+
+// validate checks text as a value of k; the error says what is wanted.
+func (k Key) validate(text string) error {
+	switch k.kind {
+	case kindInt:
+		if _, err := strconv.ParseInt(text, 10, 64); err != nil {
+			return fmt.Errorf("%q is not a whole number", text)
+		}
+	case kindFloat:
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+			return fmt.Errorf("%q is not an amount of 0 or more", text)
+		}
+	case kindDuration:
+		d, err := time.ParseDuration(text)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%q is not a duration such as \"90s\" or \"5m\"", text)
+		}
+	}
+	if k.check != nil {
+		return k.check(text)
+	}
+	return nil
+}
+
+func checkSpec(s string) error {
+	_, err := llm.ParseSpec(s)
+	return err
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return fmt.Errorf("%q is not a URL such as http://host:port/path", s)
+	}
+	return nil
+}
+
+func checkBytes(s string) error {
+	_, err := bytesize.Parse(s)
+	return err
+}
+
+func checkEnvName(s string) error {
+	if s == "" || strings.ContainsAny(s, "= \t") {
+		return fmt.Errorf("%q is not the name of an environment variable", s)
+	}
+	return nil
+}
+
+func oneOf(values ...string) func(string) error {
+	return func(s string) error {
+		for _, v := range values {
+			if s == v {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q: want %s", s, strings.Join(values, ", "))
+	}
+}
+
+func atLeast(min int64) func(string) error {
+	return func(s string) error {
+		if n, _ := strconv.ParseInt(s, 10, 64); n < min {
+			return fmt.Errorf("%s: want %d or more", s, min)
+		}
+		return nil
+	}
+}
+
+func port(s string) error {
+	if n, _ := strconv.Atoi(s); n < 0 || n > 65535 {
+		return fmt.Errorf("%s is not a port (0 to 65535)", s)
+	}
+	return nil
+}
