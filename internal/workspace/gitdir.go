@@ -189,9 +189,13 @@ func gitDirsTouched(files []Sized) []string {
 // GitDirectories lists, in order, the directories of a file set that git
 // would take for a git directory ("" is the root).
 func GitDirectories(files []Sized) []string {
+	touched := gitDirsTouched(files)
+	if len(touched) == 0 { // most workspaces: no tree to index
+		return nil
+	}
 	t := newGitTree(files)
 	var found []string
-	for _, dir := range gitDirsTouched(files) {
+	for _, dir := range touched {
 		if isGitDir(t.entry, dir) {
 			found = append(found, dir)
 		}

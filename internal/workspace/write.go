@@ -149,6 +149,10 @@ func (w *dirWrite) plan(files []File) error {
 // (which LoadDir may have left out, or another program put there).
 func (w *dirWrite) gitDirs(files []File) []string {
 	sized := sizedFiles(files)
+	touched := gitDirsTouched(sized)
+	if len(touched) == 0 {
+		return nil
+	}
 	planned := newGitTree(sized)
 	view := func(dir, name string) gitEntry {
 		if e, ok := planned[strings.ToLower(path.Join(dir, name))]; ok {
@@ -157,7 +161,7 @@ func (w *dirWrite) gitDirs(files []File) []string {
 		return w.gitEntryOnDisk(path.Join(dir, gitSpelling[name]), name)
 	}
 	var found []string
-	for _, dir := range gitDirsTouched(sized) {
+	for _, dir := range touched {
 		if isGitDir(view, dir) {
 			found = append(found, dir)
 		}
