@@ -405,7 +405,7 @@ var productLine = regexp.MustCompile(`^(starting the local server for .* \(log: 
 	`|local server at 127\.0\.0\.1:\d+, Web UI at http://127\.0\.0\.1:\d+` +
 	`|task ` + taskIDPattern + ` started` +
 	`|web UI: http://127\.0\.0\.1:\d+/namespaces/default/workflows/` + taskIDPattern +
-	`|\[[a-z]+\]( step \d+/\d+ · iteration \d+/\d+( · turn \d+(: .+)?)?)?` +
+	`|\[[a-z]+\]( step \d+/\d+ · iteration \d+/\d+( · turn \d+(: .+)?)?)?( · [0-9.]+k? tokens( · cost (\$[0-9.]+|unknown|\$[0-9.]+ and unknown))?)?` +
 	`|  [✓✗] step \d+, iteration \d+: .*` +
 	`|✔ task ` + taskIDPattern + ` succeeded in \d+ iteration\(s\).*` +
 	`|  \d+ file\(s\) written to .*` +
