@@ -495,7 +495,7 @@ func describeCalls(calls []activities.CallSummary) string {
 			more = fmt.Sprintf(" and %d more", rest)
 		}
 		if i > 0 && b.Len()+len(", ")+len(label)+len(more) > callsLabelBytes {
-			fmt.Fprintf(&b, " and %d more", len(calls)-i)
+			b.WriteString(fmt.Sprintf(" and %d more", len(calls)-i))
 			break
 		}
 		if i > 0 {
