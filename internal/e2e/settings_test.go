@@ -274,7 +274,7 @@ func TestModelErrorsThenTheRightURL(t *testing.T) {
 		t.Fatalf("run with the right URL: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	checkFiles(t, sc, readDir(t, out, sc))
-	want := "the local server has no open task and its OPENAI_BASE_URL differs from this shell's: restarting it with this shell's settings"
+	want := "the local server has no open task and its providers.openai.base_url differs from this shell's: restarting it with this shell's settings"
 	if !strings.Contains(stderr, want) {
 		t.Errorf("run with the right URL did not say %q:\n%s", want, stderr)
 	}
