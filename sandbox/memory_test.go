@@ -62,11 +62,7 @@ console.log("node held", held.length, "MB");`
 // the host's; the images carry neither). Under RLIMIT_AS, bwrap's old
 // limit, each of these died.
 func TestMemoryLimitRealRuntimes(t *testing.T) {
-	cases := []struct {
-		name, want string
-		spec       Spec
-		hostTool   string // bwrap only, with this tool of the host's
-	}{
+	cases := []runtimeCase{
 		{name: "go test holding 400 MB", want: "holding 400 MB", spec: Spec{Profile: "go",
 			Files: files("go.mod", "module example.com/hold\n\ngo 1.21\n", "hold_test.go", goHold),
 			Cmd:   []string{"go", "test", "-count=1", "-v", "./..."}}},
@@ -75,6 +71,27 @@ func TestMemoryLimitRealRuntimes(t *testing.T) {
 			Files: files("Hold.java", javaHold), Cmd: []string{"java", "Hold.java"}}},
 		{name: "node program", want: "node held 200 MB", hostTool: "node", spec: Spec{Profile: "python", Cmd: []string{"node", "-e", nodeHold}}},
 	}
+	runRuntimeCases(t, cases, func(t *testing.T, r Runner, tc runtimeCase, res Result) {
+		if res.ExitCode != 0 || res.OOMKilled || res.TimedOut || !strings.Contains(res.Stdout, tc.want) {
+			t.Fatalf("want exit 0 and %q: %+v", tc.want, res)
+		}
+		assertClean(t, r)
+	})
+}
+
+// runtimeCase is a run that must succeed, saying want on stdout. One with
+// a hostTool runs on bwrap only, which uses the host's toolchains (the
+// images carry neither the JVM nor node).
+type runtimeCase struct {
+	name, want string
+	spec       Spec
+	hostTool   string
+}
+
+// runRuntimeCases runs each case on each backend (a host tool missing is a
+// failure in CI) and hands its result to check.
+func runRuntimeCases(t *testing.T, cases []runtimeCase, check func(t *testing.T, r Runner, tc runtimeCase, res Result)) {
+	t.Helper()
 	for _, be := range backends {
 		t.Run(be, func(t *testing.T) {
 			r := testRunner(t, be, -1)
@@ -88,11 +105,7 @@ func TestMemoryLimitRealRuntimes(t *testing.T) {
 							testenv.RequireService(t, tc.hostTool+" on the host", err)
 						}
 					}
-					res := run(t, r, tc.spec)
-					if res.ExitCode != 0 || res.OOMKilled || res.TimedOut || !strings.Contains(res.Stdout, tc.want) {
-						t.Fatalf("want exit 0 and %q: %+v", tc.want, res)
-					}
-					assertClean(t, r)
+					check(t, r, tc, run(t, r, tc.spec))
 				})
 			}
 		})

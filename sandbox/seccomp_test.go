@@ -5,15 +5,12 @@ package sandbox
 import (
 	"encoding/binary"
 	"fmt"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
-
-	"github.com/autocoder/autocoder/internal/testenv"
 )
 
 // TestSeccompRules runs the filter in x/net/bpf's interpreter over the
@@ -237,35 +234,15 @@ func TestSyscallFilterAllowsTestRuns(t *testing.T) {
 	// Under bwrap's RLIMIT_AS fallback (no cgroups), the limit must leave
 	// room for the address space V8 and the JVM reserve.
 	big := Limits{MemoryBytes: 8 << 30}
-	cases := []struct {
-		name, want string
-		spec       Spec
-		hostTool   string // bwrap only, with this tool of the host's
-	}{
+	cases := []runtimeCase{
 		{name: "pytest", want: "1 passed", spec: Spec{Profile: "python", Files: files("test_t.py", pyThreads)}},
 		{name: "go test", want: "ok  \texample.com/m", spec: Spec{Profile: "go", Files: files("go.mod", goMod, "m_test.go", goThreads), Cmd: []string{"go", "test", "-count=1", "./..."}}},
 		{name: "node", want: "worker child file", hostTool: "node", spec: Spec{Profile: "python", Files: files("t.js", nodeThreads), Cmd: []string{"node", "t.js"}, Limits: big}},
 		{name: "jvm", want: "version", hostTool: "java", spec: Spec{Profile: "python", Cmd: sh("java -version 2>&1"), Limits: big}},
 	}
-	for _, be := range backends {
-		t.Run(be, func(t *testing.T) {
-			r := testRunner(t, be, -1)
-			for _, tc := range cases {
-				if tc.hostTool != "" && be != "bwrap" {
-					continue
-				}
-				t.Run(tc.name, func(t *testing.T) {
-					if tc.hostTool != "" {
-						if _, err := exec.LookPath(tc.hostTool); err != nil {
-							testenv.RequireService(t, tc.hostTool+" on the host", err)
-						}
-					}
-					res := run(t, r, tc.spec)
-					if res.ExitCode != 0 || !strings.Contains(res.Stdout, tc.want) {
-						t.Fatalf("exit %d, want %q in stdout: %q %q", res.ExitCode, tc.want, res.Stdout, res.Stderr)
-					}
-				})
-			}
-		})
-	}
+	runRuntimeCases(t, cases, func(t *testing.T, _ Runner, tc runtimeCase, res Result) {
+		if res.ExitCode != 0 || !strings.Contains(res.Stdout, tc.want) {
+			t.Fatalf("exit %d, want %q in stdout: %q %q", res.ExitCode, tc.want, res.Stdout, res.Stderr)
+		}
+	})
 }
