@@ -8,7 +8,6 @@ import (
 
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/llmtest"
-	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
@@ -135,31 +134,9 @@ func TestMalformedToolCallsDoNotFailTheTask(t *testing.T) {
 			var probs problems
 			model := hostile(&probs)
 			env, requests := p.start(t, func(v turnView) llmtest.Reply { return model.answer("1. Fix add in calc.py.", v) })
-			acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env)}
-			w := worker.New(c, acts, worker.Options{})
-			if err := w.Start(); err != nil {
-				t.Fatalf("start worker: %v", err)
-			}
-			defer w.Stop()
-
-			tc := taskClient(c)
-			run, err := tc.Start(ctx, workflows.TaskInput{Task: "add(2, 3) returns -1; fix it.", Language: "python",
-				TestCmd: "python3 -m pytest -q", InputSnapshot: input, Model: p.model, MaxIterations: 1}, taskclient.StartOptions{})
-			if err != nil {
-				t.Fatalf("start task: %v", err)
-			}
-			res, err := tc.Wait(ctx, run.ID)
-			probs.report(t)
-			if err != nil {
-				t.Fatalf("task failed: %v", err)
-			}
-			if n := len(res.Status.Checkpoints); n != 1 || !res.Status.Checkpoints[0].Passed {
-				t.Errorf("checkpoints = %+v, want one that passed", res.Status.Checkpoints)
-			}
-			files, err := st.GetSnapshot(ctx, res.SnapshotID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			files := runPassingTask(ctx, t, c, &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env)},
+				workflows.TaskInput{Task: "add(2, 3) returns -1; fix it.", Language: "python",
+					TestCmd: "python3 -m pytest -q", InputSnapshot: input, Model: p.model, MaxIterations: 1}, &probs)
 			var paths []string
 			for _, f := range files {
 				paths = append(paths, f.Path)

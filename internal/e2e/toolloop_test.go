@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/llm"
@@ -317,6 +319,36 @@ func windowed(r repogen.Repo, hint string) map[string]bool {
 	return shown
 }
 
+// runPassingTask runs a worker with acts and the task in, reports what the
+// scripted model found wrong, wants the task to pass in one checkpoint and
+// returns its files.
+func runPassingTask(ctx context.Context, t *testing.T, c client.Client, acts *activities.Activities, in workflows.TaskInput, probs *problems) []workspace.File {
+	t.Helper()
+	w := worker.New(c, acts, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatalf("start worker: %v", err)
+	}
+	defer w.Stop()
+	tc := taskClient(c)
+	run, err := tc.Start(ctx, in, taskclient.StartOptions{})
+	if err != nil {
+		t.Fatalf("start task: %v", err)
+	}
+	res, err := tc.Wait(ctx, run.ID)
+	probs.report(t)
+	if err != nil {
+		t.Fatalf("task failed: %v", err)
+	}
+	if n := len(res.Status.Checkpoints); n != 1 || !res.Status.Checkpoints[0].Passed {
+		t.Errorf("checkpoints = %+v, want one that passed", res.Status.Checkpoints)
+	}
+	files, err := acts.Store.GetSnapshot(ctx, res.SnapshotID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 // scriptedProvider serves a plan and an agent over one wire protocol and
 // names the model spec and environment a worker reaches it with.
 type scriptedProvider struct {
@@ -379,31 +411,9 @@ func TestToolLoopFindsBugInLargeRepo(t *testing.T) {
 			env, requests := p.start(t, func(v turnView) llmtest.Reply {
 				return hunt.answer("1. Find apply_discount's bug, fix it and run the tests.", v)
 			})
-			acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env)}
-			w := worker.New(c, acts, worker.Options{})
-			if err := w.Start(); err != nil {
-				t.Fatalf("start worker: %v", err)
-			}
-			defer w.Stop()
-
-			tc := taskClient(c)
-			run, err := tc.Start(ctx, workflows.TaskInput{Task: repo.Bug.Symptom, Language: "python", TestCmd: repo.TestCmd,
-				InputSnapshot: input, Model: p.model, MaxIterations: 2}, taskclient.StartOptions{})
-			if err != nil {
-				t.Fatalf("start task: %v", err)
-			}
-			res, err := tc.Wait(ctx, run.ID)
-			probs.report(t)
-			if err != nil {
-				t.Fatalf("task failed: %v", err)
-			}
-			if n := len(res.Status.Checkpoints); n != 1 || !res.Status.Checkpoints[0].Passed {
-				t.Errorf("checkpoints = %+v, want one that passed", res.Status.Checkpoints)
-			}
-			files, err := st.GetSnapshot(ctx, res.SnapshotID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			files := runPassingTask(ctx, t, c, &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env)},
+				workflows.TaskInput{Task: repo.Bug.Symptom, Language: "python", TestCmd: repo.TestCmd,
+					InputSnapshot: input, Model: p.model, MaxIterations: 2}, &probs)
 			if i := slices.IndexFunc(files, func(f workspace.File) bool { return f.Path == repo.Bug.Path }); i < 0 || !strings.Contains(string(files[i].Data), repo.Bug.Fixed) {
 				t.Errorf("%s is not fixed in the result", repo.Bug.Path)
 			}
