@@ -37,7 +37,10 @@ type bwrapRunner struct {
 	seccomp []byte // the seccomp filter bwrap installs; nil for none
 	cgroups *cgroups
 	dir     string // the cache dir
-	goRoot  string
+	// profiles are the languages served; hostChecks whether each one's
+	// toolchain is on the host, checked on first use.
+	profiles   profileSet
+	hostChecks sync.Map // profile name -> *hostCheck
 	goCache atomic.Pointer[goCache] // nil until the go profile is first used
 	goOnce  sync.Once
 	limits  Limits // of the pools' sandboxes
@@ -81,30 +84,11 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 		os.RemoveAll(r.etcDir)
 		return nil, err
 	}
-	for _, name := range cfg.Profiles {
-		switch name {
-		case "python":
-			err = checkHostPython(ctx)
-		case "go":
-			r.goRoot = hostGoRoot()
-			if r.goRoot == "" {
-				err = fmt.Errorf("%w: no Go toolchain on the host for the go profile", ErrUnavailable)
-			}
-		}
-		if err != nil {
-			os.RemoveAll(r.etcDir)
-			return nil, err
-		}
-	}
+	r.profiles = newProfileSet(cfg.Profiles)
 	if cfg.PoolSize > 0 {
 		lim := cfg.PoolLimits.withDefaults()
-		for _, name := range cfg.Profiles {
-			p, err := LookupProfile(name)
-			if err != nil {
-				r.Close()
-				return nil, err
-			}
-			r.pools[bwrapKey{name, r.limits}] = newWarmPool(name, cfg.PoolSize, r.log,
+		for _, p := range cfg.Profiles {
+			r.pools[bwrapKey{p.Name, r.limits}] = newWarmPool(p.Name, cfg.PoolSize, r.log,
 				func(ctx context.Context) (*proc, error) { return r.launch(ctx, p, lim) }, r.discard)
 		}
 	}
@@ -113,8 +97,11 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 
 // warm starts the profile's pool and, for go, the build of the Go cache.
 func (r *bwrapRunner) warm(p Profile) {
+	if r.hostToolchain(context.Background(), p) != nil {
+		return
+	}
 	if p.GoCache != "" {
-		r.startGoCache()
+		r.startGoCache(p)
 	}
 	if pl := r.pools[bwrapKey{p.Name, r.limits}]; pl != nil {
 		pl.replenish()
@@ -123,10 +110,10 @@ func (r *bwrapRunner) warm(p Profile) {
 
 // startGoCache starts building the Go cache, once; it returns nil without
 // a Go toolchain.
-func (r *bwrapRunner) startGoCache() *goCache {
+func (r *bwrapRunner) startGoCache(p Profile) *goCache {
 	r.goOnce.Do(func() {
-		if r.goRoot != "" {
-			r.goCache.Store(startGoCache(r.dir, r.goRoot, r.log))
+		if goRoot := hostGoRoot(p); goRoot != "" {
+			r.goCache.Store(startGoCache(r.dir, goRoot, p, r.log))
 		}
 	})
 	return r.goCache.Load()
@@ -235,7 +222,7 @@ func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
 	for _, f := range []string{"passwd", "group", "hosts", "nsswitch.conf"} {
 		a = append(a, "--ro-bind", filepath.Join(r.etcDir, f), "/etc/"+f)
 	}
-	for _, hp := range p.HostPaths {
+	for _, hp := range p.hostPaths() {
 		if hp != "" && !strings.HasPrefix(hp+"/", "/usr/") {
 			a = append(a, "--ro-bind", hp, hp)
 		}
@@ -322,7 +309,7 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	r.running.Add(1)
 	defer r.running.Done()
-	j, err := prepare(spec)
+	j, err := prepare(r.profiles, spec)
 	if err != nil {
 		return Result{}, err
 	}
@@ -375,17 +362,16 @@ type proc struct {
 // sandbox waits for the Go cache, starting its build if none has begun:
 // without it the run would compile the same standard library itself.
 func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc, error) {
+	if err := r.hostToolchain(ctx, p); err != nil {
+		return nil, err
+	}
 	if p.GoCache != "" {
-		if c := r.startGoCache(); c == nil || c.wait(ctx) != nil {
+		if c := r.startGoCache(p); c == nil || c.wait(ctx) != nil {
 			p.GoCache = ""
 		}
 	}
-	path := hostPath
-	if r.goRoot != "" {
-		path = r.goRoot + "/bin:" + hostPath
-	}
 	args := append(rlimitArgs(lim, r.cgroups.limitsMemory()), "--", r.bwrap)
-	args = append(args, r.baseArgs(p, p.environ(path), lim)...)
+	args = append(args, r.baseArgs(p, p.environ(p.hostPATH()), lim)...)
 	args = append(args, "/bin/sh", "-c", entryScript, "sbx", p.GoCache, "", readyMarker)
 
 	cred, lease, err := r.credential()
@@ -633,33 +619,17 @@ func writeEtc(dir string) (string, error) {
 	return etc, nil
 }
 
-func checkHostPython(ctx context.Context) error {
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", "import pytest")
-	cmd.Env = []string{"PYTHONDONTWRITEBYTECODE=1"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%w: /usr/bin/python3 with pytest is needed for the python profile (apt-get install python3-pytest): %w: %s", ErrUnavailable, err, bytes.TrimSpace(out))
-	}
-	return nil
-}
 
-// hostGoRoot finds the host's Go root: the go on PATH, else the usual
-// install locations.
-var hostGoRoot = sync.OnceValue(func() string {
-	for _, goBin := range []string{"go", "/usr/local/go/bin/go", "/usr/lib/go/bin/go"} {
-		p, err := exec.LookPath(goBin)
-		if err != nil {
-			continue
-		}
-		out, err := exec.Command(p, "env", "GOROOT").Output()
-		if err != nil {
-			continue
-		}
-		if root, err := filepath.EvalSymlinks(strings.TrimSpace(string(out))); err == nil && root != "" {
-			return root
+// hostGoRoot is the Go root of the profile's host go, from its HostBin;
+// "" when it has none.
+func hostGoRoot(p Profile) string {
+	for _, dir := range p.hostBin() {
+		if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
+			return filepath.Dir(dir)
 		}
 	}
 	return ""
-})
+}
 
 // goCache is a read-only Go build cache with the standard library built
 // for the sandbox's settings, so `go test` in a fresh sandbox only compiles
@@ -703,7 +673,7 @@ var _ = []any{bytes.NewReader, json.Marshal, errors.New, fmt.Sprint, math.Abs, o
 func TestWarm(t *testing.T) {}
 `
 
-func startGoCache(dir, goRoot string, log *slog.Logger) *goCache {
+func startGoCache(dir, goRoot string, p Profile, log *slog.Logger) *goCache {
 	ver, _ := os.ReadFile(filepath.Join(goRoot, "VERSION"))
 	sum := sha256.Sum256(append([]byte(goRoot+"\x00"), ver...))
 	c := &goCache{dir: filepath.Join(dir, "gocache-"+hex.EncodeToString(sum[:6])), done: make(chan struct{})}
@@ -714,7 +684,7 @@ func startGoCache(dir, goRoot string, log *slog.Logger) *goCache {
 	go func() {
 		defer close(c.done)
 		start := time.Now()
-		c.err = buildGoCache(c.dir, goRoot)
+		c.err = buildGoCache(c.dir, goRoot, p)
 		if c.err != nil {
 			log.Warn("sandbox: go build cache not built; go runs will compile the standard library", "err", c.err)
 			return
@@ -727,7 +697,7 @@ func startGoCache(dir, goRoot string, log *slog.Logger) *goCache {
 // buildGoCache compiles the warm test with the sandbox's Go environment
 // into a temp cache and renames it into place, so a half-built cache is
 // never used.
-func buildGoCache(final, goRoot string) error {
+func buildGoCache(final, goRoot string, p Profile) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(final), "gocache-build-")
 	if err != nil {
 		return fmt.Errorf("go cache: %w", err)
@@ -749,7 +719,6 @@ func buildGoCache(final, goRoot string) error {
 	}
 	// The same environment as a sandbox run, with the writable places
 	// moved into the temp dir: cache keys depend on the Go settings only.
-	p, _ := LookupProfile("go")
 	home := filepath.Join(tmp, "home")
 	env := append(p.environ(goRoot+"/bin:"+hostPath),
 		"GOCACHE="+cache, "HOME="+home, "TMPDIR="+home, "GOTMPDIR="+home, "GOPATH="+home, "GOMODCACHE="+home+"/mod")
@@ -780,4 +749,68 @@ func buildGoCache(final, goRoot string) error {
 		}
 	}
 	return nil
+}
+
+// hostCheck is the outcome of a profile's HostCheck, run once.
+type hostCheck struct {
+	once sync.Once
+	err  error
+}
+
+// hostToolchain reports whether the profile's toolchain is on the host,
+// running its HostCheck the first time: a language whose toolchain is
+// missing fails its own runs, with what to install, and no other's.
+func (r *bwrapRunner) hostToolchain(ctx context.Context, p Profile) error {
+	v, _ := r.hostChecks.LoadOrStore(p.Name, &hostCheck{})
+	c := v.(*hostCheck)
+	c.once.Do(func() { c.err = runHostCheck(ctx, p) })
+	return c.err
+}
+
+// runHostCheck runs the profile's HostCheck with its PATH and environment.
+func runHostCheck(ctx context.Context, p Profile) error {
+	if len(p.HostCheck) == 0 {
+		return nil
+	}
+	missing := func(err error, out []byte) error {
+		if out = bytes.TrimSpace(out); len(out) > 0 {
+			err = fmt.Errorf("%w: %s", err, clipBytes(out, 300))
+		}
+		return fmt.Errorf("%w: the %s toolchain is not on this host (%s): %w", ErrUnavailable, p.Name, p.Install, err)
+	}
+	prog, err := lookPathIn(p.HostCheck[0], p.hostPATH())
+	if err != nil {
+		return missing(err, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, p.HostCheck[1:]...)
+	cmd.Env = p.environ(p.hostPATH())
+	cmd.Dir = os.TempDir()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return missing(err, out)
+	}
+	return nil
+}
+
+// lookPathIn finds a program in a PATH list; a name with a slash is
+// itself.
+func lookPathIn(name, path string) (string, error) {
+	if strings.Contains(name, "/") {
+		return exec.LookPath(name)
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found in %s", name, path)
+}
+
+// clipBytes keeps the first n bytes of b.
+func clipBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
 }

@@ -84,19 +84,20 @@ type box struct {
 }
 
 type dockerRunner struct {
-	cli    dockerAPI
-	log    *slog.Logger
-	owner  string
-	id     string // labelRunner value: tells this runner's containers from its siblings'
-	pools  map[poolKey]*warmPool[*box]
-	limits Limits                // of the pools' containers
-	tools  map[string]*toolchain // toolchain volumes by image, filled on first use
-	bg     sync.WaitGroup        // pending removals and volume fills
-	closed atomic.Bool
-	ctx    context.Context // ends at Close: stops volume fills
-	cancel context.CancelFunc
-	stop   chan struct{} // ends the reaper
-	reaped chan struct{} // closed when the reaper has ended
+	cli      dockerAPI
+	log      *slog.Logger
+	owner    string
+	id       string // labelRunner value: tells this runner's containers from its siblings'
+	pools    map[poolKey]*warmPool[*box]
+	limits   Limits                // of the pools' containers
+	tools    map[string]*toolchain // toolchain volumes by image, filled on first use
+	profiles profileSet
+	bg       sync.WaitGroup // pending removals and volume fills
+	closed   atomic.Bool
+	ctx      context.Context // ends at Close: stops volume fills
+	cancel   context.CancelFunc
+	stop     chan struct{} // ends the reaper
+	reaped   chan struct{} // closed when the reaper has ended
 }
 
 // toolchain is the toolchain volumes of one image: filled in the
@@ -117,24 +118,20 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: owner.ID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{},
 		limits: cfg.PoolLimits.withDefaults(), tools: map[string]*toolchain{}, stop: make(chan struct{}), reaped: make(chan struct{})}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	// Images are checked now, for every profile: a missing one is a setup
-	// error to report at start, not at a task's first run.
-	var profiles []Profile
-	for _, name := range cfg.Profiles {
-		p, err := LookupProfile(name)
-		if err != nil {
-			cli.Close()
-			return nil, err
-		}
+	// Images are checked now, for every profile: a missing one is
+	// reported at start, and its language's runs fail until it is built.
+	d.profiles = newProfileSet(cfg.Profiles)
+	for _, p := range cfg.Profiles {
 		if err := d.checkImage(ctx, p.Image); err != nil {
-			cli.Close()
-			return nil, err
+			if !errors.Is(err, ErrImageMissing) {
+				cli.Close()
+				return nil, err
+			}
+			d.log.Warn("sandbox: image missing; its language's tasks cannot run until it is built", "profile", p.Name, "image", p.Image)
+			continue
 		}
 		d.tools[p.Image] = &toolchain{done: make(chan struct{})}
-		profiles = append(profiles, p)
-	}
-	if cfg.PoolSize > 0 {
-		for _, p := range profiles {
+		if cfg.PoolSize > 0 {
 			d.pools[newPoolKey(p, p.Image, d.limits)] = newWarmPool(p.Name, cfg.PoolSize, d.log, d.warmLauncher(p, d.limits), d.discard)
 		}
 	}
@@ -221,7 +218,7 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if d.closed.Load() {
 		return Result{}, ErrClosed
 	}
-	j, err := prepare(spec)
+	j, err := prepare(d.profiles, spec)
 	if err != nil {
 		return Result{}, err
 	}

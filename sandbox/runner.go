@@ -21,9 +21,9 @@ type Config struct {
 	// Slots bounds how many runs execute at once; zero means the number of
 	// CPUs.
 	Slots int
-	// Profiles are the profiles to check images for and keep warm; empty
-	// means all.
-	Profiles []string
+	// Profiles are the languages the runner serves (ProfilesOf the
+	// languages' list); a spec names one of them.
+	Profiles []Profile
 	// Warm names the profiles whose warm-ups (the pool, and on bwrap the
 	// Go build cache) start at New, in the background. The others warm up
 	// once their first run is over, or on Warm: a server that only sees
@@ -55,9 +55,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Slots <= 0 {
 		c.Slots = runtime.NumCPU()
-	}
-	if len(c.Profiles) == 0 {
-		c.Profiles = ProfileNames()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -107,8 +104,12 @@ func New(ctx context.Context, cfg Config) (Runner, error) {
 	}
 	// Profiles named in Warm start their warm-ups now, in the background;
 	// the others once their first run is over.
+	if len(cfg.Profiles) == 0 {
+		return nil, fmt.Errorf("%w: no language profiles", ErrInvalidSpec)
+	}
+	profiles := newProfileSet(cfg.Profiles)
 	for _, name := range cfg.Warm {
-		p, err := LookupProfile(name)
+		p, err := profiles.lookup(name)
 		if err != nil {
 			b.Close()
 			return nil, err

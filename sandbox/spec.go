@@ -151,8 +151,8 @@ type job struct {
 
 // prepare validates the spec and encodes its input. Nothing touches disk
 // before this succeeds.
-func prepare(spec Spec) (job, error) {
-	p, err := LookupProfile(spec.Profile)
+func prepare(profiles profileSet, spec Spec) (job, error) {
+	p, err := profiles.lookup(spec.Profile)
 	if err != nil {
 		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}

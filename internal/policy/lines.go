@@ -8,31 +8,19 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
-// LineRules are one language's rules that match single lines of source:
-// what a language without a checker of its own is judged by, and what
-// every language shares (credentials, calls to other hosts in tests). They
-// are plain data, so a language plug-in can hand its own in as a value.
-type LineRules struct {
-	Language string
-	// Extensions are the file name endings the rules apply to (".rs");
-	// none applies them to every file.
-	Extensions []string
-	// Comments are the prefixes of lines the rules skip ("//").
-	Comments []string
-	Rules    []LineRule
-}
+// LineRules are one language's rules that match single lines of source
+// (lang.LineRules): what a language without a checker of its own is
+// judged by, and what every language shares.
+type LineRules = lang.LineRules
 
-// LineRule is a denied construct in a category. Pattern is an RE2
-// expression (linear time on any input, so a hostile file cannot stall
-// the check), matched against one line at a time.
-type LineRule struct {
-	Category string
-	Pattern  string
-	Message  string
-}
+// LineRule is a denied construct in a category, matched one line at a
+// time (RE2: linear time on any input, so a hostile file cannot stall the
+// check).
+type LineRule = lang.LineRule
 
 // absPath is a string literal that starts at the root or the home
 // directory.

@@ -91,7 +91,7 @@ func TestRecallPrecision(t *testing.T) {
 	sigs := make([]Signature, len(samples))
 	for i, s := range samples {
 		lastLines[i] = lastErrorLine(s.Output)
-		sigs[i] = Normalize(s.Lang, s.Output)
+		sigs[i] = normalize(s.Lang, s.Output)
 	}
 	baseline := precisionAtK(samples, topK, func(q, c int) float64 {
 		if lastLines[q] != "" && lastLines[q] == lastLines[c] {
@@ -126,14 +126,14 @@ func TestRecallPrecision(t *testing.T) {
 func TestDatasetKinds(t *testing.T) {
 	byClass := map[string]map[string]int{}
 	for _, s := range loadDataset(t) {
-		sig := Normalize(s.Lang, s.Output)
+		sig := normalize(s.Lang, s.Output)
 		if sig.Kind == KindUnknown || strings.HasSuffix(sig.Kind, ":error") || strings.HasSuffix(sig.Kind, ":unknown") {
 			t.Errorf("%s: unrecognized output, kind %q", s.File, sig.Kind)
 		}
 		if strings.Contains(sig.Text, "/tmp/") || strings.Contains(sig.Shape, "/tmp/") {
 			t.Errorf("%s: temp path survived normalization: %q", s.File, sig.Text)
 		}
-		again := Normalize(s.Lang, sig.Text)
+		again := normalize(s.Lang, sig.Text)
 		if again.Kind != sig.Kind || again.Shape != sig.Shape {
 			t.Errorf("%s: normalizing the text gives %q|%q, want %q", s.File, again.Kind, again.Shape, sig.Key())
 		}
@@ -159,7 +159,7 @@ func BenchmarkNormalize(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, s := range samples {
-			Normalize(s.Lang, s.Output)
+			normalize(s.Lang, s.Output)
 		}
 	}
 }
@@ -168,7 +168,7 @@ func BenchmarkSimilarity(b *testing.B) {
 	samples := loadDataset(b)
 	sigs := make([]Signature, len(samples))
 	for i, s := range samples {
-		sigs[i] = Normalize(s.Lang, s.Output)
+		sigs[i] = normalize(s.Lang, s.Output)
 	}
 	b.ReportAllocs()
 	for b.Loop() {

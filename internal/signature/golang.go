@@ -1,6 +1,8 @@
 package signature
 
 import (
+	"github.com/autocoder/autocoder/internal/lang"
+
 	"regexp"
 	"strings"
 )
@@ -103,7 +105,7 @@ func classify(rules []goRule, msg string) (kind, shape string) {
 // parseGo reads go build, go vet and go test output. Diagnostics outrank
 // panics, which outrank plain test failures: a package that does not build
 // runs no tests.
-func parseGo(lines []string) finding {
+func ParseGo(lines []string) lang.Finding {
 	var (
 		diags      []string // key lines, vet ones prefixed "vet: "
 		firstDiag  string
@@ -166,26 +168,26 @@ func parseGo(lines []string) finding {
 			rules = goVetRules
 		}
 		kind, shape := classify(rules, firstDiag)
-		return finding{kind: kind, shape: shape, keys: diags}
+		return lang.Finding{Kind: kind, Shape: shape, Keys: diags}
 	case len(panics) > 0:
 		msg, fallback := strings.TrimPrefix(panics[0], "panic:"), "go:panic"
 		if after, ok := strings.CutPrefix(panics[0], "fatal error:"); ok {
 			msg, fallback = after, "go:fatal"
 		}
 		msg = strings.TrimSpace(msg)
-		return finding{kind: panicKind(msg, fallback), shape: normLine(panics[0]), keys: append(panics, fails...)}
+		return lang.Finding{Kind: panicKind(msg, fallback), Shape: normLine(panics[0]), Keys: append(panics, fails...)}
 	case len(fails) > 0:
 		shape := normLine(fails[0])
 		if len(failMsgs) > 0 {
 			shape = normTestMsg(goLogRe.FindStringSubmatch(failMsgs[0])[1])
 		}
 		keys := append(fails[:1:1], failMsgs...)
-		return finding{kind: "go:test-fail", shape: shape, keys: append(keys, fails[1:]...)}
+		return lang.Finding{Kind: "go:test-fail", Shape: shape, Keys: append(keys, fails[1:]...)}
 	case len(buildFails) > 0 || len(tool) > 0:
 		keys := append(tool, buildFails...)
-		return finding{kind: "go:build", shape: normLine(keys[0]), keys: keys}
+		return lang.Finding{Kind: "go:build", Shape: normLine(keys[0]), Keys: keys}
 	}
-	return finding{}
+	return lang.Finding{}
 }
 
 // matchIf runs re only when a cheap test says it can match.

@@ -1,6 +1,8 @@
 package signature
 
 import (
+	"github.com/autocoder/autocoder/internal/lang"
+
 	"regexp"
 	"strings"
 )
@@ -71,7 +73,7 @@ func shortName(name string) string {
 
 // parsePython reads pytest reports and plain tracebacks. The first failure
 // decides the kind and shape; later ones only add key lines.
-func parsePython(lines []string) finding {
+func ParsePython(lines []string) lang.Finding {
 	var (
 		blocks     []pyBlock
 		cur        pyBlock
@@ -150,13 +152,13 @@ func parsePython(lines []string) finding {
 	keys = append(keys, summaries...)
 	switch {
 	case typ != "":
-		return finding{kind: "python:" + shortName(typ), shape: normLine(excLine(typ, msg)), keys: keys}
+		return lang.Finding{Kind: "python:" + shortName(typ), Shape: normLine(excLine(typ, msg)), Keys: keys}
 	case collecting:
-		return finding{kind: "pytest:collection-error", shape: normLine(collectMsg), keys: append([]string{collectMsg}, keys...)}
+		return lang.Finding{Kind: "pytest:collection-error", Shape: normLine(collectMsg), Keys: append([]string{collectMsg}, keys...)}
 	case len(summaries) > 0:
-		return finding{kind: "pytest:test-fail", shape: normLine(summaries[0]), keys: keys}
+		return lang.Finding{Kind: "pytest:test-fail", Shape: normLine(summaries[0]), Keys: keys}
 	}
-	return finding{}
+	return lang.Finding{}
 }
 
 func excLine(typ, msg string) string {

@@ -119,3 +119,8 @@ func isPlaceholder(s string) bool {
 func normTestMsg(s string) string {
 	return normLine(callRe.ReplaceAllString(normLine(s), phID+"("))
 }
+
+// NormLine is a key line with its volatile parts (paths, numbers, names,
+// quoted values) replaced by placeholders: what a language's failure
+// parser makes a Finding's Shape of.
+func NormLine(s string) string { return normLine(s) }

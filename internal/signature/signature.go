@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/truncate"
 )
 
@@ -43,39 +44,25 @@ const (
 	maxInput = 1 << 20
 )
 
-// finding is what a language parser extracts from the output lines.
-type finding struct {
-	kind  string
-	shape string   // already normalized
-	keys  []string // raw key lines, most important first
-}
-
-// Normalize turns raw tool output into a signature. lang is the project's
-// language ("python", "go"); anything else is guessed from the output.
-func Normalize(lang, output string) Signature {
+// Normalize turns raw tool output into a signature, read by the
+// language's failure parser; a language without one, or output it does not
+// understand, gets the generic reading.
+func Normalize(l lang.Language, output string) Signature {
 	lines := splitLines(clip(output))
-	var f finding
-	switch canonLang(lang, lines) {
-	case "python":
-		f = parsePython(lines)
-		if f.kind == "" {
-			f = parseGeneric(lines, "python")
-		}
-	case "go":
-		f = parseGo(lines)
-		if f.kind == "" {
-			f = parseGeneric(lines, "go")
-		}
-	default:
-		f = parseGeneric(lines, "")
+	var f lang.Finding
+	if l.Failure.Parse != nil {
+		f = l.Failure.Parse(lines)
+	}
+	if f.Kind == "" {
+		f = parseGeneric(lines, l.Name)
 	}
 	if k, marker, ok := executorMarker(lines); ok {
-		f = finding{kind: k, shape: normLine(marker), keys: append([]string{marker}, f.keys...)}
+		f = lang.Finding{Kind: k, Shape: normLine(marker), Keys: append([]string{marker}, f.Keys...)}
 	}
 	return Signature{
-		Kind:  truncate.Head(f.kind, MaxKind),
-		Shape: truncate.Head(f.shape, MaxShape),
-		Text:  keyText(f.keys),
+		Kind:  truncate.Head(f.Kind, MaxKind),
+		Shape: truncate.Head(f.Shape, MaxShape),
+		Text:  keyText(f.Keys),
 	}
 }
 
@@ -101,35 +88,6 @@ func splitLines(s string) []string {
 		lines[i] = truncate.Head(strings.TrimRight(l, "\r"), maxRawLine)
 	}
 	return lines
-}
-
-// canonLang maps lang to "python" or "go", guessing from the output when
-// lang is neither.
-func canonLang(lang string, lines []string) string {
-	switch strings.ToLower(strings.TrimSpace(lang)) {
-	case "python", "python3", "py", "pytest":
-		return "python"
-	case "go", "golang":
-		return "go"
-	}
-	py, gol := 0, 0
-	for _, l := range lines {
-		switch {
-		case strings.HasPrefix(l, "Traceback (most recent call last)"), strings.HasPrefix(l, "E   "),
-			strings.Contains(l, ".py:"), strings.Contains(l, ".py\", line"):
-			py++
-		case strings.HasPrefix(strings.TrimSpace(l), "--- FAIL"), strings.HasPrefix(l, "panic:"),
-			strings.Contains(l, ".go:"), strings.HasPrefix(l, "goroutine "):
-			gol++
-		}
-	}
-	switch {
-	case py > gol:
-		return "python"
-	case gol > py:
-		return "go"
-	}
-	return ""
 }
 
 const (
@@ -170,10 +128,10 @@ func mentionsError(l string) bool {
 
 // parseGeneric is the fallback: the first lines that mention an error, or
 // the last lines of the output when none does.
-func parseGeneric(lines []string, lang string) finding {
+func parseGeneric(lines []string, name string) lang.Finding {
 	kind := KindUnknown
-	if lang != "" {
-		kind = lang + ":error"
+	if name != "" {
+		kind = name + ":error"
 	}
 	var keys []string
 	for _, l := range lines {
@@ -191,15 +149,15 @@ func parseGeneric(lines []string, lang string) finding {
 			}
 		}
 		if len(keys) == 0 {
-			return finding{kind: KindUnknown}
+			return lang.Finding{Kind: KindUnknown}
 		}
-		if lang != "" {
-			kind = lang + ":unknown"
+		if name != "" {
+			kind = name + ":unknown"
 		}
 		// Without an error line, the last line is the run's own verdict.
-		return finding{kind: kind, shape: normLine(keys[len(keys)-1]), keys: keys}
+		return lang.Finding{Kind: kind, Shape: normLine(keys[len(keys)-1]), Keys: keys}
 	}
-	return finding{kind: kind, shape: normLine(keys[0]), keys: keys}
+	return lang.Finding{Kind: kind, Shape: normLine(keys[0]), Keys: keys}
 }
 
 // keyText normalizes and deduplicates the key lines and joins as many as

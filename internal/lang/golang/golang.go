@@ -1,0 +1,121 @@
+// Package golang is autocoder's knowledge of Go: go test, the sandbox
+// image with the worker's own Go and a pre-built cache, and the failure
+// parser lessons are keyed by.
+package golang
+
+import (
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/signature"
+)
+
+// Language returns Go.
+func Language() lang.Language {
+	return lang.Language{
+		Name:    "go",
+		Title:   "Go",
+		Aliases: []string{"golang"},
+		Detect: lang.Detect{
+			Markers:  []string{"go.mod", "go.work"},
+			Commands: []string{"go", "gotestsum"},
+			Task:     `\bgolang\b|\b(?:in|with|using) go\b|\bgo (?:module|program|package|service|cli|server|library)\b`,
+		},
+		Tests: lang.Tests{
+			Command:    []string{"go", "test", "./..."},
+			Named:      named,
+			IsTestFile: func(p string) bool { return strings.HasSuffix(path.Base(p), "_test.go") || lang.UnderTestDir(p) },
+		},
+		Guide: `Language: Go. The project is a Go module: keep or create go.mod ("module example.com/app", "go 1.21").
+Use the standard library only (there is no network to download modules). Tests are *_test.go files using package testing.`,
+		Extensions: []string{".go"},
+		Failure: lang.Failure{
+			Parse: signature.ParseGo,
+			Failing: []*regexp.Regexp{
+				regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`),
+				regexp.MustCompile(`(?m)^FAIL\s+(\S+)\s+\[build`),
+			},
+		},
+		Policy: lang.Policy{Checker: lang.CheckerGo},
+		Sandbox: lang.Sandbox{
+			Image: "autocoder/sandbox-go:1",
+			Env: map[string]string{
+				"GOTOOLCHAIN": "local",
+				"GOPROXY":     "off",
+				"GO111MODULE": "on",
+				"CGO_ENABLED": "0",
+				"GOFLAGS":     "",
+				"GOPATH":      "/tmp/gopath",
+				"GOMODCACHE":  "/tmp/gopath/pkg/mod",
+				"GOTMPDIR":    "/tmp",
+				"GOCACHE":     "/tmp/gocache",
+			},
+			GoCache:       "/opt/gocache",
+			ToolchainDirs: append(slices.Clone(lang.DebianToolchainDirs), "/opt"),
+			Prewarm:       `printf 'module w\n\ngo 1.21\n' > go.mod && printf 'package w\nimport "testing"\nfunc TestW(t *testing.T) {}\n' > w_test.go && go test -count=1 ./...`,
+			HostPaths:     func() []string { return []string{HostRoot()} },
+			HostBin:       hostBin,
+			HostCheck:     []string{"go", "version"},
+			Install:       "install Go 1.21 or later (https://go.dev/dl/)",
+		},
+	}
+}
+
+// named runs the named tests: their top-level part (subtests run with
+// their parent) over every package, or the package patterns among them,
+// which start with a dot. With no names, it compiles and vets every
+// package and runs no test.
+func named(tests []string) ([]string, error) {
+	var names, pkgs []string
+	for _, t := range tests {
+		if strings.HasPrefix(t, ".") {
+			pkgs = append(pkgs, t)
+			continue
+		}
+		top, _, _ := strings.Cut(t, "/")
+		if q := regexp.QuoteMeta(top); !slices.Contains(names, q) {
+			names = append(names, q)
+		}
+	}
+	if len(pkgs) == 0 {
+		pkgs = []string{"./..."}
+	}
+	run := "^$"
+	if len(names) > 0 {
+		run = "^(" + strings.Join(names, "|") + ")$"
+	}
+	return append([]string{"go", "test", "-count=1", "-run", run}, pkgs...), nil
+}
+
+// hostBin is the host Go root's bin, when there is one.
+func hostBin() []string {
+	if r := HostRoot(); r != "" {
+		return []string{r + "/bin"}
+	}
+	return nil
+}
+
+// HostRoot finds the host's Go root: the go on PATH, else the usual
+// install locations; "" when there is none.
+var HostRoot = sync.OnceValue(func() string {
+	for _, goBin := range []string{"go", "/usr/local/go/bin/go", "/usr/lib/go/bin/go"} {
+		p, err := exec.LookPath(goBin)
+		if err != nil {
+			continue
+		}
+		out, err := exec.Command(p, "env", "GOROOT").Output()
+		if err != nil {
+			continue
+		}
+		if root, err := filepath.EvalSymlinks(strings.TrimSpace(string(out))); err == nil && root != "" {
+			return root
+		}
+	}
+	return ""
+})

@@ -1,0 +1,229 @@
+// Package lang describes a programming language as autocoder needs it: how
+// a project in it is recognised, how its tests run and fail, what the
+// model is told about it, how its source is mapped and judged, and the
+// sandbox it runs in. Each language is a value built by its own package
+// under internal/lang/<name>; internal/lang/languages lists them.
+//
+// The generic packages (sandbox, signature, repomap, policy, integrity,
+// activities) receive what they need of a language as values of the types
+// here and never import a language package, so no import cycle can form
+// and adding a language touches one folder and the list.
+package lang
+
+import (
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Language is everything autocoder knows of one language.
+type Language struct {
+	// Name is the canonical name: the --lang value, the sandbox profile
+	// and the key lessons are filed under ("python").
+	Name string
+	// Title is the name people read ("Python").
+	Title string
+	// Aliases are other names --lang accepts ("py"); names are compared
+	// without case.
+	Aliases []string
+
+	Detect Detect
+	Tests  Tests
+
+	// Guide is what the model is told about the language: its version,
+	// what it may use, how tests are written. It never promises a network.
+	Guide string
+
+	// Extensions are the language's source file endings (".py"), for
+	// detection by majority and the policy's line rules.
+	Extensions []string
+	// Symbols extracts a file's top-level symbols for the repository map;
+	// nil leaves the language's files to Universal Ctags.
+	Symbols func(path string, src []byte) []Symbol
+	// Failure reads a failing run's output; its zero value falls back to
+	// the generic reading.
+	Failure Failure
+	// Policy is how the safety policy reads the language's source.
+	Policy Policy
+
+	// Sandbox is how its code runs, on either backend.
+	Sandbox Sandbox
+}
+
+// Detect says how a project or a task is recognised as the language's.
+type Detect struct {
+	// Markers are files at a project's root that mark it ("go.mod"); a
+	// leading "*" matches any name with that ending ("*.csproj").
+	Markers []string
+	// Commands are the programs a test command names to run the
+	// language's tests ("pytest", "cargo"): a project with two languages'
+	// markers is the one its test command runs.
+	Commands []string
+	// Task matches a task text that asks for the language, case-insensitive
+	// RE2 ("\\bgolang\\b|\\bin go\\b").
+	Task string
+	// Rank orders languages whose markers both match and whose test
+	// command says nothing: higher wins (TypeScript's tsconfig.json over
+	// JavaScript's package.json).
+	Rank int
+}
+
+// Tests says how the language's tests run and which files they are.
+type Tests struct {
+	// Command is the default test command, run in the project's root.
+	Command []string
+	// Named returns the command that runs only the named tests, for a
+	// plan step's check; nil when the language cannot select tests, and
+	// then Compile judges the step.
+	Named func(tests []string) ([]string, error)
+	// Compile checks that the code and its tests build without running
+	// them: what judges a plan step that names no tests. nil: nothing
+	// runs (the language's syntax check already ran).
+	Compile []string
+	// IsTestFile reports the language's test files by its conventions;
+	// they are the user's tests the judge protects.
+	IsTestFile func(path string) bool
+}
+
+// Failure reads a failing run's output.
+type Failure struct {
+	// Parse finds the failure's kind, shape and key lines, for the
+	// error signature lessons are keyed by. A zero Finding means the
+	// output was not understood, and the generic reading is used.
+	Parse func(lines []string) Finding
+	// Digest picks what matters from a long output before anything is
+	// cut: the panic or fatal line, each failing test with its own
+	// output, compiler errors with file:line. It returns "" when it finds
+	// nothing, and the output's tail is kept.
+	Digest func(output string) string
+	// Failing are patterns whose first group names a failing test.
+	Failing []*regexp.Regexp
+}
+
+// Finding is what a failure parser extracts.
+type Finding struct {
+	Kind  string   // "python:KeyError", "go:compile:undefined"
+	Shape string   // the main message, normalized (signature.NormLine)
+	Keys  []string // raw key lines, most important first
+}
+
+// Symbol is one top-level declaration of a file, or a member of a
+// top-level class.
+type Symbol struct {
+	Kind   string // func, method, type, const, var, class, function, member, ...
+	Name   string
+	Parent string // the class a member belongs to; empty at top level
+	Line   int
+	Text   string // one line as the map shows it, e.g. "func (s *Store) Put(key string) error"
+}
+
+// Policy is how the safety policy reads a language's source: with one of
+// the policy package's checkers that parse it, or by its line rules alone.
+type Policy struct {
+	Checker   Checker
+	LineRules LineRules
+}
+
+// Checker names a checker of the policy package that parses a language's
+// source and judges what it does.
+type Checker string
+
+const (
+	// CheckerNone: the line rules alone.
+	CheckerNone Checker = ""
+	// CheckerGo parses Go with go/ast in the worker, before anything runs.
+	CheckerGo Checker = "go"
+	// CheckerPython parses Python with its own ast module, in the sandbox,
+	// before the tests run in the same sandbox.
+	CheckerPython Checker = "python"
+)
+
+// LineRules are one language's rules that match single lines of source.
+// They are plain data, matched by the policy package.
+type LineRules struct {
+	Language string
+	// Extensions are the file name endings the rules apply to (".rs");
+	// none applies them to every file.
+	Extensions []string
+	// Comments are the prefixes of lines the rules skip ("//").
+	Comments []string
+	Rules    []LineRule
+}
+
+// LineRule is a denied construct in a category. Pattern is an RE2
+// expression, matched against one line at a time.
+type LineRule struct {
+	Category string
+	Pattern  string
+	Message  string
+}
+
+// Sandbox is how a language's code runs: the docker image and the paths
+// the bwrap backend shows of the host.
+type Sandbox struct {
+	// Env is the language's part of a run's environment; the backend adds
+	// PATH, HOME and the temp dirs. Nothing comes from the worker's.
+	Env map[string]string
+	// Image is the docker image's default name, and Recipe how it is built.
+	Image  string
+	Recipe Recipe
+	// ToolchainDirs are the image's directories the docker backend serves
+	// from read-only volumes.
+	ToolchainDirs []string
+	// Prewarm is a shell snippet a pool's first sandbox runs before it
+	// waits for input: a trivial test that loads the toolchain into the
+	// caches. It leaves nothing in the workdir.
+	Prewarm string
+	// HostPaths are host directories the bwrap backend mounts read-only at
+	// the same path, beyond the base system directories, and HostBin the
+	// ones among them put first on PATH; "" entries mean not found.
+	HostPaths func() []string
+	HostBin   func() []string
+	// HostCheck is a command the bwrap backend runs on the host once to
+	// learn whether the language's toolchain is there, and Install what
+	// tells a person how to add it ("apt-get install python3-pytest").
+	HostCheck []string
+	Install   string
+	// GoCache, when set, is where a read-only pre-built Go build cache is
+	// found in the sandbox; each run seeds its writable GOCACHE from it.
+	// The bwrap backend builds it once with the go in HostBin.
+	GoCache string
+}
+
+// Recipe builds a language's sandbox image, from a registry or offline.
+// Both builds share the same Setup and environment, so a run behaves the
+// same in either image.
+type Recipe struct {
+	// Base is the official image a registry serves ("python:3.12-slim-bookworm"),
+	// and BaseSetup the shell commands that complete it (pip install pytest).
+	Base      string
+	BaseSetup string
+	// Packages are the Debian packages that give the same toolchain on
+	// the offline base (a Debian minbase imported from the host's apt
+	// mirror), shared by every language's image.
+	Packages []string
+	// Setup runs last in both builds, as root, with the sandbox's
+	// environment: pre-built caches and the like.
+	Setup string
+}
+
+// DebianToolchainDirs hold the interpreters, compilers and shared libraries
+// of an image (Debian's packages, and the official images' /usr/local).
+// Not /usr as a whole: docker mounts its init binary under /usr/sbin.
+var DebianToolchainDirs = []string{"/usr/bin", "/usr/lib", "/usr/local"}
+
+// testDirs are directories whose every file belongs to the tests: the
+// tests themselves, their fixtures and data.
+var testDirs = map[string]bool{"tests": true, "test": true, "testdata": true, "__tests__": true}
+
+// UnderTestDir reports a path under tests/, test/, testdata/, __tests__/
+// or src/test/: what most languages' tests and fixtures live in.
+func UnderTestDir(p string) bool {
+	dirs := strings.Split(path.Dir(p), "/")
+	for i, d := range dirs {
+		if testDirs[d] || (d == "src" && i+1 < len(dirs) && dirs[i+1] == "test") {
+			return true
+		}
+	}
+	return false
+}

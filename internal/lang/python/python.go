@@ -1,0 +1,80 @@
+// Package python is autocoder's knowledge of Python: pytest, the sandbox
+// image with Python 3.11 (Debian's, and the official image of the same
+// minor version), and the failure parser lessons are keyed by.
+package python
+
+import (
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/signature"
+)
+
+// testCmd is pytest, quiet.
+var testCmd = []string{"python3", "-m", "pytest", "-q"}
+
+// Language returns Python.
+func Language() lang.Language {
+	return lang.Language{
+		Name:    "python",
+		Title:   "Python",
+		Aliases: []string{"py", "python3"},
+		Detect: lang.Detect{
+			Markers:  []string{"pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", "tox.ini"},
+			Commands: []string{"pytest", "py.test", "python", "python3", "tox"},
+			Task:     `\bpython\b|\bpytest\b|\bdjango\b|\bflask\b|\bfastapi\b`,
+		},
+		Tests: lang.Tests{
+			Command: testCmd,
+			// pytest takes paths and node ids; with none named, the
+			// checker has already parsed every file and nothing more runs.
+			Named: func(tests []string) ([]string, error) {
+				if len(tests) == 0 {
+					return nil, nil
+				}
+				return append(slices.Clone(testCmd), tests...), nil
+			},
+			IsTestFile: isTestFile,
+		},
+		Guide: `Language: Python 3.11. Use the standard library only (there is no network to install packages).
+Tests are pytest files named test_*.py next to the code; import the code under test by module name.`,
+		Extensions: []string{".py"},
+		Failure: lang.Failure{
+			Parse: signature.ParsePython,
+			Failing: []*regexp.Regexp{
+				regexp.MustCompile(`(?m)^FAILED (\S+)`),      // the summary
+				regexp.MustCompile(`(?m)^ERROR (\S+\.py)\b`), // a collection error
+			},
+		},
+		Policy: lang.Policy{Checker: lang.CheckerPython},
+		Sandbox: lang.Sandbox{
+			Image: "autocoder/sandbox-python:1",
+			Env: map[string]string{
+				"PYTHONDONTWRITEBYTECODE": "1",
+				"PYTHONUNBUFFERED":        "1",
+			},
+			Recipe: lang.Recipe{
+				Base:      "python:3.11-slim-bookworm",
+				BaseSetup: "pip install --no-cache-dir pytest && rm -rf /root/.cache",
+				Packages:  []string{"python3", "python3-pytest"},
+			},
+			ToolchainDirs: lang.DebianToolchainDirs,
+			Prewarm:       `printf 'def test_w():\n    pass\n' > test_w.py && python3 -m pytest -q -p no:cacheprovider`,
+			HostCheck:     []string{"/usr/bin/python3", "-c", "import pytest"},
+			Install:       "apt-get install python3-pytest",
+		},
+	}
+}
+
+// isTestFile is pytest's default discovery: test_*.py and *_test.py, and
+// Django's tests.py; files under tests/ belong to the tests too.
+func isTestFile(p string) bool {
+	base := path.Base(p)
+	if strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py") || base == "tests.py") {
+		return true
+	}
+	return lang.UnderTestDir(p)
+}
