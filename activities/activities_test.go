@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"slices"
 	"strings"
 	"testing"
@@ -199,7 +200,7 @@ func TestPlanFallsBackToOneStep(t *testing.T) {
 // skips the test.
 func realSandbox(t *testing.T) sandbox.Runner {
 	t.Helper()
-	sb, err := sandbox.New(context.Background(), sandbox.Config{PoolSize: -1})
+	sb, err := sandbox.New(context.Background(), sandbox.Config{PoolSize: -1, Profiles: sandbox.ProfilesOf(languages.All())})
 	if err != nil {
 		testenv.RequireService(t, "a sandbox", err)
 	}
@@ -286,19 +287,19 @@ func TestSummarizeFindsFailingTests(t *testing.T) {
 	py := sandbox.Result{ExitCode: 1, Stdout: "F.\n=== short test summary info ===\nFAILED test_calc.py::test_add - assert -1 == 5\n1 failed, 1 passed"}
 	goRes := sandbox.Result{ExitCode: 1, Stdout: "--- FAIL: TestAdd (0.00s)\n    calc_test.go:6: Add(2, 3) = 6, want 5\nFAIL\nFAIL\texample.com/calc\t0.002s"}
 	timeout := sandbox.Result{ExitCode: 137, TimedOut: true, Duration: 2 * time.Second}
-	if s := summarize(py, 1<<30); s.Passed || strings.Join(s.FailingTests, ",") != "test_calc.py::test_add" {
+	if s := summarize(py, languages.MustLookup("python"), 1<<30); s.Passed || strings.Join(s.FailingTests, ",") != "test_calc.py::test_add" {
 		t.Errorf("pytest: %+v", s)
 	}
-	if s := summarize(goRes, 1<<30); strings.Join(s.FailingTests, ",") != "TestAdd" {
+	if s := summarize(goRes, languages.MustLookup("go"), 1<<30); strings.Join(s.FailingTests, ",") != "TestAdd" {
 		t.Errorf("go test: %+v", s)
 	}
-	if s := summarize(timeout, 1<<30); s.Passed || !strings.Contains(s.Output, "wall-clock timeout") || s.Headline() != "tests timed out" {
+	if s := summarize(timeout, languages.MustLookup("python"), 1<<30); s.Passed || !strings.Contains(s.Output, "wall-clock timeout") || s.Headline() != "tests timed out" {
 		t.Errorf("timeout: %+v", s)
 	}
-	if s := summarize(sandbox.Result{ExitCode: 137, OOMKilled: true}, 1<<30); s.Passed || !strings.HasSuffix(s.Output, "[killed: memory limit 1 GiB]") || s.Headline() != "tests ran out of memory" {
+	if s := summarize(sandbox.Result{ExitCode: 137, OOMKilled: true}, languages.MustLookup("python"), 1<<30); s.Passed || !strings.HasSuffix(s.Output, "[killed: memory limit 1 GiB]") || s.Headline() != "tests ran out of memory" {
 		t.Errorf("oom: %+v", s)
 	}
-	if s := summarize(sandbox.Result{Stdout: strings.Repeat("x", 10*outputTail)}, 1<<30); len(s.Output) > outputTail+10 {
+	if s := summarize(sandbox.Result{Stdout: strings.Repeat("x", 10*outputTail)}, languages.MustLookup("go"), 1<<30); len(s.Output) > outputTail+10 {
 		t.Errorf("output kept %d bytes, want about %d", len(s.Output), outputTail)
 	}
 }

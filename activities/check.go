@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/autocoder/autocoder/internal/integrity"
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"github.com/autocoder/autocoder/internal/policy"
 	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -30,11 +32,15 @@ const outputTail = 4000 // bytes of test output kept for the workflow
 // What runs is what the test-integrity guard judges (loadJudged), and the
 // outcome carries its findings.
 func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, error) {
+	l, err := language(in.Language)
+	if err != nil {
+		return TestSummary{}, err
+	}
 	j, err := a.loadJudged(ctx, in)
 	if err != nil {
 		return TestSummary{}, err
 	}
-	test, err := checkCommand(in)
+	test, err := checkCommand(in, l)
 	if err != nil {
 		return TestSummary{}, err
 	}
@@ -43,11 +49,11 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, err
 		return TestSummary{}, err
 	}
 	var s TestSummary
-	if in.Language == "python" {
-		s, err = a.checkAndTestPython(ctx, p, j.files, test)
-	} else if s, err = a.validate(p, j.files); err == nil && s.Passed {
+	if l.Policy.Checker == lang.CheckerPython {
+		s, err = a.checkAndTestPython(ctx, l, p, j.files, test)
+	} else if s, err = a.validate(l, p, j.files); err == nil && s.Passed && len(test) > 0 {
 		warnings := s.Warnings
-		s, err = a.runTests(ctx, in, j.files, test)
+		s, err = a.runTests(ctx, in, l, j.files, test)
 		s.Warnings = warnings
 	}
 	if err != nil {
@@ -57,7 +63,7 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, err
 		return s, err
 	}
 	if in.Scope == ScopeStep {
-		s = namedTestsRan(s, in)
+		s = namedTestsRan(s, in, l)
 	}
 	return a.withLessons(ctx, in, s), nil
 }
@@ -77,78 +83,53 @@ func (a *Activities) withLessons(ctx context.Context, in CheckInput, s TestSumma
 }
 
 // checkCommand is what runs once a check's validation passes. ScopeAll
-// runs the test command. ScopeStep runs the language's compile check and
-// the tests the step named: for Go, `go test -run` with those names (or
-// none) over every package, which compiles the code and its tests and
-// vets them as the final run will, so a step is never failed for what the
-// last one would pass; for Python the checker has already parsed every
-// file, and pytest runs the named tests, if any (nil: nothing more runs).
-func checkCommand(in CheckInput) ([]string, error) {
+// runs the test command. ScopeStep runs the tests the step named, or with
+// none the language's compile check: for Go, `go test -run` with those
+// names (or none) over every package, which compiles the code and its
+// tests and vets them as the final run will, so a step is never failed for
+// what the last one would pass; for Python the checker has already parsed
+// every file, and pytest runs the named tests, if any (nil: nothing more
+// runs).
+func checkCommand(in CheckInput, l lang.Language) ([]string, error) {
 	if in.Scope == ScopeAll {
 		return judgeCommand(in)
 	}
 	if in.Scope != ScopeStep {
 		return nil, badInput("unknown check scope %q", in.Scope)
 	}
-	if in.Language == "python" && len(in.Tests) == 0 {
-		return nil, nil
-	}
-	cmd, err := testsCommand(in.Language, in.Tests)
+	cmd, err := testsCommand(l, in.Tests)
 	if err != nil {
 		return nil, badInput("%v", err)
+	}
+	if len(cmd) == 0 {
+		return nil, nil
 	}
 	// go test -v lists the tests that ran, for namedTestsRan.
 	return integrity.ReportCommand(cmd), nil
 }
 
-// testsCommand runs the named tests, as the language names them: pytest
-// paths and node ids; Go test names (their top-level part: subtests run
-// with their parent) and package patterns, which start with a dot. With no
-// names, Go compiles and vets every package and runs no test.
-func testsCommand(lang string, tests []string) ([]string, error) {
+// testsCommand runs the named tests, as the language names them, or with
+// none its compile check (nil: nothing runs).
+func testsCommand(l lang.Language, tests []string) ([]string, error) {
 	for _, t := range tests {
 		if t == "" || strings.HasPrefix(t, "-") || strings.ContainsAny(t, "\x00\n") {
 			return nil, fmt.Errorf("%q is not a test name", t)
 		}
 	}
-	switch lang {
-	case "python":
-		p, err := sandbox.LookupProfile(lang)
-		if err != nil {
-			return nil, err
-		}
-		return append(slices.Clone(p.TestCmd), tests...), nil
-	case "go":
-		var names, pkgs []string
-		for _, t := range tests {
-			if strings.HasPrefix(t, ".") {
-				pkgs = append(pkgs, t)
-				continue
-			}
-			top, _, _ := strings.Cut(t, "/")
-			if q := regexp.QuoteMeta(top); !slices.Contains(names, q) {
-				names = append(names, q)
-			}
-		}
-		if len(pkgs) == 0 {
-			pkgs = []string{"./..."}
-		}
-		run := "^$"
-		if len(names) > 0 {
-			run = "^(" + strings.Join(names, "|") + ")$"
-		}
-		return append([]string{"go", "test", "-count=1", "-run", run}, pkgs...), nil
-	default:
-		return nil, fmt.Errorf("unsupported language %q (want python or go)", lang)
+	if l.Tests.Named != nil {
+		return l.Tests.Named(tests)
 	}
+	if len(tests) > 0 {
+		return nil, fmt.Errorf("%s tests cannot be run by name; finish the step without naming tests, and its compile check judges it", l.Title)
+	}
+	return slices.Clone(l.Tests.Compile), nil
 }
 
-// namedTestsRan fails a passing step check in which a Go test the step
-// named did not run: `go test -run` passes when nothing matches, so a
-// misspelt or missing test would pass unseen. (pytest fails by itself on a
-// path or node id it cannot find.)
-func namedTestsRan(s TestSummary, in CheckInput) TestSummary {
-	if !s.Passed || in.Language != "go" || s.ran == nil {
+// namedTestsRan fails a passing step check in which a test the step named
+// did not run, for a language whose runner passes when nothing matches
+// (go test -run): a misspelt or missing test would pass unseen.
+func namedTestsRan(s TestSummary, in CheckInput, l lang.Language) TestSummary {
+	if !s.Passed || !l.Tests.ConfirmNamed || s.ran == nil {
 		return s
 	}
 	var missing []string
@@ -194,19 +175,23 @@ func (a *Activities) policyCheck(ctx context.Context, in CheckInput, files []wor
 		}
 		p.changes = policy.Diff(input, files)
 	}
-	if p.lines, err = policy.CheckLines(files, rules, policy.DefaultLineRules(), p.changes); err != nil {
+	if p.lines, err = policy.CheckLines(files, rules, languages.LineRules(), p.changes); err != nil {
 		return policyRun{}, fmt.Errorf("check lines: %w", err)
 	}
 	return p, nil
 }
 
-// validate checks syntax and the safety policy of a Go snapshot before
-// anything runs; Python is checked in the sandbox (checkAndTestPython).
-func (a *Activities) validate(p policyRun, files []workspace.File) (TestSummary, error) {
+// validate checks the safety policy of a snapshot before anything runs:
+// the line rules' findings, and for Go its syntax and what it does, read
+// with go/ast. (Python is checked in the sandbox: checkAndTestPython.)
+func (a *Activities) validate(l lang.Language, p policyRun, files []workspace.File) (TestSummary, error) {
 	start := time.Now()
-	findings, err := policy.CheckGo(files, p.rules, p.changes)
-	if err != nil {
-		return TestSummary{}, fmt.Errorf("check go: %w", err)
+	var findings []policy.Finding
+	if l.Policy.Checker == lang.CheckerGo {
+		var err error
+		if findings, err = policy.CheckGo(files, p.rules, p.changes); err != nil {
+			return TestSummary{}, fmt.Errorf("check go: %w", err)
+		}
 	}
 	return p.validation(policy.Merge(findings, p.lines), time.Since(start)), nil
 }
@@ -255,7 +240,7 @@ func (p policyRun) validation(findings []policy.Finding, took time.Duration) Tes
 // One sandbox instead of two saves a container's start and removal per
 // attempt. A line rule's finding outside warn mode stops the tests before
 // the sandbox starts; the checker still runs, for its own findings.
-func (a *Activities) checkAndTestPython(ctx context.Context, p policyRun, files []workspace.File, test []string) (TestSummary, error) {
+func (a *Activities) checkAndTestPython(ctx context.Context, l lang.Language, p policyRun, files []workspace.File, test []string) (TestSummary, error) {
 	then := test
 	if len(p.lines) > 0 && !p.warn {
 		then = nil
@@ -273,7 +258,7 @@ func (a *Activities) checkAndTestPython(ctx context.Context, p policyRun, files 
 		return v, nil
 	}
 	res.Stdout = rest
-	s := summarize(res, a.limits().MemoryBytes)
+	s := summarize(res, l, a.limits().MemoryBytes)
 	s.Warnings = v.Warnings
 	return s, nil
 }
@@ -302,7 +287,11 @@ func (a *Activities) Execute(ctx context.Context, in CheckInput) (TestSummary, e
 	if err != nil {
 		return TestSummary{}, err
 	}
-	s, err := a.execute(ctx, in, j.files)
+	l, err := language(in.Language)
+	if err != nil {
+		return TestSummary{}, err
+	}
+	s, err := a.execute(ctx, in, l, j.files)
 	if err != nil {
 		return s, err
 	}
@@ -312,20 +301,20 @@ func (a *Activities) Execute(ctx context.Context, in CheckInput) (TestSummary, e
 	return a.withLessons(ctx, in, s), nil
 }
 
-func (a *Activities) execute(ctx context.Context, in CheckInput, files []workspace.File) (TestSummary, error) {
+func (a *Activities) execute(ctx context.Context, in CheckInput, l lang.Language, files []workspace.File) (TestSummary, error) {
 	cmd, err := judgeCommand(in)
 	if err != nil {
 		return TestSummary{}, err
 	}
-	return a.runTests(ctx, in, files, cmd)
+	return a.runTests(ctx, in, l, files, cmd)
 }
 
-func (a *Activities) runTests(ctx context.Context, in CheckInput, files []workspace.File, cmd []string) (TestSummary, error) {
-	res, err := a.runSandbox(ctx, in.SnapshotID, sandbox.Spec{Profile: in.Language, Files: files, Cmd: cmd, Limits: a.limits()})
+func (a *Activities) runTests(ctx context.Context, in CheckInput, l lang.Language, files []workspace.File, cmd []string) (TestSummary, error) {
+	res, err := a.runSandbox(ctx, in.SnapshotID, sandbox.Spec{Profile: l.Name, Files: files, Cmd: cmd, Limits: a.limits()})
 	if err != nil {
 		return TestSummary{}, err
 	}
-	return summarize(res, a.limits().MemoryBytes), nil
+	return summarize(res, l, a.limits().MemoryBytes), nil
 }
 
 // runSandbox runs a spec over a snapshot's files, heartbeating meanwhile.
@@ -342,19 +331,41 @@ func (a *Activities) runSandbox(ctx context.Context, snapshot string, spec sandb
 	return res, nil
 }
 
-func testCommand(lang, testCmd string) ([]string, error) {
+func testCommand(name, testCmd string) ([]string, error) {
 	if testCmd != "" {
 		return []string{"sh", "-c", testCmd}, nil
 	}
-	p, err := sandbox.LookupProfile(lang)
+	l, err := language(name)
 	if err != nil {
-		return nil, badInput("%v", err)
+		return nil, err
 	}
-	return p.TestCmd, nil
+	return slices.Clone(l.Tests.Command), nil
+}
+
+// language is the task's language; an unknown name is bad input.
+func language(name string) (lang.Language, error) {
+	l, err := languages.Lookup(name)
+	if err != nil {
+		return l, badInput("%v", err)
+	}
+	return l, nil
+}
+
+// knownOrNamed is the named language, or for a name no longer known (a
+// lesson stored by another version) a language of that name that knows
+// nothing more: the generic readings apply.
+func knownOrNamed(name string) lang.Language {
+	if l, err := languages.Lookup(name); err == nil {
+		return l
+	}
+	return lang.Language{Name: name, Title: name}
 }
 
 // summarize reads a test run's result; memory is the limit it ran under.
-func summarize(res sandbox.Result, memory int64) TestSummary {
+// A long output keeps what the language's failure digest picks (the
+// panic, each failing test with its own output, compiler errors) ahead of
+// its tail, so the cause is never cut away.
+func summarize(res sandbox.Result, l lang.Language, memory int64) TestSummary {
 	out := res.Stdout
 	if res.Stderr != "" {
 		out += "\n" + res.Stderr
@@ -374,8 +385,8 @@ func summarize(res sandbox.Result, memory int64) TestSummary {
 		ExitCode:     res.ExitCode,
 		TimedOut:     res.TimedOut,
 		OOMKilled:    res.OOMKilled,
-		FailingTests: failingTests(out),
-		Output:       tail(strings.TrimSpace(out), outputTail),
+		FailingTests: failingTests(l.Failure.Failing, out),
+		Output:       keepCause(l, strings.TrimSpace(out)),
 		Duration:     res.Duration,
 	}
 	if !res.StdoutTruncated && !res.StderrTruncated {
@@ -385,17 +396,25 @@ func summarize(res sandbox.Result, memory int64) TestSummary {
 	return s
 }
 
-var failingTestPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?m)^FAILED (\S+)`),           // pytest summary
-	regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`),     // go test
-	regexp.MustCompile(`(?m)^ERROR (\S+\.py)\b`),      // pytest collection error
-	regexp.MustCompile(`(?m)^FAIL\s+(\S+)\s+\[build`), // go build failure
+// keepCause cuts a run's output to outputTail bytes: its tail, where
+// runners print their verdicts, after what the language's digest picks,
+// which gets at most half the room.
+func keepCause(l lang.Language, out string) string {
+	if len(out) <= outputTail || l.Failure.Digest == nil {
+		return tail(out, outputTail)
+	}
+	d := strings.TrimSpace(l.Failure.Digest(out))
+	if d == "" {
+		return tail(out, outputTail)
+	}
+	d = truncate.Head(d, outputTail/2)
+	return d + "\n…\n" + truncate.Tail(out, outputTail-len(d)-5)
 }
 
-func failingTests(out string) []string {
+func failingTests(patterns []*regexp.Regexp, out string) []string {
 	var names []string
 	seen := map[string]bool{}
-	for _, re := range failingTestPatterns {
+	for _, re := range patterns {
 		for _, m := range re.FindAllStringSubmatch(out, -1) {
 			if !seen[m[1]] && len(names) < 20 {
 				seen[m[1]] = true

@@ -111,7 +111,11 @@ func (a *Activities) originalRun(ctx context.Context, in CheckInput, input []wor
 	if raw, err := a.Store.GetMemo(ctx, key); err == nil && json.Unmarshal(raw, &ran) == nil {
 		return ran, nil
 	}
-	s, err := a.execute(ctx, in, input)
+	l, err := language(in.Language)
+	if err != nil {
+		return ran, err
+	}
+	s, err := a.execute(ctx, in, l, input)
 	if err != nil {
 		return ran, fmt.Errorf("run the user's tests as they were: %w", err)
 	}

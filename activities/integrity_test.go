@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestUnreadableReportFailsClosed(t *testing.T) {
 	input := []workspace.File{{Path: "test_calc.py", Data: []byte("def test_add(): pass\n")}}
 	j := judged{files: input, input: input, set: integrity.Protect(input, integrity.Options{})}
 	in := CheckInput{Language: "python", TestCmd: "pytest -q", InputSnapshot: "in"}
-	flooded := summarize(sandbox.Result{Stdout: strings.Repeat("PASSED test_many.py::test_n\n", 10), StdoutTruncated: true}, 1<<30)
+	flooded := summarize(sandbox.Result{Stdout: strings.Repeat("PASSED test_many.py::test_n\n", 10), StdoutTruncated: true}, languages.MustLookup("python"), 1<<30)
 	s, err := (&Activities{}).judge(context.Background(), in, j, flooded)
 	if err != nil {
 		t.Fatal(err)

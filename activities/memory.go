@@ -42,7 +42,7 @@ func (a *Activities) recall(ctx context.Context, in RecallInput) (RecallOutput, 
 	var found []store.ScoredLesson
 	var err error
 	if in.FailureOutput != "" {
-		sig := signature.Normalize(in.Language, in.FailureOutput)
+		sig := signature.Normalize(knownOrNamed(in.Language), in.FailureOutput)
 		found, err = a.Store.RecallBySignature(ctx, in.Language, sig.Kind, sig.Shape, sig.Text, recallK)
 	} else {
 		found, err = a.Store.RecallByTask(ctx, in.Language, in.Task, recallK)
@@ -173,7 +173,7 @@ func (in SaveLessonsInput) recalls() []store.Recall {
 }
 
 func (a *Activities) failureLesson(kind string, in SaveLessonsInput, output, fix, reflection string) store.Lesson {
-	sig := signature.Normalize(in.Language, output)
+	sig := signature.Normalize(knownOrNamed(in.Language), output)
 	return store.Lesson{
 		Kind: kind, Language: in.Language, Task: in.Task,
 		SigKind: sig.Kind, SigShape: sig.Shape, SigText: sig.Text,

@@ -46,15 +46,9 @@ const outputFormat = `Output format:
 - Paths are relative; never absolute, never containing "..".
 - No prose is needed outside the blocks.`
 
-func languageGuide(lang string) string {
-	switch lang {
-	case "go":
-		return `Language: Go. The project is a Go module: keep or create go.mod ("module example.com/app", "go 1.21").
-Use the standard library only (there is no network to download modules). Tests are *_test.go files using package testing.`
-	default:
-		return `Language: Python 3.11. Use the standard library only (there is no network to install packages).
-Tests are pytest files named test_*.py next to the code; import the code under test by module name.`
-	}
+// languageGuide is what the model is told about the task's language.
+func languageGuide(name string) string {
+	return knownOrNamed(name).Guide
 }
 
 func testGuide(testCmd string) string {

@@ -123,8 +123,11 @@ func (a *Activities) sandboxCall(ctx context.Context, in SandboxCallInput, c llm
 		}
 		var cmd []string
 		if len(args.Tests) > 0 {
-			var err error
-			if cmd, err = testsCommand(in.Language, args.Tests); err != nil {
+			l, err := language(in.Language)
+			if err != nil {
+				return sandboxCallMemo{}, err
+			}
+			if cmd, err = testsCommand(l, args.Tests); err != nil {
 				return refuse("run_tests: %v", err), nil
 			}
 		}
@@ -191,6 +194,10 @@ func (a *Activities) runCommand(ctx context.Context, in SandboxCallInput, out Sa
 func (a *Activities) runTestCall(ctx context.Context, in SandboxCallInput, out SandboxCallOutput, cmd []string) (sandboxCallMemo, error) {
 	ci := CheckInput{SnapshotID: in.Snapshot, Language: in.Language, TestCmd: in.TestCmd,
 		InputSnapshot: in.InputSnapshot, Protect: in.Protect, AllowTestEdits: in.AllowTestEdits}
+	l, err := language(in.Language)
+	if err != nil {
+		return sandboxCallMemo{}, err
+	}
 	j, err := a.loadJudged(ctx, ci)
 	if err != nil {
 		return sandboxCallMemo{}, err
@@ -205,7 +212,7 @@ func (a *Activities) runTestCall(ctx context.Context, in SandboxCallInput, out S
 	if err != nil {
 		return sandboxCallMemo{}, err
 	}
-	s := summarize(res, a.limits().MemoryBytes)
+	s := summarize(res, l, a.limits().MemoryBytes)
 	if whole {
 		// Findings as the final check would have them; the restored
 		// snapshot it stores is the check's business, not this call's.

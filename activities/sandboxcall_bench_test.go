@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"testing"
 	"time"
 
@@ -39,7 +41,7 @@ func BenchmarkSandboxRunCall(b *testing.B) {
 		{"one-test-file", "python3 -m pytest -q -p no:cacheprovider " + repo.Bug.Test + "; date +%s%N > scratch.txt"},
 	}
 	for _, backend := range []string{"bwrap", "docker"} {
-		sb, err := sandbox.New(ctx, sandbox.Config{Backend: backend, Profiles: []string{"python"}, Warm: []string{"python"}})
+		sb, err := sandbox.New(ctx, sandbox.Config{Backend: backend, Profiles: sandbox.ProfilesOf([]lang.Language{languages.MustLookup("python")}), Warm: []string{"python"}})
 		if err != nil {
 			b.Logf("%s: %v", backend, err)
 			continue

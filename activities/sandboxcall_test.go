@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ import (
 // sandboxOf returns a runner of the named backend, shared by the tests.
 func sandboxOf(t testing.TB, backend string) sandbox.Runner {
 	t.Helper()
-	sb, err := sandbox.New(context.Background(), sandbox.Config{Backend: backend, PoolSize: -1})
+	sb, err := sandbox.New(context.Background(), sandbox.Config{Backend: backend, PoolSize: -1, Profiles: sandbox.ProfilesOf(languages.All())})
 	if err != nil {
 		testenv.RequireService(t, backend+" sandbox", err)
 	}

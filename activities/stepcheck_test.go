@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"strings"
 	"testing"
 )
@@ -86,13 +87,13 @@ func TestTestsCommand(t *testing.T) {
 		{"python", []string{"tests/test_a.py::test_x"}, "python3 -m pytest -q tests/test_a.py::test_x"},
 	}
 	for _, tc := range cases {
-		cmd, err := testsCommand(tc.lang, tc.tests)
+		cmd, err := testsCommand(languages.MustLookup(tc.lang), tc.tests)
 		if err != nil || strings.Join(cmd, " ") != tc.want {
 			t.Errorf("%s %q: %q, %v; want %q", tc.lang, tc.tests, cmd, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"-p", "", "a\nb"} {
-		if _, err := testsCommand("python", []string{bad}); err == nil {
+		if _, err := testsCommand(languages.MustLookup("python"), []string{bad}); err == nil {
 			t.Errorf("%q accepted as a test name", bad)
 		}
 	}

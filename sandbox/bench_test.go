@@ -82,9 +82,9 @@ func bare(tb testing.TB, spec Spec, seed string) time.Duration {
 			tb.Fatal(err)
 		}
 	}
-	p, _ := LookupProfile(spec.Profile)
+	p := mustProfile(tb, spec.Profile)
 	home := filepath.Join(dir, ".home")
-	env := append(p.environ(hostGoRoot()+"/bin:"+hostPath), "HOME="+home, "TMPDIR="+home, "GOTMPDIR="+home,
+	env := append(p.environ(p.hostPATH()), "HOME="+home, "TMPDIR="+home, "GOTMPDIR="+home,
 		"GOPATH="+home, "GOMODCACHE="+home+"/mod", "GOCACHE="+home+"/gocache")
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		tb.Fatal(err)
@@ -164,7 +164,7 @@ func BenchmarkOverhead(b *testing.B) {
 				if m.runner == nil {
 					seed := ""
 					if profile == "go" {
-						c := inner(testRunner(b, "bwrap", -1)).(*bwrapRunner).startGoCache()
+						c := inner(testRunner(b, "bwrap", -1)).(*bwrapRunner).startGoCache(mustProfile(b, "go"))
 						if err := c.wait(context.Background()); err != nil {
 							b.Fatal(err)
 						}

@@ -33,7 +33,7 @@ func testRunner(t testing.TB, backend string, poolSize int) Runner {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := Config{Backend: backend, PoolSize: poolSize, Slots: 4, Warm: ProfileNames()}
+	cfg := Config{Backend: backend, PoolSize: poolSize, Slots: 4, Profiles: testProfiles("python", "go"), Warm: []string{"python", "go"}}
 	if backend == bwrapNoSeccomp {
 		cfg.Backend, cfg.noSeccomp = "bwrap", true
 	}

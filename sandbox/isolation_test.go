@@ -34,7 +34,7 @@ func helperMain(mode string) int {
 	defer cancel()
 	switch kind {
 	case "check":
-		r, err := New(ctx, Config{Backend: backend, PoolSize: -1, Profiles: []string{"python"}})
+		r, err := New(ctx, Config{Backend: backend, PoolSize: -1, Profiles: testProfiles("python")})
 		if err != nil {
 			fmt.Println("new:", err)
 			return 1
@@ -65,7 +65,7 @@ const loopMarker = "sleep 7315"
 // up, it prints what identifies its sandboxes: the owner label of its
 // containers, or the host uids of its warm bwrap sandboxes.
 func hold(ctx context.Context, backend string) int {
-	r, err := New(ctx, Config{Backend: backend, PoolSize: 2, Profiles: []string{"python"}, Warm: []string{"python"}})
+	r, err := New(ctx, Config{Backend: backend, PoolSize: 2, Profiles: testProfiles("python"), Warm: []string{"python"}})
 	if err != nil {
 		fmt.Println("new:", err)
 		return 1
@@ -387,7 +387,7 @@ func TestBwrapSharedUIDFallback(t *testing.T) {
 	var logs strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := New(ctx, Config{Backend: "bwrap", PoolSize: -1, Profiles: []string{"python"},
+	r, err := New(ctx, Config{Backend: "bwrap", PoolSize: -1, Profiles: testProfiles("python"),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		testenv.RequireService(t, "bwrap backend", err)

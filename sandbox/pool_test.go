@@ -38,7 +38,7 @@ func TestPoolLifecycle(t *testing.T) {
 		}
 		cli.Close()
 	}
-	r, err := New(ctx, Config{Backend: "docker", PoolSize: 2, Slots: 2, Profiles: []string{"python"}, Warm: []string{"python"}})
+	r, err := New(ctx, Config{Backend: "docker", PoolSize: 2, Slots: 2, Profiles: testProfiles("python"), Warm: []string{"python"}})
 	if err != nil {
 		testenv.RequireService(t, "docker", err)
 	}
@@ -145,7 +145,7 @@ func TestToolchainVolumes(t *testing.T) {
 	r := testRunner(t, "docker", -1)
 	d := inner(r).(*dockerRunner)
 	for _, profile := range []string{"python", "go"} {
-		p, _ := LookupProfile(profile)
+		p := mustProfile(t, profile)
 		if n := len(toolchainMounts(t, d, profile)); n != len(p.ToolchainDirs) {
 			t.Fatalf("%s: %d toolchain mounts, want %d", profile, n, len(p.ToolchainDirs))
 		}
@@ -250,7 +250,7 @@ func TestToolchainVolumesAfterACrash(t *testing.T) {
 	// A fresh start, its python profile on the test's image; no run of
 	// another runner of this process uses the profile meanwhile.
 	t.Setenv("AUTOCODER_IMAGE_PYTHON", image)
-	r, err := New(ctx, Config{Backend: "docker", PoolSize: -1, Profiles: []string{"python"}, Warm: []string{"python"}})
+	r, err := New(ctx, Config{Backend: "docker", PoolSize: -1, Profiles: testProfiles("python"), Warm: []string{"python"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,14 +293,6 @@ func toolchainMounts(t *testing.T, d *dockerRunner, profile string) []mount.Moun
 	return tc.mounts
 }
 
-func mustProfile(t *testing.T, name string) Profile {
-	t.Helper()
-	p, err := LookupProfile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // TestWarmRunsAreIsolated checks, on both backends, that a run taken from
 // the warm pool cannot leave anything for the next one: files in /tmp and

@@ -120,7 +120,7 @@ func TestPrepareRejects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := prepare(tc.spec)
+			_, err := prepare(newProfileSet(testProfiles()), tc.spec)
 			if !errors.Is(err, tc.want) || !errors.Is(err, ErrInvalidSpec) {
 				t.Fatalf("err = %v, want %v and ErrInvalidSpec", err, tc.want)
 			}
@@ -157,8 +157,9 @@ func TestCapWriter(t *testing.T) {
 	}
 }
 
-func TestLookupProfile(t *testing.T) {
+func TestProfileLookup(t *testing.T) {
 	t.Setenv("AUTOCODER_IMAGE_GO", "example/go:test")
+	set := newProfileSet(testProfiles("python", "go"))
 	cases := []struct {
 		name, image, cmd0 string
 	}{
@@ -166,13 +167,13 @@ func TestLookupProfile(t *testing.T) {
 		{"go", "example/go:test", "go"},
 	}
 	for _, tc := range cases {
-		p, err := LookupProfile(tc.name)
+		p, err := set.lookup(tc.name)
 		if err != nil || p.Image != tc.image || p.TestCmd[0] != tc.cmd0 {
 			t.Fatalf("%s: %+v, %v", tc.name, p, err)
 		}
 	}
-	if _, err := LookupProfile("rust"); !errors.Is(err, ErrUnknownProfile) {
-		t.Fatalf("rust: %v", err)
+	if _, err := set.lookup("cobol"); !errors.Is(err, ErrUnknownProfile) {
+		t.Fatalf("cobol: %v", err)
 	}
 }
 
@@ -183,10 +184,16 @@ func TestNewBackendSelection(t *testing.T) {
 		t.Fatalf("unknown backend: %v", err)
 	}
 	t.Setenv("AUTOCODER_IMAGE_PYTHON", "autocoder/sandbox-python:does-not-exist")
-	_, err := New(ctx, Config{Backend: "docker", Profiles: []string{"python"}, PoolSize: -1})
+	// A missing image fails its language's runs, not the start.
+	r, err := New(ctx, Config{Backend: "docker", Profiles: testProfiles("python"), PoolSize: -1})
 	if errors.Is(err, ErrUnavailable) {
 		testenv.RequireService(t, "docker", err)
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Run(ctx, Spec{Profile: "python", Cmd: []string{"true"}})
 	if !errors.Is(err, ErrImageMissing) || !strings.Contains(err.Error(), "scripts/build-images.sh") {
 		t.Fatalf("missing image: %v", err)
 	}

@@ -31,7 +31,7 @@ func TestWarmUpsWaitForUse(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { os.RemoveAll(cache) })
-			r, err := New(ctx, Config{Backend: be, PoolSize: 2, Slots: 2, CacheDir: cache})
+			r, err := New(ctx, Config{Backend: be, PoolSize: 2, Slots: 2, CacheDir: cache, Profiles: testProfiles("python", "go")})
 			if err != nil {
 				testenv.RequireService(t, be+" backend", err)
 			}
@@ -137,7 +137,7 @@ func BenchmarkFirstRun(b *testing.B) {
 		for _, mode := range []struct {
 			name string
 			warm []string
-		}{{"lazy", nil}, {"eager", ProfileNames()}} {
+		}{{"lazy", nil}, {"eager", []string{"python", "go"}}} {
 			b.Run(be+"/"+mode.name, func(b *testing.B) {
 				var samples []time.Duration
 				for range b.N {
@@ -171,7 +171,7 @@ func firstRun(b *testing.B, be string, warm []string) time.Duration {
 	defer os.RemoveAll(cache)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	r, err := New(ctx, Config{Backend: be, PoolSize: 2, Slots: 2, CacheDir: cache, Warm: warm})
+	r, err := New(ctx, Config{Backend: be, PoolSize: 2, Slots: 2, CacheDir: cache, Profiles: testProfiles("python", "go"), Warm: warm})
 	if err != nil {
 		testenv.RequireService(b, be+" backend", err)
 	}

@@ -19,13 +19,14 @@ import (
 
 	conf "github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/integrity"
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/policy"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
-	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -88,7 +89,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.Lang, "lang", "", "language: python or go (default: go when --dir has go.mod, else python)")
+	fl.StringVar(&o.Lang, "lang", "auto", "language: "+languages.List()+", or auto: from the --dir project's files (go.mod, package.json, Cargo.toml, ...), else the task's words, else "+languages.Default)
 	fl.StringVar(&o.Out, "out", "", "directory to write the final files to (default: --dir, else ./<task id>)")
 	fl.StringVar(&o.Dir, "dir", "", "existing project to work on; uploaded as the starting workspace")
 	fl.StringVar(&o.TestCmd, "test-cmd", "", "shell command whose success decides the task (default: the --dir project's tests, run by the language's test command; without any, tests the model writes)")
@@ -207,6 +208,31 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	return follow(ctx, f, c, id, followOptions{out: out, json: o.JSON, interactive: true})
 }
 
+// taskLanguage is the language --lang names, or with auto (the default)
+// the one detected from the --dir project's root files, its test command
+// and the task's words.
+func taskLanguage(o RunOptions) (lang.Language, error) {
+	name := strings.TrimSpace(o.Lang)
+	if name != "" && !strings.EqualFold(name, "auto") {
+		l, err := languages.Lookup(name)
+		if err != nil {
+			return l, usageError("--lang: %v", err)
+		}
+		return l, nil
+	}
+	var root []string
+	if o.Dir != "" {
+		entries, err := os.ReadDir(o.Dir)
+		if err != nil {
+			return lang.Language{}, usageError("--dir: %v", err)
+		}
+		for _, e := range entries {
+			root = append(root, e.Name())
+		}
+	}
+	return languages.Detect(root, o.TestCmd, o.Task).Language, nil
+}
+
 func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	if o.Task == "" {
 		return workflows.TaskInput{}, usageError("the task text is empty")
@@ -214,17 +240,9 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	if o.MaxIterations < 1 {
 		return workflows.TaskInput{}, usageError("--max-iterations must be at least 1")
 	}
-	lang := strings.ToLower(strings.TrimSpace(o.Lang))
-	if lang == "" {
-		lang = "python"
-		if o.Dir != "" {
-			if _, err := os.Stat(filepath.Join(o.Dir, "go.mod")); err == nil {
-				lang = "go"
-			}
-		}
-	}
-	if lang != "python" && lang != "go" {
-		return workflows.TaskInput{}, usageError("--lang %q: want python or go", lang)
+	l, err := taskLanguage(o)
+	if err != nil {
+		return workflows.TaskInput{}, err
 	}
 	switch o.Policy {
 	case workflows.PolicyWarn, workflows.PolicyDeny, workflows.PolicyAsk, workflows.PolicyAllow:
@@ -263,7 +281,7 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	}
 	return workflows.TaskInput{
 		Task:            o.Task,
-		Language:        lang,
+		Language:        l.Name,
 		TestCmd:         o.TestCmd,
 		MaxIterations:   o.MaxIterations,
 		Model:           o.Model,
@@ -345,12 +363,12 @@ func judgedByUsersTests(in workflows.TaskInput, files []workspace.File) (workflo
 	if in.TestCmd != "" {
 		return in, nil
 	}
-	p, err := sandbox.LookupProfile(in.Language)
+	l, err := languages.Lookup(in.Language)
 	if err != nil {
-		return in, usageError("--lang %s: %v", in.Language, err)
+		return in, usageError("--lang: %v", err)
 	}
-	if integrity.Protect(files, integrity.Options{Protect: in.Protect}).HasTests(p.TestSuffix) {
-		in.TestCmd = strings.Join(p.TestCmd, " ")
+	if integrity.Protect(files, integrity.Options{Protect: in.Protect}).HasTests(l.IsTestSource) {
+		in.TestCmd = strings.Join(l.Tests.Command, " ")
 	}
 	return in, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
 )
@@ -48,7 +49,7 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 	cmd.Flags().IntVar(&o.Pool, "sandbox-pool", 0, "warm sandboxes kept per language (0: 2, negative: none)")
 	cmd.Flags().IntVar(&o.Slots, "sandbox-slots", 0, "sandbox runs at once (0: number of CPUs)")
 	// A fleet's worker is there to serve every language: warm them at once.
-	cmd.Flags().StringSliceVar(&o.Warm, "sandbox-warm", sandbox.ProfileNames(), "languages whose sandboxes warm up at start; the others on first use")
+	cmd.Flags().StringSliceVar(&o.Warm, "sandbox-warm", languages.Names(), "languages whose sandboxes warm up at start; the others on first use")
 	return cmd
 }
 
@@ -75,6 +76,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	} else if n > 0 {
 		slog.Info("reaped leaked sandbox containers", "count", n)
 	}
+	sc.Profiles = sandbox.ProfilesOf(languages.All())
 	sb, err := sandbox.New(ctx, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -37,8 +38,8 @@ func newTask(in TaskInput) (*task, error) {
 	if strings.TrimSpace(in.Task) == "" {
 		return nil, bad("task text is empty")
 	}
-	if in.Language != "python" && in.Language != "go" {
-		return nil, bad("unsupported language %q (want python or go)", in.Language)
+	if l, err := languages.Lookup(in.Language); err != nil || l.Name != in.Language {
+		return nil, bad("unsupported language %q (want one of %s)", in.Language, languages.List())
 	}
 	switch in.Policy {
 	case "":

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"strings"
 	"sync"
 	"testing"
@@ -187,7 +188,7 @@ func TestLongTaskContinuesAsNew(t *testing.T) {
 // configures it), a SQLite store and a real Temporal server.
 func services(ctx context.Context, t *testing.T, sc sandbox.Config) (sandbox.Runner, store.Store, client.Client) {
 	t.Helper()
-	sb, err := sandbox.New(ctx, sc)
+	sb, err := sandbox.New(ctx, withProfiles(sc))
 	testenv.RequireService(t, "a sandbox backend", err)
 	t.Cleanup(func() { sb.Close() })
 	st, err := store.OpenSQLite(ctx, t.TempDir()+"/autocoder.db")
@@ -197,4 +198,21 @@ func services(ctx context.Context, t *testing.T, sc sandbox.Config) (sandbox.Run
 	t.Cleanup(func() { st.Close() })
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	return sb, st, ts.GetDefaultClient()
+}
+
+// withProfiles serves every language unless the config names some.
+func withProfiles(sc sandbox.Config) sandbox.Config {
+	if len(sc.Profiles) == 0 {
+		sc.Profiles = sandbox.ProfilesOf(languages.All())
+	}
+	return sc
+}
+
+// profilesOf are the named languages' profiles.
+func profilesOf(names ...string) []sandbox.Profile {
+	var ps []sandbox.Profile
+	for _, n := range names {
+		ps = append(ps, sandbox.ProfileOf(languages.MustLookup(n)))
+	}
+	return ps
 }

@@ -123,7 +123,7 @@ func hostile(p *problems) agent {
 func TestMalformedToolCallsDoNotFailTheTask(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	sb, st, c := services(ctx, t, sandbox.Config{Backend: "bwrap", Profiles: []string{"python"}})
+	sb, st, c := services(ctx, t, sandbox.Config{Backend: "bwrap", Profiles: profilesOf("python")})
 	input, err := st.PutSnapshot(ctx, []workspace.File{{Path: "calc.py", Data: []byte(calcBuggy)}, {Path: "test_calc.py", Data: []byte(calcTests)}})
 	if err != nil {
 		t.Fatalf("store the project: %v", err)

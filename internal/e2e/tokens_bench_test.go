@@ -271,7 +271,7 @@ func windowModel(bug repogen.Bug) llmtest.Script {
 // benchServices starts, for a benchmark, what services starts for a test.
 func benchServices(ctx context.Context, b *testing.B) (sandbox.Runner, store.Store, client.Client) {
 	b.Helper()
-	sb, err := sandbox.New(ctx, sandbox.Config{})
+	sb, err := sandbox.New(ctx, withProfiles(sandbox.Config{}))
 	testenv.RequireService(b, "a sandbox backend", err)
 	b.Cleanup(func() { sb.Close() })
 	st, err := store.OpenSQLite(ctx, b.TempDir()+"/autocoder.db")

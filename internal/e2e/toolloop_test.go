@@ -397,7 +397,7 @@ func TestToolLoopFindsBugInLargeRepo(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	sb, st, c := services(ctx, t, sandbox.Config{Backend: "bwrap", Profiles: []string{"python"}})
+	sb, st, c := services(ctx, t, sandbox.Config{Backend: "bwrap", Profiles: profilesOf("python")})
 	input, err := st.PutSnapshot(ctx, repo.Files)
 	if err != nil {
 		t.Fatalf("store the repository: %v", err)

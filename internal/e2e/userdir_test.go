@@ -35,7 +35,7 @@ func requireBackend(t *testing.T, backend string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sb, err := sandbox.New(ctx, sandbox.Config{Backend: backend, Profiles: []string{"python"}, PoolSize: -1})
+	sb, err := sandbox.New(ctx, sandbox.Config{Backend: backend, Profiles: profilesOf("python"), PoolSize: -1})
 	testenv.RequireService(t, "the "+backend+" sandbox", err)
 	sb.Close()
 }

@@ -48,12 +48,12 @@ func Protect(input []workspace.File, o Options) Set {
 	return s
 }
 
-// HasTests reports whether the workspace has tests of the user's that a
-// runner of files ending in suffix (".py", "_test.go") would run: files
-// named like tests, named by the test command or by Protect. Test
-// configuration alone is not a test, nor are another language's tests.
-func (s Set) HasTests(suffix string) bool {
-	return slices.ContainsFunc(s.tests, func(p string) bool { return strings.HasSuffix(p, suffix) })
+// HasTests reports whether the workspace has tests of the user's that the
+// language's runner would run (isSource: its test sources): files named
+// like tests, named by the test command or by Protect. Test configuration
+// alone is not a test, nor are another language's tests.
+func (s Set) HasTests(isSource func(path string) bool) bool {
+	return slices.ContainsFunc(s.tests, isSource)
 }
 
 // Paths are the protected files, sorted.

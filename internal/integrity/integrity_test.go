@@ -279,7 +279,7 @@ func TestHasTests(t *testing.T) {
 		{"another language's tests", files("calc.py", "x", "web/app.test.ts", ""), Options{}, ".py", false},
 		{"no tests", files("calc.py", "x"), Options{}, ".py", false},
 	} {
-		if got := Protect(tt.input, tt.o).HasTests(tt.suffix); got != tt.want {
+		if got := Protect(tt.input, tt.o).HasTests(func(p string) bool { return strings.HasSuffix(p, tt.suffix) }); got != tt.want {
 			t.Errorf("%s: HasTests(%q) = %v, want %v", tt.name, tt.suffix, got, tt.want)
 		}
 	}

@@ -50,6 +50,21 @@ type Language struct {
 	Sandbox Sandbox
 }
 
+// IsTestSource reports a test file of the language's own source (not a
+// fixture under tests/ or a test of another language): what tells that a
+// project has tests its runner would run.
+func (l Language) IsTestSource(p string) bool {
+	if l.Tests.IsTestFile == nil || !l.Tests.IsTestFile(p) {
+		return false
+	}
+	for _, ext := range l.Extensions {
+		if strings.HasSuffix(p, ext) {
+			return true
+		}
+	}
+	return false
+}
+
 // Detect says how a project or a task is recognised as the language's.
 type Detect struct {
 	// Markers are files at a project's root that mark it ("go.mod"); a
@@ -80,6 +95,10 @@ type Tests struct {
 	// them: what judges a plan step that names no tests. nil: nothing
 	// runs (the language's syntax check already ran).
 	Compile []string
+	// ConfirmNamed is set for a runner that passes when no test matches
+	// the names (go test -run): the check then confirms from the output
+	// that each named test ran.
+	ConfirmNamed bool
 	// IsTestFile reports the language's test files by its conventions;
 	// they are the user's tests the judge protects.
 	IsTestFile func(path string) bool

@@ -188,7 +188,7 @@ func TestLineRules(t *testing.T) {
 		})
 	}
 	// A plug-in hands its rules in as a value; allowed categories stay quiet.
-	kotlin := LineRules{Language: "Kotlin", Extensions: []string{".kt"}, Rules: []LineRule{{Process, `\bProcessBuilder\b`, "spawns processes"}}}
+	kotlin := LineRules{Language: "Kotlin", Extensions: []string{".kt"}, Rules: []LineRule{{Category: Process, Pattern: `\bProcessBuilder\b`, Message: "spawns processes"}}}
 	files := []workspace.File{{Path: "Main.kt", Data: []byte("val p = ProcessBuilder(\"ls\")\n")}}
 	if got, _ := CheckLines(files, DefaultRules(), []LineRules{kotlin}, AllChanged()); len(got) != 1 {
 		t.Errorf("a plug-in's rule: findings %v, want one", got)
@@ -196,7 +196,7 @@ func TestLineRules(t *testing.T) {
 	if got, _ := CheckLines(files, mustAllow(t, Process), []LineRules{kotlin}, AllChanged()); len(got) != 0 {
 		t.Errorf("an allowed category: findings %v, want none", got)
 	}
-	bad := LineRules{Language: "Bad", Rules: []LineRule{{Process, `(`, "x"}}}
+	bad := LineRules{Language: "Bad", Rules: []LineRule{{Category: Process, Pattern: `(`, Message: "x"}}}
 	if _, err := CheckLines(files, DefaultRules(), []LineRules{bad}, AllChanged()); err == nil {
 		t.Error("a rule that does not compile gave no error")
 	}

@@ -41,9 +41,9 @@ var Shared = LineRules{
 	Language:   "any",
 	Extensions: slices.Concat([]string{".py", ".go", ".sh", ".bash", ".rb", ".php"}, JavaScript.Extensions, Rust.Extensions, Java.Extensions, C.Extensions),
 	Rules: []LineRule{
-		{Credentials, `(?:~|\$HOME|/home/[^/"']+|/root)?/\.(?:ssh|aws|gnupg|kube|docker/config\.json|netrc|git-credentials|pypirc|npmrc)\b`, "names a credential file"},
-		{Credentials, `/etc/(?:shadow|gshadow|sudoers)\b`, "names a system credential file"},
-		{Credentials, `\b[A-Z][A-Z0-9_]*(?:_API_KEY|_SECRET_ACCESS_KEY|_SECRET_KEY|_ACCESS_TOKEN|_AUTH_TOKEN|_PASSWORD)\b|\b(?:AWS_ACCESS_KEY_ID|GITHUB_TOKEN|GH_TOKEN|NPM_TOKEN|PYPI_TOKEN|DATABASE_URL)\b`, "reads a credential variable"},
+		{Category: Credentials, Pattern: `(?:~|\$HOME|/home/[^/"']+|/root)?/\.(?:ssh|aws|gnupg|kube|docker/config\.json|netrc|git-credentials|pypirc|npmrc)\b`, Message: "names a credential file"},
+		{Category: Credentials, Pattern: `/etc/(?:shadow|gshadow|sudoers)\b`, Message: "names a system credential file"},
+		{Category: Credentials, Pattern: `\b[A-Z][A-Z0-9_]*(?:_API_KEY|_SECRET_ACCESS_KEY|_SECRET_KEY|_ACCESS_TOKEN|_AUTH_TOKEN|_PASSWORD)\b|\b(?:AWS_ACCESS_KEY_ID|GITHUB_TOKEN|GH_TOKEN|NPM_TOKEN|PYPI_TOKEN|DATABASE_URL)\b`, Message: "reads a credential variable"},
 	},
 }
 
@@ -53,10 +53,10 @@ var JavaScript = LineRules{
 	Extensions: []string{".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx"},
 	Comments:   cComments,
 	Rules: []LineRule{
-		{Process, `\b(?:child_process|worker_threads)\b|\b(?:execSync|execFileSync|spawnSync|fork)\s*\(|\bDeno\.(?:run|Command)\b|\bBun\.spawn`, "spawns processes"},
-		{Network, `['"](?:node:)?(?:net|http|https|http2|dgram|tls)['"]|\bfetch\s*\(|\bXMLHttpRequest\b|\bnew\s+WebSocket\b|['"](?:axios|node-fetch|got|ws|undici)['"]`, "opens network connections"},
-		{Dynamic, `\beval\s*\(|\bnew\s+Function\s*\(|['"](?:node:)?vm['"]`, "evaluates code at run time"},
-		{AbsWrite, `\b(?:rm|rmSync|rmdir|rmdirSync|unlink|unlinkSync|writeFile|writeFileSync|appendFile|appendFileSync)\s*\(\s*` + absPath, "writes or deletes at an absolute path; stay inside the project"},
+		{Category: Process, Pattern: `\b(?:child_process|worker_threads)\b|\b(?:execSync|execFileSync|spawnSync|fork)\s*\(|\bDeno\.(?:run|Command)\b|\bBun\.spawn`, Message: "spawns processes"},
+		{Category: Network, Pattern: `['"](?:node:)?(?:net|http|https|http2|dgram|tls)['"]|\bfetch\s*\(|\bXMLHttpRequest\b|\bnew\s+WebSocket\b|['"](?:axios|node-fetch|got|ws|undici)['"]`, Message: "opens network connections"},
+		{Category: Dynamic, Pattern: `\beval\s*\(|\bnew\s+Function\s*\(|['"](?:node:)?vm['"]`, Message: "evaluates code at run time"},
+		{Category: AbsWrite, Pattern: `\b(?:rm|rmSync|rmdir|rmdirSync|unlink|unlinkSync|writeFile|writeFileSync|appendFile|appendFileSync)\s*\(\s*` + absPath, Message: "writes or deletes at an absolute path; stay inside the project"},
 	},
 }
 
@@ -66,10 +66,10 @@ var Rust = LineRules{
 	Extensions: []string{".rs"},
 	Comments:   cComments,
 	Rules: []LineRule{
-		{Process, `\bstd::process\b|\bprocess::Command\b|\bCommand::new\s*\(`, "spawns processes"},
-		{Network, `\bstd::net\b|\b(?:TcpStream|TcpListener|UdpSocket)\b|\b(?:reqwest|hyper|ureq|tokio::net)\b`, "opens network connections"},
-		{Native, `\bunsafe\s*\{|\bextern\s+"C"`, "bypasses memory safety or calls foreign code"},
-		{AbsWrite, `\b(?:remove_file|remove_dir|remove_dir_all|write|create_dir_all|File::create)\s*\(\s*"(?:/|~/)`, "writes or deletes at an absolute path; stay inside the project"},
+		{Category: Process, Pattern: `\bstd::process\b|\bprocess::Command\b|\bCommand::new\s*\(`, Message: "spawns processes"},
+		{Category: Network, Pattern: `\bstd::net\b|\b(?:TcpStream|TcpListener|UdpSocket)\b|\b(?:reqwest|hyper|ureq|tokio::net)\b`, Message: "opens network connections"},
+		{Category: Native, Pattern: `\bunsafe\s*\{|\bextern\s+"C"`, Message: "bypasses memory safety or calls foreign code"},
+		{Category: AbsWrite, Pattern: `\b(?:remove_file|remove_dir|remove_dir_all|write|create_dir_all|File::create)\s*\(\s*"(?:/|~/)`, Message: "writes or deletes at an absolute path; stay inside the project"},
 	},
 }
 
@@ -79,11 +79,11 @@ var Java = LineRules{
 	Extensions: []string{".java"},
 	Comments:   cComments,
 	Rules: []LineRule{
-		{Process, `\bProcessBuilder\b|\bRuntime\.getRuntime\(\)\.exec\b`, "spawns processes"},
-		{Network, `\bjava\.net\b|\bjava\.net\.http\b|\b(?:Socket|ServerSocket|HttpURLConnection|HttpClient|DatagramSocket)\b`, "opens network connections"},
-		{Dynamic, `\bClass\.forName\s*\(|\bURLClassLoader\b|\bjavax\.script\b`, "loads code at run time"},
-		{Native, `\bSystem\.loadLibrary\b|\bnative\s+\w+\s*\(|\bsun\.misc\.Unsafe\b`, "calls native code"},
-		{AbsWrite, `\b(?:Files\.(?:delete|deleteIfExists|write|writeString|createFile|createDirectories)\s*\(\s*(?:Paths?\.(?:get|of)\s*\(\s*)?"(?:/|~/))|\bnew\s+File(?:OutputStream|Writer)?\s*\(\s*"/`, "writes or deletes at an absolute path; stay inside the project"},
+		{Category: Process, Pattern: `\bProcessBuilder\b|\bRuntime\.getRuntime\(\)\.exec\b`, Message: "spawns processes"},
+		{Category: Network, Pattern: `\bjava\.net\b|\bjava\.net\.http\b|\b(?:Socket|ServerSocket|HttpURLConnection|HttpClient|DatagramSocket)\b`, Message: "opens network connections"},
+		{Category: Dynamic, Pattern: `\bClass\.forName\s*\(|\bURLClassLoader\b|\bjavax\.script\b`, Message: "loads code at run time"},
+		{Category: Native, Pattern: `\bSystem\.loadLibrary\b|\bnative\s+\w+\s*\(|\bsun\.misc\.Unsafe\b`, Message: "calls native code"},
+		{Category: AbsWrite, Pattern: `\b(?:Files\.(?:delete|deleteIfExists|write|writeString|createFile|createDirectories)\s*\(\s*(?:Paths?\.(?:get|of)\s*\(\s*)?"(?:/|~/))|\bnew\s+File(?:OutputStream|Writer)?\s*\(\s*"/`, Message: "writes or deletes at an absolute path; stay inside the project"},
 	},
 }
 
@@ -93,10 +93,10 @@ var C = LineRules{
 	Extensions: []string{".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx"},
 	Comments:   cComments,
 	Rules: []LineRule{
-		{Process, `\b(?:system|popen|fork|vfork|execl|execlp|execle|execv|execvp|execve|posix_spawnp?)\s*\(`, "spawns processes"},
-		{Network, `#\s*include\s*<(?:sys/socket\.h|netinet/[a-z_]+\.h|arpa/inet\.h|netdb\.h|curl/curl\.h|winsock2?\.h)>|\b(?:socket|connect|bind|listen|getaddrinfo)\s*\(`, "opens network connections"},
-		{Dynamic, `\b(?:dlopen|dlsym|LoadLibrary[AW]?)\s*\(`, "loads code at run time"},
-		{AbsWrite, `\b(?:remove|unlink|rmdir|truncate)\s*\(\s*"/|\bfopen\s*\(\s*"/[^"]*"\s*,\s*"[wa+]|std::filesystem::remove(?:_all)?\s*\(\s*"/`, "writes or deletes at an absolute path; stay inside the project"},
+		{Category: Process, Pattern: `\b(?:system|popen|fork|vfork|execl|execlp|execle|execv|execvp|execve|posix_spawnp?)\s*\(`, Message: "spawns processes"},
+		{Category: Network, Pattern: `#\s*include\s*<(?:sys/socket\.h|netinet/[a-z_]+\.h|arpa/inet\.h|netdb\.h|curl/curl\.h|winsock2?\.h)>|\b(?:socket|connect|bind|listen|getaddrinfo)\s*\(`, Message: "opens network connections"},
+		{Category: Dynamic, Pattern: `\b(?:dlopen|dlsym|LoadLibrary[AW]?)\s*\(`, Message: "loads code at run time"},
+		{Category: AbsWrite, Pattern: `\b(?:remove|unlink|rmdir|truncate)\s*\(\s*"/|\bfopen\s*\(\s*"/[^"]*"\s*,\s*"[wa+]|std::filesystem::remove(?:_all)?\s*\(\s*"/`, Message: "writes or deletes at an absolute path; stay inside the project"},
 	},
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -119,7 +120,7 @@ func loadFailureSet(t *testing.T) evalSet {
 		if err != nil {
 			t.Fatalf("read failure output: %v", err)
 		}
-		return signature.Normalize(s.lang, string(out))
+		return signature.Normalize(languages.MustLookup(s.lang), string(out))
 	}
 	var set evalSet
 	for _, s := range stored {

@@ -28,9 +28,10 @@ func Language() lang.Language {
 			Task:     `\bgolang\b|\b(?:in|with|using) go\b|\bgo (?:module|program|package|service|cli|server|library)\b`,
 		},
 		Tests: lang.Tests{
-			Command:    []string{"go", "test", "./..."},
-			Named:      named,
-			IsTestFile: func(p string) bool { return strings.HasSuffix(path.Base(p), "_test.go") || lang.UnderTestDir(p) },
+			Command:      []string{"go", "test", "./..."},
+			Named:        named,
+			ConfirmNamed: true,
+			IsTestFile:   func(p string) bool { return strings.HasSuffix(path.Base(p), "_test.go") || lang.UnderTestDir(p) },
 		},
 		Guide: `Language: Go. The project is a Go module: keep or create go.mod ("module example.com/app", "go 1.21").
 Use the standard library only (there is no network to download modules). Tests are *_test.go files using package testing.`,

@@ -14,11 +14,26 @@ import (
 	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/lang/golang"
 	"github.com/autocoder/autocoder/internal/lang/python"
+	"github.com/autocoder/autocoder/internal/policy"
 )
 
 // All returns the languages, in the order help and errors list them.
 func All() []lang.Language {
 	return []lang.Language{python.Language(), golang.Language()}
+}
+
+// LineRules are the policy's line rules: those every language shares and
+// each language's own. All apply to every check, whatever the task's
+// language: a Python task may still write a shell script or a JavaScript
+// file.
+func LineRules() []lang.LineRules {
+	sets := []lang.LineRules{policy.Shared}
+	for _, l := range All() {
+		if len(l.Policy.LineRules.Rules) > 0 {
+			sets = append(sets, l.Policy.LineRules)
+		}
+	}
+	return sets
 }
 
 // Default is the language of a task that names none and starts from no
