@@ -24,15 +24,14 @@ var (
 	// The JUnit console launcher's failure: "  JUnit Jupiter:CalcTest:adds()",
 	// its source, and "    => org.opentest4j.AssertionFailedError: ...".
 	junitHeadRe   = regexp.MustCompile(`^  JUnit [\w ]+:`)
-	junitSourceRe = regexp.MustCompile(`^\s+(?:Method|Class)Source \[className = '([^']+)'(?:, methodName = '([^']+)')?`)
+	junitSourceRe = regexp.MustCompile(junitSource + `(?:, methodName = '([^']+)')?`)
 	junitExcRe    = regexp.MustCompile(`^\s+=> (.+)$`)
 	// surefire: "[ERROR] Tests run: 4, ... <<< FAILURE! - in com.x.CalcTest"
 	// heads a class, "[ERROR] adds  Time elapsed: 0.01 s  <<< FAILURE!" a
 	// test, whose exception is the next line.
-	surefireClassRe = regexp.MustCompile(`^\[ERROR\] Tests run: .*<<< (?:FAILURE|ERROR)! - in (\S+)$`)
-	surefireTestRe  = regexp.MustCompile(`^\[ERROR\] ([\w$]+)(?:\(([\w$.]+)\))?\s+Time elapsed: .*<<< (?:FAILURE|ERROR)!$`)
-	// Surefire's results list a test per line: "[ERROR]   CalcTest.adds:12 expected ...".
-	surefireResultRe = regexp.MustCompile(`^\[ERROR\]\s{2,}([\w$]+(?:\.[\w$]+)+)(?::\d+)?(?:\s|$)`)
+	surefireClassRe  = regexp.MustCompile(`^\[ERROR\] Tests run: .*<<< (?:FAILURE|ERROR)! - in (\S+)$`)
+	surefireTestRe   = regexp.MustCompile(`^\[ERROR\] ([\w$]+)(?:\(([\w$.]+)\))?\s+Time elapsed: .*<<< (?:FAILURE|ERROR)!$`)
+	surefireResultRe = regexp.MustCompile(surefireResult)
 	// "Exception in thread "main" java.lang.NullPointerException: ..." and
 	// its causes.
 	uncaughtRe = regexp.MustCompile(`^(?:Exception in thread "[^"]*" |Caused by: )(.+)$`)
@@ -46,12 +45,20 @@ var (
 	summaryRe = regexp.MustCompile(`^\[\s+\d+ tests (?:successful|failed)\s+\]$|^\[ERROR\] Tests run: \d+, Failures: \d+, Errors: \d+, Skipped: \d+$|^\d+ errors?$`)
 )
 
+// The lines that name a failed test: the launcher's source of a failure
+// ("MethodSource [className = 'com.x.CalcTest', methodName = 'adds', ...")
+// and a line of surefire's results ("[ERROR]   CalcTest.adds:12 ...").
+const (
+	junitSource    = `^\s+(?:Method|Class)Source \[className = '([^']+)'`
+	surefireResult = `^\[ERROR\]\s{2,}([\w$]+(?:\.[\w$]+)+)(?::\d+)?(?:\s|$)`
+)
+
 // failing name the failing tests: the launcher's sources name a class
-// (its methods are not on one line with it), surefire's results
-// Class.method.
+// (its method is not in the same group), surefire's results
+// Class.method; Named takes both back.
 var failing = []*regexp.Regexp{
-	regexp.MustCompile(`(?m)^\s+(?:Method|Class)Source \[className = '([^']+)'`),
-	regexp.MustCompile(`(?m)^\[ERROR\]\s{2,}([\w$]+(?:\.[\w$]+)+)(?::\d+)?(?:\s|$)`),
+	regexp.MustCompile(`(?m)` + junitSource),
+	regexp.MustCompile(`(?m)` + surefireResult),
 }
 
 // assertionTypes are the exceptions a failed assertion throws: a test
@@ -75,7 +82,7 @@ type compileError struct {
 // (<9000L>), which would keep the number from being abstracted.
 var literalSuffixRe = regexp.MustCompile(`\b(\d+(?:\.\d+)?)[LlFfDd]\b`)
 
-// thrown is an exception: of a failed test (test set) or uncaught.
+// thrown is an exception: a failed test's, or one nothing caught.
 type thrown struct {
 	test    string // Class#method or Class; "" when uncaught
 	head    string // the line that names the test, if any
