@@ -13,13 +13,14 @@ import (
 
 	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/lang/golang"
+	"github.com/autocoder/autocoder/internal/lang/java"
 	"github.com/autocoder/autocoder/internal/lang/python"
 	"github.com/autocoder/autocoder/internal/policy"
 )
 
 // All returns the languages, in the order help and errors list them.
 func All() []lang.Language {
-	return []lang.Language{python.Language(), golang.Language()}
+	return []lang.Language{python.Language(), golang.Language(), java.Language()}
 }
 
 // LineRules are the policy's line rules: those every language shares and
