@@ -40,13 +40,13 @@ type bwrapRunner struct {
 	// profiles are the languages served; hostChecks whether each one's
 	// toolchain is on the host, checked on first use.
 	profiles   profileSet
-	hostChecks sync.Map // profile name -> *hostCheck
-	goCache atomic.Pointer[goCache] // nil until the go profile is first used
-	goOnce  sync.Once
-	limits  Limits // of the pools' sandboxes
-	pools   map[bwrapKey]*warmPool[*proc]
-	closed  atomic.Bool
-	running sync.WaitGroup
+	hostChecks sync.Map                // profile name -> *hostCheck
+	goCache    atomic.Pointer[goCache] // nil until the go profile is first used
+	goOnce     sync.Once
+	limits     Limits // of the pools' sandboxes
+	pools      map[bwrapKey]*warmPool[*proc]
+	closed     atomic.Bool
+	running    sync.WaitGroup
 }
 
 // systemDirs are mounted read-only when they exist; on merged-/usr hosts
@@ -618,7 +618,6 @@ func writeEtc(dir string) (string, error) {
 	}
 	return etc, nil
 }
-
 
 // hostGoRoot is the Go root of the profile's host go, from its HostBin;
 // "" when it has none.

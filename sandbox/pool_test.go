@@ -293,7 +293,6 @@ func toolchainMounts(t *testing.T, d *dockerRunner, profile string) []mount.Moun
 	return tc.mounts
 }
 
-
 // TestWarmRunsAreIsolated checks, on both backends, that a run taken from
 // the warm pool cannot leave anything for the next one: files in /tmp and
 // the workdir, processes, a kill of everything it can see.

@@ -1,11 +1,11 @@
 package store
 
 import (
-	"github.com/autocoder/autocoder/internal/lang/languages"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"os"
 	"path/filepath"
 	"slices"
