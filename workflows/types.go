@@ -97,7 +97,7 @@ func (p Phase) Done() bool {
 // TaskInput is what a user asks for.
 type TaskInput struct {
 	Task     string `json:"task"`
-	Language string `json:"language"` // python or go
+	Language string `json:"language"` // a name the languages registry knows
 	// TestCmd is the user's ground truth. Empty means the model writes the
 	// tests and the language's default command runs them.
 	TestCmd string `json:"testCmd,omitempty"`

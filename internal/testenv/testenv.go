@@ -183,3 +183,14 @@ func TreeChanges(before, after map[string]string) []string {
 	slices.Sort(paths)
 	return paths
 }
+
+// RepoRoot is the repository's root: the directory of the go.mod above
+// the test's working directory.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -1,0 +1,3 @@
+module example.com/wordfreq
+
+go 1.21

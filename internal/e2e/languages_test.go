@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/lang/languages"
+	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/testenv"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// exampleFix is the change that makes an example's tests pass: one edit
+// of one file, as the model sends it.
+type exampleFix struct {
+	file, search, replace string
+}
+
+// exampleFixes are the examples/<language> projects' fixes.
+var exampleFixes = map[string]exampleFix{
+	"python": {"slug.py", `    words = re.findall(r"[a-z0-9]+", ascii_title)`, `    words = re.findall(r"[a-z0-9]+", ascii_title.lower())`},
+	"go":     {"wordfreq.go", "\t\tcounts[w]++", "\t\tcounts[strings.ToLower(w)]++"},
+	"java":   {"src/main/java/com/example/invoice/Invoice.java", "        if (subtotal > DISCOUNT_THRESHOLD_CENTS) {", "        if (subtotal >= DISCOUNT_THRESHOLD_CENTS) {"},
+}
+
+// exampleTask is the task of the example in language name: its name in
+// the text lets the scripted model tell the tasks apart, never the
+// language (which the product must find in the project's files).
+func exampleTask(name string) string { return "Fix the failing tests of example " + name }
+
+// exampleScript plays a model that first changes only the notes, so the
+// first attempt fails, and fixes the bug when told the tests still fail.
+func exampleScript() llmtest.Script {
+	return func(req llmtest.ChatRequest) llmtest.Reply {
+		last := req.LastUser()
+		if strings.Contains(last, planMarker) {
+			return llmtest.Reply{Content: "1. Find the bug and fix it."}
+		}
+		for name, fix := range exampleFixes {
+			if !strings.Contains(last, exampleTask(name)+"\n") {
+				continue
+			}
+			if strings.Contains(last, retryMarker) {
+				return llmtest.Reply{Content: edit(fix.file, fix.search, fix.replace)}
+			}
+			return llmtest.Reply{Content: "```path=NOTES.md\nLooked at the failing tests.\n```\n"}
+		}
+		return llmtest.Reply{Status: 400, Content: "no example task in: " + clipText(last, 200)}
+	}
+}
+
+// TestEveryLanguageFromItsExample: for each language's example project,
+// on both sandbox backends, `run --dir` without --lang detects the
+// language from the project's files, the project's own tests judge, the
+// first attempt fails and the second, which fixes the bug, passes.
+func TestEveryLanguageFromItsExample(t *testing.T) {
+	root := filepath.Join(testenv.RepoRoot(t), "examples")
+	for _, backend := range []string{"docker", "bwrap"} {
+		t.Run(backend, func(t *testing.T) {
+			c := newCluster(t, exampleScript(), "AUTOCODER_SANDBOX="+backend)
+			for _, l := range languages.All() {
+				fix, ok := exampleFixes[l.Name]
+				if !ok {
+					continue
+				}
+				t.Run(l.Name, func(t *testing.T) {
+					proj := t.TempDir()
+					copyTree(t, filepath.Join(root, l.Name), proj)
+					out, errOut, code := c.cli("run", "--dir", proj, "--max-iterations", "3", exampleTask(l.Name))
+					id := taskID(t, errOut)
+					st := c.status(id)
+					if code != 0 || st.Phase != workflows.PhaseSucceeded {
+						t.Fatalf("exit %d, phase %s\n%s\n%s\n%s", code, st.Phase, out, errOut, c.mustCLI("status", id))
+					}
+					if st.Language != l.Name {
+						t.Errorf("language %q, want %q detected from the project", st.Language, l.Name)
+					}
+					if st.TestsByModel {
+						t.Errorf("the model's tests judged; want the project's own")
+					}
+					if len(st.Checkpoints) != 2 || st.Checkpoints[0].Passed || !st.Checkpoints[1].Passed {
+						t.Errorf("checkpoints %+v; want a failed attempt, then a passing one", st.Checkpoints)
+					}
+					fixed, err := os.ReadFile(filepath.Join(proj, fix.file))
+					if err != nil || !strings.Contains(string(fixed), fix.replace) {
+						t.Errorf("the fix was not written to %s: %v\n%s", fix.file, err, fixed)
+					}
+				})
+			}
+		})
+	}
+}
+
+// copyTree copies the regular files under src into dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(to, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
