@@ -136,6 +136,9 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if l, reason, _ := taskLanguage(o); reason != "" {
+		fmt.Fprintf(f.IO.ErrOut, "language: %s (%s; --lang chooses another)\n", l.Title, reason)
+	}
 	if o.Model != "" {
 		if _, err := llm.ParseSpec(o.Model); err != nil {
 			return usageError("--model: %v", err)
@@ -210,27 +213,27 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 
 // taskLanguage is the language --lang names, or with auto (the default)
 // the one detected from the --dir project's root files, its test command
-// and the task's words.
-func taskLanguage(o RunOptions) (lang.Language, error) {
+// and the task's words; reason says why, for a detected one.
+func taskLanguage(o RunOptions) (l lang.Language, reason string, err error) {
 	name := strings.TrimSpace(o.Lang)
 	if name != "" && !strings.EqualFold(name, "auto") {
-		l, err := languages.Lookup(name)
-		if err != nil {
-			return l, usageError("--lang: %v", err)
+		if l, err = languages.Lookup(name); err != nil {
+			return l, "", usageError("--lang: %v", err)
 		}
-		return l, nil
+		return l, "", nil
 	}
 	var root []string
 	if o.Dir != "" {
 		entries, err := os.ReadDir(o.Dir)
 		if err != nil {
-			return lang.Language{}, usageError("--dir: %v", err)
+			return l, "", usageError("--dir: %v", err)
 		}
 		for _, e := range entries {
 			root = append(root, e.Name())
 		}
 	}
-	return languages.Detect(root, o.TestCmd, o.Task).Language, nil
+	d := languages.Detect(root, o.TestCmd, o.Task)
+	return d.Language, d.Reason, nil
 }
 
 func taskInput(o RunOptions) (workflows.TaskInput, error) {
@@ -240,7 +243,7 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	if o.MaxIterations < 1 {
 		return workflows.TaskInput{}, usageError("--max-iterations must be at least 1")
 	}
-	l, err := taskLanguage(o)
+	l, _, err := taskLanguage(o)
 	if err != nil {
 		return workflows.TaskInput{}, err
 	}

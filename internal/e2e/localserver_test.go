@@ -403,6 +403,7 @@ func TestResumeWritesIntoTheProject(t *testing.T) {
 // productLine matches every line a piped run prints itself.
 var productLine = regexp.MustCompile(`^(starting the local server for .* \(log: .*\)…` +
 	`|local server at 127\.0\.0\.1:\d+, Web UI at http://127\.0\.0\.1:\d+` +
+	`|language: [A-Za-z+/#]+ \(.*; --lang chooses another\)` +
 	`|task ` + taskIDPattern + ` started` +
 	`|web UI: http://127\.0\.0\.1:\d+/namespaces/default/workflows/` + taskIDPattern +
 	`|\[[a-z]+\]( step \d+/\d+ · iteration \d+/\d+( · turn \d+(: .+)?)?)?( · [0-9.]+k? tokens( · cost (\$[0-9.]+|unknown|\$[0-9.]+ and unknown))?)?` +

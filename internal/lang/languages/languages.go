@@ -76,7 +76,7 @@ func MustLookup(name string) lang.Language {
 // Detection is what Detect decided and why, for the person.
 type Detection struct {
 	Language lang.Language
-	Reason   string // "go.mod", "the test command runs cargo", "the task names Rust", "default"
+	Reason   string // "from go.mod", "the test command runs it", "the task names it", "the default: ..."
 }
 
 // Detect picks a task's language: from the project's root files when there
@@ -94,7 +94,7 @@ func Detect(rootFiles []string, testCmd, task string) Detection {
 	}
 	if len(marked) > 0 {
 		if l, ok := runBy(marked, testCmd); ok {
-			return Detection{Language: l, Reason: fmt.Sprintf("%s, and the test command runs it", markers[l.Name])}
+			return Detection{Language: l, Reason: fmt.Sprintf("from %s, and the test command runs it", markers[l.Name])}
 		}
 		best := marked[0]
 		for _, l := range marked[1:] {
@@ -102,7 +102,7 @@ func Detect(rootFiles []string, testCmd, task string) Detection {
 				best = l
 			}
 		}
-		return Detection{Language: best, Reason: markers[best.Name]}
+		return Detection{Language: best, Reason: "from " + markers[best.Name]}
 	}
 	if l, ok := runBy(All(), testCmd); ok {
 		return Detection{Language: l, Reason: "the test command runs it"}
@@ -112,7 +112,7 @@ func Detect(rootFiles []string, testCmd, task string) Detection {
 			return Detection{Language: l, Reason: "the task names it"}
 		}
 	}
-	return Detection{Language: MustLookup(Default), Reason: "default"}
+	return Detection{Language: MustLookup(Default), Reason: "the default: nothing named another"}
 }
 
 // hasMarker finds the first of markers among the names.
