@@ -14,11 +14,16 @@ import (
 	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/lang/golang"
 	"github.com/autocoder/autocoder/internal/lang/python"
+	"github.com/autocoder/autocoder/internal/lang/rust"
 )
 
 // All returns the languages, in the order help and errors list them.
 func All() []lang.Language {
-	return []lang.Language{python.Language(), golang.Language()}
+	return []lang.Language{
+		python.Language(),
+		golang.Language(),
+		rust.Language(),
+	}
 }
 
 // Default is the language of a task that names none and starts from no
