@@ -15,7 +15,7 @@ import (
 var (
 	errorRe     = regexp.MustCompile("^error(?:\\[(E\\d{4})\\])?: (.+)$")
 	locationRe  = regexp.MustCompile(`^\s*--> (\S+:\d+:\d+)`)
-	sectionRe   = regexp.MustCompile(`^---- (\S+) stdout ----$`)
+	sectionRe   = regexp.MustCompile(`^---- (.+?) stdout ----$`)
 	newPanicRe  = regexp.MustCompile(`^thread '([^']+)'(?: \(\d+\))? panicked at (\S+:\d+:\d+):$`)
 	oldPanicRe  = regexp.MustCompile(`^thread '([^']+)'(?: \(\d+\))? panicked at '(.*)$`)
 	oldPanicEnd = regexp.MustCompile(`^(.*)', (\S+:\d+:\d+)$`)
@@ -23,7 +23,7 @@ var (
 	signalRe    = regexp.MustCompile(`process didn't exit successfully: .*\(signal: \d+, SIG\w+`)
 	resultRe    = regexp.MustCompile(`^test result: FAILED\.`)
 	// cargo's own summaries of errors already reported.
-	summaryRe = regexp.MustCompile(`^(?:could not compile|test failed, to rerun|\d+ targets? failed|aborting due to|build failed)`)
+	summaryRe = regexp.MustCompile(`^(?:could not compile|(?:doc)?test failed, to rerun|\d+ targets? failed|aborting due to|build failed)`)
 	// What a linker error's long note says that matters.
 	linkDetailRe = regexp.MustCompile(`undefined reference to|undefined symbol|>>> referenced by|cannot find -l|multiple definition of`)
 	// The end of what a panic says: a note, a backtrace, the next test.

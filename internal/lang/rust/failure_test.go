@@ -43,6 +43,11 @@ func TestParse(t *testing.T) {
 			[]string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' (25464) panicked at src/main.rs:3:21:"}},
 		{"panic-1.63.txt", "rust:panic:index-out-of-bounds", "index out of bounds: the len is <n> but the index is <n>",
 			[]string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' panicked at src/main.rs:3:20:"}},
+		// A doc test runs as its own program, in its thread main.
+		{"doctest-1.95.txt", "rust:test-fail", "assertion <str> failed",
+			[]string{"assertion `left == right` failed", "thread 'main' (29775) panicked at src/lib.rs:5:1:", "left: 1", "right: 2"}},
+		{"doctest-1.63.txt", "rust:test-fail", "assertion <str> failed",
+			[]string{"assertion `left == right` failed"}},
 		{"link-1.95.txt", "rust:link", "undefined symbol: no_such_symbol_anywhere",
 			[]string{"error: linking with `cc` failed: exit status: 1"}},
 		{"link-1.63.txt", "rust:link", "undefined reference to <id>",
@@ -76,6 +81,7 @@ func TestParseClasses(t *testing.T) {
 		{"divide by zero", "thread 'main' panicked at src/main.rs:2:5:\nattempt to divide by zero\n", "rust:panic:divide-by-zero"},
 		{"todo", "thread 'tests::t' panicked at src/lib.rs:2:5:\nnot yet implemented\n", "rust:panic:todo"},
 		{"panic outside a test", "thread 'main' panicked at src/main.rs:2:5:\nbad config\n", "rust:panic"},
+		{"doc test summary only", "error: doctest failed, to rerun pass `--doc`\n", ""},
 		{"stack overflow", "\nthread 'tests::deep' has overflowed its stack\nfatal runtime error: stack overflow\nerror: test failed, to rerun pass `--lib`\n", "rust:stack-overflow"},
 		{"signal", "error: test failed, to rerun pass `--lib`\n\nCaused by:\n  process didn't exit successfully: `/tmp/target/debug/deps/calc-1` (signal: 11, SIGSEGV: invalid memory reference)\n", "rust:crash"},
 		{"test that returned Err", "---- tests::reads stdout ----\nError: \"no such key\"\n\nfailures:\n    tests::reads\n\ntest result: FAILED. 0 passed; 1 failed\n", "rust:test-fail"},
@@ -141,8 +147,13 @@ func TestDigest(t *testing.T) {
 }
 
 func TestFailing(t *testing.T) {
-	want := []string{"tests::it_adds", "tests::it_parses", "tests::it_unwraps", "adds_negative"}
-	for _, file := range []string{"testfail-1.95.txt", "testfail-1.63.txt"} {
+	tests := map[string][]string{
+		"testfail-1.95.txt": {"tests::it_adds", "tests::it_parses", "tests::it_unwraps", "adds_negative"},
+		"testfail-1.63.txt": {"tests::it_adds", "tests::it_parses", "tests::it_unwraps", "adds_negative"},
+		"doctest-1.95.txt":  {"src/lib.rs - add (line 3)"},
+		"doctest-1.63.txt":  {"src/lib.rs - add (line 3)"},
+	}
+	for file, want := range tests {
 		out := readOutput(t, file)
 		for _, re := range Language().Failure.Failing {
 			var got []string

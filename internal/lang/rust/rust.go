@@ -50,9 +50,10 @@ func Language() lang.Language {
 		Failure: lang.Failure{
 			Parse:  Parse,
 			Digest: Digest,
+			// A doc test's name has spaces: "src/lib.rs - add (line 3)".
 			Failing: []*regexp.Regexp{
-				regexp.MustCompile(`(?m)^---- (\S+) stdout ----$`),
-				regexp.MustCompile(`(?m)^test (\S+) \.\.\. FAILED$`),
+				regexp.MustCompile(`(?m)^---- (.+?) stdout ----$`),
+				regexp.MustCompile(`(?m)^test (.+?) \.\.\. FAILED$`),
 			},
 		},
 		Policy: lang.Policy{LineRules: policy.Rust},

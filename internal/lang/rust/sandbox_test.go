@@ -52,24 +52,34 @@ func exampleFiles(t *testing.T, fix bool) []workspace.File {
 	return files
 }
 
-// TestBwrap runs the example in the bwrap sandbox with the host's
-// toolchain: the failing tests are read by the language's Failure, the
+// TestSandbox runs the example in each backend's sandbox: the bwrap one
+// with the host's toolchain, the docker one with the language's image.
+func TestSandbox(t *testing.T) {
+	for _, backend := range []string{"bwrap", "docker"} {
+		t.Run(backend, func(t *testing.T) { testBackend(t, backend) })
+	}
+}
+
+// testBackend: the failing tests are read by the language's Failure, the
 // fix passes, the compile check and named tests run.
-func TestBwrap(t *testing.T) {
-	if rust.HostSysroot() == "" {
+func testBackend(t *testing.T, backend string) {
+	if backend == "bwrap" && rust.HostSysroot() == "" {
 		testenv.RequireService(t, "a Rust toolchain the sandbox can read", errors.New("none found (apt-get install cargo)"))
 	}
 	l := rust.Language()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	r, err := sandbox.New(ctx, sandbox.Config{Backend: "bwrap", PoolSize: -1, Profiles: sandbox.ProfilesOf([]lang.Language{l})})
+	r, err := sandbox.New(ctx, sandbox.Config{Backend: backend, PoolSize: -1, Profiles: sandbox.ProfilesOf([]lang.Language{l})})
 	if err != nil {
-		testenv.RequireService(t, "bwrap backend", err)
+		testenv.RequireService(t, backend+" backend", err)
 	}
 	t.Cleanup(func() { r.Close() })
 	runIn := func(t *testing.T, files []workspace.File, cmd []string) sandbox.Result {
 		t.Helper()
 		res, err := r.Run(ctx, sandbox.Spec{Profile: l.Name, Files: files, Cmd: cmd, Limits: sandbox.Limits{Timeout: 3 * time.Minute}})
+		if errors.Is(err, sandbox.ErrImageMissing) {
+			testenv.RequireService(t, "the rust image", err)
+		}
 		if err != nil {
 			t.Fatalf("run %q: %v", cmd, err)
 		}
