@@ -1,6 +1,7 @@
 package rust
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -173,7 +174,8 @@ func read(lines []string) report {
 			if resultRe.MatchString(l) {
 				r.results = append(r.results, l)
 			}
-		case errorRe.MatchString(l):
+		case section == nil && errorRe.MatchString(l):
+			// In a test's section it is what the test printed.
 			m := errorRe.FindStringSubmatch(l)
 			if summaryRe.MatchString(m[2]) {
 				continue
@@ -321,53 +323,58 @@ func linkDetailMsg(l string) string {
 	return ldQuoted.ReplaceAllString(l, "`$1`")
 }
 
+// digestBytes is what a digest may take of the 4000 bytes of output that
+// are kept: the rest is left for the output's tail.
+const digestBytes = 3000
+
 // Digest keeps each compiler error with its location, each failing
 // test's panic with its message (left and right of an assertion), a
 // panic outside the tests, crashes and the test results: what a long
-// output is cut down to.
+// output is cut down to. The first ones are kept whole while they fit in
+// digestBytes.
 func Digest(output string) string {
 	r := read(strings.Split(output, "\n"))
-	var blocks [][]string
-	for _, d := range capN(r.diags, 10) {
-		blocks = append(blocks, d.shown())
+	var blocks []string
+	for _, d := range r.diags {
+		blocks = append(blocks, strings.Join(d.shown(), "\n"))
 	}
-	for _, f := range capN(r.failures, 10) {
-		blocks = append(blocks, f.shown())
+	for _, f := range r.failures {
+		blocks = append(blocks, strings.Join(f.shown(), "\n"))
 	}
 	if len(r.crashes) > 0 {
-		blocks = append(blocks, r.crashes)
+		blocks = append(blocks, strings.Join(r.crashes, "\n"))
 	}
 	if len(blocks) == 0 {
 		return ""
 	}
-	if len(r.results) > 0 {
-		blocks = append(blocks, r.results)
+	results := strings.Join(r.results, "\n")
+	var b strings.Builder
+	for i, block := range blocks {
+		if i > 0 && b.Len()+len(block)+len(results)+4 > digestBytes {
+			fmt.Fprintf(&b, "\n\n(%d more)", len(blocks)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(block)
 	}
-	parts := make([]string, len(blocks))
-	for i, b := range blocks {
-		parts[i] = strings.Join(b, "\n")
+	if results != "" {
+		b.WriteString("\n\n" + results)
 	}
-	return strings.Join(parts, "\n\n")
+	return b.String()
 }
 
 // capLines keeps the first n lines, each cut to a readable length.
 func capLines(lines []string, n int) []string {
 	out := make([]string, 0, min(n, len(lines)))
-	for _, l := range capN(lines, n) {
+	for _, l := range lines[:min(n, len(lines))] {
 		if len(l) > 300 {
 			l = l[:300] + "…"
 		}
 		out = append(out, l)
 	}
 	return out
-}
-
-// capN keeps the first n elements.
-func capN[T any](s []T, n int) []T {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 // trimAll trims each line's surrounding space.

@@ -1,6 +1,7 @@
 package rust
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -81,6 +82,7 @@ func TestParseClasses(t *testing.T) {
 		{"divide by zero", "thread 'main' panicked at src/main.rs:2:5:\nattempt to divide by zero\n", "rust:panic:divide-by-zero"},
 		{"todo", "thread 'tests::t' panicked at src/lib.rs:2:5:\nnot yet implemented\n", "rust:panic:todo"},
 		{"panic outside a test", "thread 'main' panicked at src/main.rs:2:5:\nbad config\n", "rust:panic"},
+		{"a test that prints an error", "---- tests::t stdout ----\nerror: connection refused\n\nthread 'tests::t' panicked at src/lib.rs:9:5:\nassertion failed: ok\n", "rust:test-fail"},
 		{"doc test summary only", "error: doctest failed, to rerun pass `--doc`\n", ""},
 		{"stack overflow", "\nthread 'tests::deep' has overflowed its stack\nfatal runtime error: stack overflow\nerror: test failed, to rerun pass `--lib`\n", "rust:stack-overflow"},
 		{"signal", "error: test failed, to rerun pass `--lib`\n\nCaused by:\n  process didn't exit successfully: `/tmp/target/debug/deps/calc-1` (signal: 11, SIGSEGV: invalid memory reference)\n", "rust:crash"},
@@ -140,6 +142,14 @@ func TestDigest(t *testing.T) {
 				}
 			}
 		})
+	}
+	var many strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&many, "---- tests::t%d stdout ----\nthread 'tests::t%d' panicked at src/lib.rs:%d:5:\nassertion `left == right` failed\n  left: %q\n right: \"b\"\n\n", i, i, i, strings.Repeat("a", 100))
+	}
+	many.WriteString("failures:\n\ntest result: FAILED. 0 passed; 40 failed\n")
+	if d := Digest(many.String()); len(d) > 3000 || !strings.Contains(d, "---- tests::t0 stdout ----") || !strings.HasSuffix(d, "test result: FAILED. 0 passed; 40 failed") {
+		t.Errorf("digest of 40 failures (%d bytes) is not the first ones and the result within 3000 bytes:\n%s", len(d), d)
 	}
 	if d := Digest("   Compiling calc v0.1.0\n    Finished test\nrunning 1 test\ntest t ... ok\n"); d != "" {
 		t.Errorf("digest of a passing run = %q, want empty", d)
