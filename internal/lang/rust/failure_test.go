@@ -88,7 +88,7 @@ func TestParseClasses(t *testing.T) {
 		{"signal", "error: test failed, to rerun pass `--lib`\n\nCaused by:\n  process didn't exit successfully: `/tmp/target/debug/deps/calc-1` (signal: 11, SIGSEGV: invalid memory reference)\n", "rust:crash"},
 		{"test that returned Err", "---- tests::reads stdout ----\nError: \"no such key\"\n\nfailures:\n    tests::reads\n\ntest result: FAILED. 0 passed; 1 failed\n", "rust:test-fail"},
 		{"no error code", "error: expected one of `.`, `;`, `?`, `}`, or an operator, found `x`\n --> src/lib.rs:2:7\n", "rust:compile"},
-		{"dependency offline", "error: no matching package named `rand` found\nlocation searched: registry `crates-io`\n", "rust:dependency"},
+		{"dependency offline", "error: no matching package named `rand` found\n", "rust:dependency"},
 		{"warnings only", "warning: unused variable: `x`\n --> src/lib.rs:2:9\n\nwarning: build failed, waiting for other jobs to finish...\nerror: could not compile `calc` due to previous error\n", ""},
 	}
 	for _, tt := range tests {
