@@ -23,6 +23,7 @@ type exampleFix struct {
 var exampleFixes = map[string]exampleFix{
 	"python": {"slug.py", `    words = re.findall(r"[a-z0-9]+", ascii_title)`, `    words = re.findall(r"[a-z0-9]+", ascii_title.lower())`},
 	"go":     {"wordfreq.go", "\t\tcounts[w]++", "\t\tcounts[strings.ToLower(w)]++"},
+	"rust":   {"src/parse.rs", "        'h' => Ok(60),", "        'h' => Ok(3600),"},
 	"java":   {"src/main/java/com/example/invoice/Invoice.java", "        if (subtotal > DISCOUNT_THRESHOLD_CENTS) {", "        if (subtotal >= DISCOUNT_THRESHOLD_CENTS) {"},
 }
 

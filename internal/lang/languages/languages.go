@@ -15,12 +15,18 @@ import (
 	"github.com/autocoder/autocoder/internal/lang/golang"
 	"github.com/autocoder/autocoder/internal/lang/java"
 	"github.com/autocoder/autocoder/internal/lang/python"
+	"github.com/autocoder/autocoder/internal/lang/rust"
 	"github.com/autocoder/autocoder/internal/policy"
 )
 
 // All returns the languages, in the order help and errors list them.
 func All() []lang.Language {
-	return []lang.Language{python.Language(), golang.Language(), java.Language()}
+	return []lang.Language{
+		python.Language(),
+		golang.Language(),
+		rust.Language(),
+		java.Language(),
+	}
 }
 
 // LineRules are the policy's line rules: those every language shares and

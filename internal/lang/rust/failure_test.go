@@ -1,0 +1,181 @@
+package rust
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The testdata are real outputs of cargo 1.95 (rustup) and of Debian's
+// cargo with rustc 1.63, the two panic formats among them, over the same
+// small crates.
+func readOutput(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		file  string
+		kind  string
+		shape string
+		keys  []string // the first keys, in order
+	}{
+		{"compile-1.95.txt", "rust:E0425", "cannot find value <id> in this scope",
+			[]string{"error[E0425]: cannot find value `c` in this scope", "src/lib.rs:3:9", "error[E0308]: mismatched types"}},
+		{"compile-1.63.txt", "rust:E0425", "cannot find value <id> in this scope",
+			[]string{"error[E0425]: cannot find value `c` in this scope", "src/lib.rs:3:9", "error[E0308]: mismatched types"}},
+		{"testcompile-1.95.txt", "rust:E0308", "mismatched types",
+			[]string{"error[E0308]: mismatched types", "src/lib.rs:8:27"}},
+		{"testcompile-1.63.txt", "rust:E0308", "mismatched types",
+			[]string{"error[E0308]: mismatched types", "src/lib.rs:8:27"}},
+		{"testfail-1.95.txt", "rust:test-fail", "assertion <str> failed",
+			[]string{"assertion `left == right` failed", "thread 'tests::it_adds' (25392) panicked at src/lib.rs:15:9:", "left: 0", "right: 4", "parse gave 12"}},
+		// The old wording reads as today's: one lesson for both.
+		{"testfail-1.63.txt", "rust:test-fail", "assertion <str> failed",
+			[]string{"assertion `left == right` failed", "thread 'tests::it_adds' panicked at src/lib.rs:15:9:", "left: `0`,", "right: `4`", "parse gave 12"}},
+		{"panic-1.95.txt", "rust:panic:index-out-of-bounds", "index out of bounds: the len is <n> but the index is <n>",
+			[]string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' (25464) panicked at src/main.rs:3:21:"}},
+		{"panic-1.63.txt", "rust:panic:index-out-of-bounds", "index out of bounds: the len is <n> but the index is <n>",
+			[]string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' panicked at src/main.rs:3:20:"}},
+		// A doc test runs as its own program, in its thread main.
+		{"doctest-1.95.txt", "rust:test-fail", "assertion <str> failed",
+			[]string{"assertion `left == right` failed", "thread 'main' (29775) panicked at src/lib.rs:5:1:", "left: 1", "right: 2"}},
+		{"doctest-1.63.txt", "rust:test-fail", "assertion <str> failed",
+			[]string{"assertion `left == right` failed"}},
+		{"link-1.95.txt", "rust:link", "undefined symbol: no_such_symbol_anywhere",
+			[]string{"error: linking with `cc` failed: exit status: 1"}},
+		{"link-1.63.txt", "rust:link", "undefined reference to <id>",
+			[]string{"error: linking with `cc` failed: exit status: 1", "/work/link/src/main.rs:5: undefined reference to `no_such_symbol_anywhere'"}},
+		{"lockfile-1.63.txt", "rust:lockfile", "failed to parse lock file at: <path>",
+			[]string{"error: failed to parse lock file at: /work/compile/Cargo.lock"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			f := Parse(strings.Split(readOutput(t, tt.file), "\n"))
+			if f.Kind != tt.kind || f.Shape != tt.shape {
+				t.Errorf("Parse = %q, %q; want %q, %q", f.Kind, f.Shape, tt.kind, tt.shape)
+			}
+			if len(f.Keys) < len(tt.keys) || !slices.Equal(f.Keys[:len(tt.keys)], tt.keys) {
+				t.Errorf("keys = %q; want them to start with %q", f.Keys, tt.keys)
+			}
+		})
+	}
+}
+
+// TestParseClasses: panics are classed by their message, in a test or
+// not; a failed assertion is a test's failure, a plain panic elsewhere is
+// a panic; warnings and cargo's own summaries are no findings.
+func TestParseClasses(t *testing.T) {
+	tests := []struct {
+		name, out, kind string
+	}{
+		{"unwrap on None", "---- tests::t stdout ----\n\nthread 'tests::t' (7) panicked at src/lib.rs:4:9:\ncalled `Option::unwrap()` on a `None` value\n", "rust:panic:unwrap-none"},
+		{"unwrap on Err", "thread 'main' panicked at 'called `Result::unwrap()` on an `Err` value: Os { code: 2 }', src/main.rs:2:5\n", "rust:panic:unwrap-err"},
+		{"overflow", "thread 't' panicked at src/lib.rs:2:5:\nattempt to add with overflow\n", "rust:panic:overflow"},
+		{"divide by zero", "thread 'main' panicked at src/main.rs:2:5:\nattempt to divide by zero\n", "rust:panic:divide-by-zero"},
+		{"todo", "thread 'tests::t' panicked at src/lib.rs:2:5:\nnot yet implemented\n", "rust:panic:todo"},
+		{"panic outside a test", "thread 'main' panicked at src/main.rs:2:5:\nbad config\n", "rust:panic"},
+		{"a test that prints an error", "---- tests::t stdout ----\nerror: connection refused\n\nthread 'tests::t' panicked at src/lib.rs:9:5:\nassertion failed: ok\n", "rust:test-fail"},
+		{"doc test summary only", "error: doctest failed, to rerun pass `--doc`\n", ""},
+		{"stack overflow", "\nthread 'tests::deep' has overflowed its stack\nfatal runtime error: stack overflow\nerror: test failed, to rerun pass `--lib`\n", "rust:stack-overflow"},
+		{"signal", "error: test failed, to rerun pass `--lib`\n\nCaused by:\n  process didn't exit successfully: `/tmp/target/debug/deps/calc-1` (signal: 11, SIGSEGV: invalid memory reference)\n", "rust:crash"},
+		{"test that returned Err", "---- tests::reads stdout ----\nError: \"no such key\"\n\nfailures:\n    tests::reads\n\ntest result: FAILED. 0 passed; 1 failed\n", "rust:test-fail"},
+		{"no error code", "error: expected one of `.`, `;`, `?`, `}`, or an operator, found `x`\n --> src/lib.rs:2:7\n", "rust:compile"},
+		{"dependency offline", "error: no matching package named `rand` found\n", "rust:dependency"},
+		{"warnings only", "warning: unused variable: `x`\n --> src/lib.rs:2:9\n\nwarning: build failed, waiting for other jobs to finish...\nerror: could not compile `calc` due to previous error\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Parse(strings.Split(tt.out, "\n")).Kind; got != tt.kind {
+				t.Errorf("kind = %q, want %q", got, tt.kind)
+			}
+		})
+	}
+}
+
+// TestDigest: each failing test with its own panic and values, each
+// compiler error with its location; no backtrace notes, no linker
+// command line.
+func TestDigest(t *testing.T) {
+	tests := []struct {
+		file        string
+		want, unwit []string
+	}{
+		{"testfail-1.95.txt", []string{
+			"---- tests::it_adds stdout ----\nthread 'tests::it_adds' (25392) panicked at src/lib.rs:15:9:\nassertion `left == right` failed\n  left: 0\n right: 4",
+			"---- tests::it_parses stdout ----\nthread 'tests::it_parses' (25394) panicked at src/lib.rs:25:9:\nparse gave 12",
+			"---- adds_negative stdout ----\nthread 'adds_negative' (25405) panicked at tests/api.rs:5:5:\nassertion `left == right` failed\n  left: 0\n right: -2",
+			"test result: FAILED. 0 passed; 1 failed",
+		}, []string{"RUST_BACKTRACE", "running 4 tests", "Doc-tests"}},
+		{"testfail-1.63.txt", []string{
+			"---- tests::it_adds stdout ----\nthread 'tests::it_adds' panicked at src/lib.rs:15:9:\nassertion failed: `(left == right)`\n  left: `0`,\n right: `4`",
+			"thread 'tests::it_unwraps' panicked at src/lib.rs:6:15:\ncalled `Result::unwrap()` on an `Err` value: ParseIntError { kind: InvalidDigit }",
+		}, []string{"RUST_BACKTRACE"}},
+		{"compile-1.95.txt", []string{
+			"error[E0425]: cannot find value `c` in this scope\n --> src/lib.rs:3:9",
+			"error[E0308]: mismatched types\n --> src/lib.rs:8:5",
+			"^ expected `i32`, found `String`",
+		}, []string{"could not compile", "rustc --explain"}},
+		{"link-1.63.txt", []string{
+			"error: linking with `cc` failed: exit status: 1\n          /work/link/src/main.rs:5: undefined reference to `no_such_symbol_anywhere'",
+		}, []string{"-Wl,--as-needed"}},
+		{"panic-1.63.txt", []string{"thread 'main' panicked at src/main.rs:3:20:\nindex out of bounds: the len is 0 but the index is 3"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			d := Digest(readOutput(t, tt.file))
+			for _, w := range tt.want {
+				if !strings.Contains(d, w) {
+					t.Errorf("digest lacks %q:\n%s", w, d)
+				}
+			}
+			for _, u := range tt.unwit {
+				if strings.Contains(d, u) {
+					t.Errorf("digest holds %q:\n%s", u, d)
+				}
+			}
+		})
+	}
+	var many strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&many, "---- tests::t%d stdout ----\nthread 'tests::t%d' panicked at src/lib.rs:%d:5:\nassertion `left == right` failed\n  left: %q\n right: \"b\"\n\n", i, i, i, strings.Repeat("a", 100))
+	}
+	many.WriteString("failures:\n\ntest result: FAILED. 0 passed; 40 failed\n")
+	if d := Digest(many.String()); len(d) > 3000 || !strings.Contains(d, "---- tests::t0 stdout ----") || !strings.HasSuffix(d, "test result: FAILED. 0 passed; 40 failed") {
+		t.Errorf("digest of 40 failures (%d bytes) is not the first ones and the result within 3000 bytes:\n%s", len(d), d)
+	}
+	if d := Digest("   Compiling calc v0.1.0\n    Finished test\nrunning 1 test\ntest t ... ok\n"); d != "" {
+		t.Errorf("digest of a passing run = %q, want empty", d)
+	}
+}
+
+func TestFailing(t *testing.T) {
+	tests := map[string][]string{
+		"testfail-1.95.txt": {"tests::it_adds", "tests::it_parses", "tests::it_unwraps", "adds_negative"},
+		"testfail-1.63.txt": {"tests::it_adds", "tests::it_parses", "tests::it_unwraps", "adds_negative"},
+		"doctest-1.95.txt":  {"src/lib.rs - add (line 3)"},
+		"doctest-1.63.txt":  {"src/lib.rs - add (line 3)"},
+	}
+	for file, want := range tests {
+		out := readOutput(t, file)
+		for _, re := range Language().Failure.Failing {
+			var got []string
+			for _, m := range re.FindAllStringSubmatch(out, -1) {
+				if !slices.Contains(got, m[1]) {
+					got = append(got, m[1])
+				}
+			}
+			slices.Sort(got)
+			if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
+				t.Errorf("%s: %v finds %q, want %q", file, re, got, w)
+			}
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package rust_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/lang/languages"
+	"github.com/autocoder/autocoder/internal/lang/rust"
+)
+
+// TestDetect: a cargo project, a cargo test command and a task that asks
+// for Rust are Rust's; "rs" names it.
+func TestDetect(t *testing.T) {
+	tests := []struct {
+		name          string
+		files         []string
+		testCmd, task string
+	}{
+		{"manifest", []string{"Cargo.toml", "src"}, "", ""},
+		{"test command", nil, "cargo test --release", ""},
+		{"task", nil, "", "Write a Rust library that parses durations"},
+		{"task names cargo", nil, "", "make the cargo workspace build"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := languages.Detect(tt.files, tt.testCmd, tt.task); d.Language.Name != "rust" {
+				t.Errorf("Detect = %s (%s), want rust", d.Language.Name, d.Reason)
+			}
+		})
+	}
+	if d := languages.Detect(nil, "", "make it robust and trustworthy"); d.Language.Name == "rust" {
+		t.Errorf("a task with rust inside other words is Rust's")
+	}
+	if l, err := languages.Lookup("RS"); err != nil || l.Name != "rust" {
+		t.Errorf("Lookup(RS) = %v, %v", l.Name, err)
+	}
+}
+
+// TestTests: integration tests are the protected test files; unit tests
+// sit inside the source files and are not; a step naming no test builds
+// everything and runs none.
+func TestTests(t *testing.T) {
+	tests := rust.Language().Tests
+	for p, want := range map[string]bool{"tests/parse.rs": true, "tests/fixtures/in.txt": true, "src/lib.rs": false, "src/tests.rs": false, "benches/b.rs": false} {
+		if got := tests.IsTestFile(p); got != want {
+			t.Errorf("IsTestFile(%s) = %v, want %v", p, got, want)
+		}
+	}
+	cmd, err := tests.Named(nil)
+	if err != nil || !slices.Equal(cmd, tests.Compile) || !slices.Contains(cmd, "--no-run") {
+		t.Errorf("Named(nil) = %q, %v; want the compile check %q", cmd, err, tests.Compile)
+	}
+	cmd, _ = tests.Named([]string{"tests::it_adds", "it's"})
+	if n := len(cmd); n < 2 || cmd[n-2] != "tests::it_adds" || cmd[n-1] != "it's" {
+		t.Errorf("Named = %q, want the names as arguments of their own", cmd)
+	}
+}
