@@ -121,7 +121,7 @@ loop:
 	if o.json {
 		return writeJSON(f.IO.Out, map[string]any{"id": id, "out": out, "files": n, "result": result})
 	}
-	note := " (your tests passed: " + termsafe.Line(result.Status.TestCmd) + ")"
+	note := " (your tests passed: " + shownCommand(result.Status.TestCmd) + ")"
 	if result.TestsByModel {
 		note = " (tests written by the model: review them, they decide what passed)"
 	}

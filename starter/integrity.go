@@ -3,6 +3,7 @@ package starter
 import (
 	"context"
 	"fmt"
+	"github.com/autocoder/autocoder/internal/truncate"
 	"io"
 	"slices"
 	"strings"
@@ -86,11 +87,11 @@ func printTestGuard(w io.Writer, st workflows.Status) {
 	case st.InputSnapshot != "":
 		run := ""
 		if st.TestCmd != "" {
-			run = ", by `" + termsafe.Line(st.TestCmd) + "`"
+			run = ", by `" + shownCommand(st.TestCmd) + "`"
 		}
 		fmt.Fprintf(w, "tests:     the user's tests are the judge: checks run them as they were at the start%s\n", run)
 	default:
-		fmt.Fprintf(w, "tests:     the user's test command is the judge: %s\n", termsafe.Line(st.TestCmd))
+		fmt.Fprintf(w, "tests:     the user's test command is the judge: %s\n", shownCommand(st.TestCmd))
 	}
 }
 
@@ -134,7 +135,7 @@ func announceUsersTests(w io.Writer, in workflows.TaskInput, input []workspace.F
 		fmt.Fprintln(w, "none of the uploaded files look like tests; name yours with --protect GLOB so the task cannot change them")
 	default:
 		fmt.Fprintf(w, "your tests (checks run them as they were; the task may not change them) are the judge, run by `%s`: %s\n",
-			termsafe.Line(in.TestCmd), termsafe.Line(listLimited(paths, 5)))
+			shownCommand(in.TestCmd), termsafe.Line(listLimited(paths, 5)))
 	}
 }
 
@@ -143,4 +144,18 @@ func listLimited(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// shownCommandBytes bounds a test command as the terminal shows it: a
+// language's default can be a whole script.
+const shownCommandBytes = 100
+
+// shownCommand is a test command for a person: one line, and a long one
+// cut short (status --json has it whole).
+func shownCommand(cmd string) string {
+	line := termsafe.Line(cmd)
+	if len(line) <= shownCommandBytes {
+		return line
+	}
+	return truncate.Head(line, shownCommandBytes) + " …"
 }

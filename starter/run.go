@@ -371,7 +371,7 @@ func judgedByUsersTests(in workflows.TaskInput, files []workspace.File) (workflo
 		return in, usageError("--lang: %v", err)
 	}
 	if integrity.Protect(files, integrity.Options{Protect: in.Protect}).HasTests(l.IsTestSource) {
-		in.TestCmd = strings.Join(l.Tests.Command, " ")
+		in.TestCmd = l.Tests.CommandLine()
 	}
 	return in, nil
 }

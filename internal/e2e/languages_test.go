@@ -40,8 +40,12 @@ func exampleScript() llmtest.Script {
 		if strings.Contains(last, planMarker) {
 			return llmtest.Reply{Content: "1. Find the bug and fix it."}
 		}
+		var all strings.Builder
+		for _, m := range req.Messages {
+			all.WriteString(m.Content)
+		}
 		for name, fix := range exampleFixes {
-			if !strings.Contains(last, exampleTask(name)+"\n") {
+			if !strings.Contains(all.String(), exampleTask(name)+"\n") {
 				continue
 			}
 			if strings.Contains(last, retryMarker) {

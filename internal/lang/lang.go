@@ -246,3 +246,23 @@ func UnderTestDir(p string) bool {
 	}
 	return false
 }
+
+// CommandLine is the default test command as one shell line, each word
+// quoted where the shell would read it otherwise: what a person sees and
+// what `sh -c` runs as the task's test command.
+func (t Tests) CommandLine() string {
+	words := make([]string, len(t.Command))
+	for i, w := range t.Command {
+		words[i] = shellWord(w)
+	}
+	return strings.Join(words, " ")
+}
+
+// shellWord quotes w for a POSIX shell unless it is made only of
+// characters no shell gives a meaning to.
+func shellWord(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
