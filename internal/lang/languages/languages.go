@@ -12,13 +12,18 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/lang/cpp"
 	"github.com/autocoder/autocoder/internal/lang/golang"
 	"github.com/autocoder/autocoder/internal/lang/python"
 )
 
 // All returns the languages, in the order help and errors list them.
 func All() []lang.Language {
-	return []lang.Language{python.Language(), golang.Language()}
+	return []lang.Language{
+		python.Language(),
+		golang.Language(),
+		cpp.Language(),
+	}
 }
 
 // Default is the language of a task that names none and starts from no
