@@ -2,6 +2,7 @@ package cpp
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/lang"
@@ -20,6 +21,7 @@ var (
 	cmakeErrRe = regexp.MustCompile(`^CMake Error(?: at (\S+):(\d+) \((\w+)\))?:\s*(.*)$`)
 	// ctest's line for each test: "1/3 Test #1: Calc.Adds ....***Failed  0.01 sec".
 	ctestStatusRe = regexp.MustCompile(`^\s*\d+/\d+ Test\s+#\d+: (.+?) \.+\s*(.*?)\s+[\d.]+ sec$`)
+	ctestStartRe  = regexp.MustCompile(`^\s+Start\s+\d+: `)
 	// ctest's summary of the failed: "  1 - Calc.Adds (Failed)".
 	ctestFailedRe = regexp.MustCompile(`^\s+\d+ - (.+) \(([^()]+)\)$`)
 	// assert(3): "prog: file.c:8: main: Assertion `x == 9' failed."
@@ -48,11 +50,23 @@ var failing = []*regexp.Regexp{
 	regexp.MustCompile(`(?m)^\[  FAILED  \] ([A-Za-z_][\w/]*\.[\w/]+)`),
 }
 
-// block is a key line with the lines that explain it.
+// block is a key line with the lines that explain it; its kind says
+// which lines those are.
 type block struct {
+	kind blockKind
 	head string
 	body []string
 }
+
+type blockKind int
+
+const (
+	cmakeBlock     blockKind = iota // CMake's indented message
+	diagBlock                       // gcc's source line and caret
+	terminateBlock                  // the exception's what()
+	gtestBlock                      // GoogleTest's message, up to the test's result
+	catchBlock                      // Catch2's assertion, up to its separator
+)
 
 func (b block) lines() []string { return append([]string{b.head}, b.body...) }
 
@@ -97,7 +111,7 @@ func read(lines []string) report {
 				r.crashes = append(r.crashes, l)
 			}
 			continue
-		case strings.HasPrefix(strings.TrimSpace(l), "Start ") || strings.Contains(l, "% tests passed"):
+		case ctestStartRe.MatchString(l) || strings.Contains(l, "% tests passed"):
 			test = nil
 		case test != nil && strings.TrimSpace(l) != "":
 			test.output = append(test.output, l)
@@ -124,21 +138,23 @@ func read(lines []string) report {
 	return r
 }
 
-// continues reports a line that belongs to the open block: CMake's
-// indented message, gcc's source context, GoogleTest's message up to the
-// test's result, Catch2's assertion up to its separator.
+// maxBlockLines bounds a test framework's message: an assertion on a long
+// container prints it whole.
+const maxBlockLines = 12
+
+// continues reports a line that belongs to the open block.
 func continues(b *block, l string) bool {
-	switch {
-	case cmakeErrRe.MatchString(b.head):
+	switch b.kind {
+	case cmakeBlock:
 		return l == "" || strings.HasPrefix(l, " ")
-	case diagRe.MatchString(b.head):
+	case diagBlock:
 		return diagContextRe.MatchString(l)
-	case terminateRe.MatchString(b.head):
+	case terminateBlock:
 		return whatRe.MatchString(l) && len(b.body) == 0
-	case gtestFailureRe.MatchString(b.head):
-		return l != "" && !strings.HasPrefix(l, "[") && len(b.body) < 12
-	case catchFailedRe.MatchString(b.head):
-		return l != "" && !strings.HasPrefix(l, "===") && !strings.HasPrefix(l, "---") && len(b.body) < 12
+	case gtestBlock:
+		return l != "" && !strings.HasPrefix(l, "[") && len(b.body) < maxBlockLines
+	case catchBlock:
+		return l != "" && !strings.HasPrefix(l, "===") && !strings.HasPrefix(l, "---") && len(b.body) < maxBlockLines
 	}
 	return false
 }
@@ -146,44 +162,35 @@ func continues(b *block, l string) bool {
 // add files one line that is not part of an open block, and returns the
 // block it opens, if any.
 func (r *report) add(l string) *block {
-	open := func(list *[]block) *block {
-		*list = append(*list, block{head: l})
+	open := func(list *[]block, kind blockKind) *block {
+		*list = append(*list, block{kind: kind, head: l})
 		return &(*list)[len(*list)-1]
 	}
 	switch {
 	case cmakeErrRe.MatchString(l):
-		return open(&r.cmake)
+		return open(&r.cmake, cmakeBlock)
 	case strings.Contains(l, "error: ") && diagRe.MatchString(l):
-		return open(&r.diags)
+		return open(&r.diags, diagBlock)
 	case linkRe.MatchString(l):
 		r.links = append(r.links, l)
 	case crashRe.MatchString(l):
 		r.crashes = append(r.crashes, l)
 	case terminateRe.MatchString(l):
-		return open(&r.terminates)
+		return open(&r.terminates, terminateBlock)
 	case assertRe.MatchString(l):
 		r.asserts = append(r.asserts, l)
 	case gtestFailureRe.MatchString(l):
-		return open(&r.gtest)
+		return open(&r.gtest, gtestBlock)
 	case gtestFailedRe.MatchString(l):
-		if m := gtestFailedRe.FindStringSubmatch(l); !contains(r.gtestNames, m[1]) {
+		if m := gtestFailedRe.FindStringSubmatch(l); !slices.Contains(r.gtestNames, m[1]) {
 			r.gtestNames = append(r.gtestNames, m[1])
 		}
 	case catchFailedRe.MatchString(l):
-		return open(&r.catch)
+		return open(&r.catch, catchBlock)
 	case makeErrRe.MatchString(l):
 		r.makeErrs = append(r.makeErrs, l)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Parse reads a C/C++ build and test run. What stopped the build outranks
