@@ -2,6 +2,8 @@ package cpp_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,42 +19,49 @@ import (
 	"github.com/autocoder/autocoder/sandbox"
 )
 
+// runners are the package's sandbox runners, one per backend, built on
+// first use; a backend that cannot start is remembered by its error.
 var (
-	runnerOnce sync.Once
-	runner     sandbox.Runner
-	runnerErr  error
+	runnersMu  sync.Mutex
+	runners    = map[string]sandbox.Runner{}
+	runnerErrs = map[string]error{}
 )
 
-// bwrapRunner is one bwrap runner for the package's tests, with the host's
-// C/C++ toolchain checked first; a missing one fails in CI.
-func bwrapRunner(t *testing.T) sandbox.Runner {
+// runnerOn is the runner of a backend that serves C/C++; one that is
+// missing fails in CI. On bwrap the host's toolchain is checked first.
+func runnerOn(t *testing.T, backend string) sandbox.Runner {
 	t.Helper()
-	runnerOnce.Do(func() {
-		check := cpp.Language().Sandbox.HostCheck
+	runnersMu.Lock()
+	defer runnersMu.Unlock()
+	r, ok := runners[backend]
+	if !ok && runnerErrs[backend] == nil {
+		r, runnerErrs[backend] = newRunner(backend)
+		runners[backend] = r
+	}
+	testenv.RequireService(t, backend+" backend with the C/C++ toolchain", runnerErrs[backend])
+	return r
+}
+
+func newRunner(backend string) (sandbox.Runner, error) {
+	l := cpp.Language()
+	if backend == "bwrap" {
+		check := l.Sandbox.HostCheck
 		if out, err := exec.Command(check[0], check[1:]...).CombinedOutput(); err != nil {
-			runnerErr = &toolchainError{err: err, out: string(out)}
-			return
+			return nil, fmt.Errorf("host check %v: %w: %s", check, err, out)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		runner, runnerErr = sandbox.New(ctx, sandbox.Config{Backend: "bwrap", PoolSize: -1,
-			Profiles: sandbox.ProfilesOf([]lang.Language{cpp.Language()})})
-	})
-	testenv.RequireService(t, "bwrap with the C/C++ toolchain", runnerErr)
-	return runner
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return sandbox.New(ctx, sandbox.Config{Backend: backend, PoolSize: -1,
+		Profiles: sandbox.ProfilesOf([]lang.Language{l})})
 }
-
-type toolchainError struct {
-	err error
-	out string
-}
-
-func (e *toolchainError) Error() string { return "host check: " + e.err.Error() + ": " + e.out }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if runner != nil {
-		runner.Close()
+	for _, r := range runners {
+		if r != nil {
+			r.Close()
+		}
 	}
 	os.Exit(code)
 }
@@ -83,18 +92,28 @@ func project(t *testing.T, dir string) []workspace.File {
 }
 
 // runIn runs cmd (nil: the default test command) over files in the cpp
-// sandbox and returns its exit code and output, stderr after stdout as
-// the check reads them.
+// sandbox on bwrap; see runOn.
 func runIn(t *testing.T, files []workspace.File, cmd []string) (int, string) {
+	t.Helper()
+	return runOn(t, "bwrap", files, cmd)
+}
+
+// runOn runs cmd (nil: the default test command) over files in the cpp
+// sandbox of a backend and returns its exit code and output, stderr after
+// stdout as the check reads them. A missing image fails in CI.
+func runOn(t *testing.T, backend string, files []workspace.File, cmd []string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := bwrapRunner(t).Run(ctx, sandbox.Spec{Profile: "cpp", Files: files, Cmd: cmd})
+	res, err := runnerOn(t, backend).Run(ctx, sandbox.Spec{Profile: "cpp", Files: files, Cmd: cmd})
+	if errors.Is(err, sandbox.ErrImageMissing) {
+		testenv.RequireService(t, "the cpp sandbox image", err)
+	}
 	if err != nil {
-		t.Fatalf("run %v: %v", cmd, err)
+		t.Fatalf("run %v on %s: %v", cmd, backend, err)
 	}
 	if res.TimedOut || res.OOMKilled {
-		t.Fatalf("run %v: timed out %v, out of memory %v:\n%s%s", cmd, res.TimedOut, res.OOMKilled, res.Stdout, res.Stderr)
+		t.Fatalf("run %v on %s: timed out %v, out of memory %v:\n%s%s", cmd, backend, res.TimedOut, res.OOMKilled, res.Stdout, res.Stderr)
 	}
 	out := res.Stdout
 	if res.Stderr != "" {

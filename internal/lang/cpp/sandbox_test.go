@@ -68,13 +68,19 @@ func failingIn(l lang.Language, out string) []string {
 	return names
 }
 
-// The example fails on bwrap with the default command, and the failure
-// is read; fixed, it passes.
-func TestExampleOnBwrap(t *testing.T) {
+// The example fails with the default command, on both backends, and the
+// failure is read; fixed, it passes.
+func TestExample(t *testing.T) {
+	for _, backend := range []string{"bwrap", "docker"} {
+		t.Run(backend, func(t *testing.T) { testExampleOn(t, backend) })
+	}
+}
+
+func testExampleOn(t *testing.T, backend string) {
 	l := cpp.Language()
 	broken := project(t, exampleDir)
 
-	code, out := runIn(t, broken, nil)
+	code, out := runOn(t, backend, broken, nil)
 	if code == 0 {
 		t.Fatalf("the broken example passed:\n%s", out)
 	}
@@ -89,7 +95,7 @@ func TestExampleOnBwrap(t *testing.T) {
 		t.Errorf("digest lacks the assertion:\n%s", d)
 	}
 
-	if code, out := runIn(t, withFile(broken, "src/stats.cpp", fixedMedian), nil); code != 0 {
+	if code, out := runOn(t, backend, withFile(broken, "src/stats.cpp", fixedMedian), nil); code != 0 {
 		t.Errorf("the fixed example fails (exit %d):\n%s", code, out)
 	}
 }
