@@ -24,7 +24,9 @@ var exampleFixes = map[string]exampleFix{
 	"python": {"slug.py", `    words = re.findall(r"[a-z0-9]+", ascii_title)`, `    words = re.findall(r"[a-z0-9]+", ascii_title.lower())`},
 	"go":     {"wordfreq.go", "\t\tcounts[w]++", "\t\tcounts[strings.ToLower(w)]++"},
 	"rust":   {"src/parse.rs", "        'h' => Ok(60),", "        'h' => Ok(3600),"},
-	"java":   {"src/main/java/com/example/invoice/Invoice.java", "        if (subtotal > DISCOUNT_THRESHOLD_CENTS) {", "        if (subtotal >= DISCOUNT_THRESHOLD_CENTS) {"},
+	"cpp": {"src/stats.cpp", "    return values[values.size() / 2];",
+		"    std::size_t mid = values.size() / 2;\n    if (values.size() % 2 == 0) {\n        return (values[mid - 1] + values[mid]) / 2;\n    }\n    return values[mid];"},
+	"java": {"src/main/java/com/example/invoice/Invoice.java", "        if (subtotal > DISCOUNT_THRESHOLD_CENTS) {", "        if (subtotal >= DISCOUNT_THRESHOLD_CENTS) {"},
 }
 
 // exampleTask is the task of the example in language name: its name in

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/lang/cpp"
 	"github.com/autocoder/autocoder/internal/lang/golang"
 	"github.com/autocoder/autocoder/internal/lang/java"
 	"github.com/autocoder/autocoder/internal/lang/python"
@@ -25,6 +26,7 @@ func All() []lang.Language {
 		python.Language(),
 		golang.Language(),
 		rust.Language(),
+		cpp.Language(),
 		java.Language(),
 	}
 }

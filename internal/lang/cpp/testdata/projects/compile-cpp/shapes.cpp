@@ -1,0 +1,2 @@
+#include "shapes.h"
+double Rect::area() const { return w * h; }

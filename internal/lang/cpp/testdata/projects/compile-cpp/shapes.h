@@ -1,0 +1,2 @@
+#pragma once
+struct Rect { double w, h; double area() const; };

@@ -1,0 +1,3 @@
+#pragma once
+int add(int a, int b);
+int mul(int a, int b);

@@ -1,0 +1,1 @@
+double celsius_to_fahrenheit(double c);
