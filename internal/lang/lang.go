@@ -85,8 +85,11 @@ type Detect struct {
 
 // Tests says how the language's tests run and which files they are.
 type Tests struct {
-	// Command is the default test command, run in the project's root.
-	Command []string
+	// Command is the default test command, run in the project's root,
+	// and Describe what it does, in a few words for people (the README's
+	// table of languages), when the command itself says it badly.
+	Command  []string
+	Describe string
 	// Named returns the command that runs only the named tests, for a
 	// plan step's check; nil when the language cannot select tests, and
 	// then Compile judges the step.

@@ -67,6 +67,7 @@ func Language() lang.Language {
 		},
 		Tests: lang.Tests{
 			Command:    testCmd,
+			Describe:   "CMake, then `ctest` (GoogleTest, Catch2 2 or plain `add_test`); without CMake, `make test`",
 			Named:      named,
 			Compile:    compileCmd,
 			IsTestFile: isTestFile,

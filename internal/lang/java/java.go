@@ -100,6 +100,7 @@ func Language() lang.Language {
 		},
 		Tests: lang.Tests{
 			Command:    testCmd,
+			Describe:   "`javac`, then the JUnit 5 console launcher (AssertJ on the class path)",
 			Named:      named,
 			Compile:    compileCmd,
 			IsTestFile: isTestFile,
