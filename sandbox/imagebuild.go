@@ -61,6 +61,7 @@ type imageBuilder struct {
 	cli  imageAPI
 	log  *slog.Logger
 	opts ImageOptions
+	why  string // when a build happens, for the log: "first use"
 
 	mu      sync.Mutex
 	present map[string]bool        // images known to exist
@@ -81,7 +82,7 @@ func newImageBuilder(cli imageAPI, log *slog.Logger, opts ImageOptions) *imageBu
 	if opts.Base == "" {
 		opts.Base = BaseImage
 	}
-	return &imageBuilder{cli: cli, log: log, opts: opts, present: map[string]bool{}, builds: map[string]*imageBuild{}}
+	return &imageBuilder{cli: cli, log: log, opts: opts, why: "first use", present: map[string]bool{}, builds: map[string]*imageBuild{}}
 }
 
 // markPresent records an image known to exist.
@@ -141,7 +142,7 @@ func (b *imageBuilder) ensureNow(ctx context.Context, p Profile) error {
 		return err
 	}
 	start := time.Now()
-	b.log.Info("building sandbox image "+p.Image+" (first use; a few minutes)", "profile", p.Name)
+	b.log.Info("building sandbox image "+p.Image+" ("+b.why+"; a few minutes)", "profile", p.Name)
 	err = b.build(ctx, p)
 	if err != nil {
 		b.log.Error("sandbox image not built", "image", p.Image, "profile", p.Name, "err", err)
@@ -180,11 +181,7 @@ func orNone(err error) error {
 // buildRegistry builds from the recipe's official image; without a
 // registry the pull fails at once.
 func (b *imageBuilder) buildRegistry(ctx context.Context, p Profile) error {
-	tarball, err := buildContext(Dockerfile(p, false), nil)
-	if err != nil {
-		return err
-	}
-	return b.dockerBuild(ctx, p.Image, tarball, nil)
+	return b.dockerBuild(ctx, p.Image, buildContext(Dockerfile(p, false), nil), nil)
 }
 
 // buildOffline builds from BaseImage, making the base first if needed.
@@ -196,11 +193,7 @@ func (b *imageBuilder) buildOffline(ctx context.Context, p Profile) error {
 	if err := b.ensureBase(ctx); err != nil {
 		return err
 	}
-	tarball, err := buildContext(Dockerfile(p, true), dirs)
-	if err != nil {
-		return err
-	}
-	return b.dockerBuild(ctx, p.Image, tarball, map[string]*string{baseArg: &b.opts.Base})
+	return b.dockerBuild(ctx, p.Image, buildContext(Dockerfile(p, true), dirs), map[string]*string{baseArg: &b.opts.Base})
 }
 
 // hostDir is a recipe's host directory found on this host.
@@ -221,26 +214,33 @@ func hostDirs(p Profile) ([]hostDir, error) {
 	return dirs, nil
 }
 
-// buildContext is a tar of the Dockerfile and the host directories, each
-// under hostDirContext(i).
-func buildContext(dockerfile string, dirs []hostDir) (*bytes.Buffer, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+// buildContext streams a tar of the Dockerfile and the host directories,
+// each under hostDirContext(i): a Go root is too big to hold in memory.
+func buildContext(dockerfile string, dirs []hostDir) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(writeContext(pw, dockerfile, dirs))
+	}()
+	return pr
+}
+
+func writeContext(w io.Writer, dockerfile string, dirs []hostDir) error {
+	tw := tar.NewWriter(w)
 	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile))}); err != nil {
-		return nil, fmt.Errorf("build context: %w", err)
+		return fmt.Errorf("build context: %w", err)
 	}
 	if _, err := io.WriteString(tw, dockerfile); err != nil {
-		return nil, fmt.Errorf("build context: %w", err)
+		return fmt.Errorf("build context: %w", err)
 	}
 	for i, d := range dirs {
 		if err := addDir(tw, d, hostDirContext(i)); err != nil {
-			return nil, fmt.Errorf("build context: %s: %w", d.from, err)
+			return fmt.Errorf("build context: %s: %w", d.from, err)
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("build context: %w", err)
+		return fmt.Errorf("build context: %w", err)
 	}
-	return &buf, nil
+	return nil
 }
 
 // addDir writes the directory d to the tar under prefix, leaving out its
@@ -292,7 +292,9 @@ func addDir(tw *tar.Writer, d hostDir, prefix string) error {
 
 // dockerBuild runs a build and reads its progress to the end: the daemon
 // reports a failed step in the stream, not as the call's error.
-func (b *imageBuilder) dockerBuild(ctx context.Context, image string, buildCtx io.Reader, args map[string]*string) error {
+func (b *imageBuilder) dockerBuild(ctx context.Context, image string, buildCtx io.ReadCloser, args map[string]*string) error {
+	// Closing the context ends its writer if the daemon stops reading.
+	defer buildCtx.Close()
 	res, err := b.cli.ImageBuild(ctx, buildCtx, client.ImageBuildOptions{
 		Tags: []string{image}, Remove: true, ForceRemove: true, BuildArgs: args,
 	})
@@ -484,6 +486,7 @@ func BuildImages(ctx context.Context, ps []Profile, opts BuildOptions, log *slog
 	}
 	defer cli.Close()
 	b := newImageBuilder(cli, log, opts.ImageOptions)
+	b.why = "missing"
 	seen := map[string]bool{}
 	for _, p := range ps {
 		if seen[p.Image] {
