@@ -44,10 +44,6 @@ const DefaultImageWorkdir = "/var/cache/autocoder-images"
 // official images the recipes name.
 const debianSuite = "bookworm"
 
-// ErrImageBuild reports a sandbox image that is missing and could not be
-// built here; its message says what to do.
-var ErrImageBuild = errors.New("sandbox image cannot be built")
-
 // imageAPI is what building images needs of the engine client.
 type imageAPI interface {
 	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
@@ -166,9 +162,9 @@ func (b *imageBuilder) build(ctx context.Context, p Profile) error {
 	if offErr == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: %s: registry build: %v; offline build: %v (run scripts/build-images.sh as root, "+
-		"or docker build -t %s sandbox/images/%s, or use --sandbox bwrap)",
-		ErrImageBuild, p.Image, orNone(regErr), offErr, p.Image, p.imageDir())
+	return fmt.Errorf("%w: %s cannot be built here: registry build: %v; offline build: %v "+
+		"(or docker build -t %s sandbox/images/%s, or use the bwrap sandbox: AUTOCODER_SANDBOX=bwrap)",
+		ErrImageMissing, p.Image, orNone(regErr), offErr, p.Image, p.imageDir())
 }
 
 func orNone(err error) error {
@@ -396,6 +392,7 @@ func (b *imageBuilder) baseRootfs(ctx context.Context) (string, error) {
 	logPath := filepath.Join(b.opts.Workdir, "debootstrap.log")
 	b.log.Info("sandbox image: debootstrap of the base (a few minutes)", "suite", debianSuite, "mirror", mirror, "log", logPath)
 	if err := runLogged(ctx, logPath, debootstrap, "--variant=minbase", debianSuite, dir, mirror); err != nil {
+		b.log.Error("sandbox image: debootstrap failed", "log", logPath, "tail", tailFile(logPath, 10))
 		return "", fmt.Errorf("base rootfs: debootstrap: %w (see %s)", err, logPath)
 	}
 	if out, err := exec.CommandContext(ctx, "tar", "-C", dir, "--numeric-owner", "-cf", tarball+".tmp", ".").CombinedOutput(); err != nil {
@@ -407,13 +404,16 @@ func (b *imageBuilder) baseRootfs(ctx context.Context) (string, error) {
 	return tarball, nil
 }
 
-// lookSbin finds a program on PATH or in the sbin directories, which a
-// non-login root shell may not have on its PATH.
+// sbinDirs hold the system programs, which a non-login root shell may not
+// have on its PATH; debootstrap is one and runs others (chroot).
+var sbinDirs = []string{"/usr/sbin", "/sbin"}
+
+// lookSbin finds a program on PATH or in sbinDirs.
 func lookSbin(name string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+	for _, dir := range sbinDirs {
 		p := filepath.Join(dir, name)
 		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
 			return p, nil
@@ -429,8 +429,16 @@ func runLogged(ctx context.Context, logPath, prog string, args ...string) error 
 	}
 	defer logFile.Close()
 	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd.Env = append(os.Environ(), "PATH="+strings.Join(append([]string{os.Getenv("PATH")}, sbinDirs...), ":"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	return cmd.Run()
+}
+
+// tailFile is the last n lines of a file, joined by " | ".
+func tailFile(path string, n int) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
 
 // mirror is the configured Debian mirror, else the one the host's apt uses.

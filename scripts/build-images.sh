@@ -37,21 +37,20 @@ done
 # shellcheck source=scripts/lib/debian.sh
 . scripts/lib/debian.sh
 
-# debootstrap is found in the sbin directories too: a non-login root shell
-# may not have them on its PATH.
-have_debootstrap() { PATH=$PATH:/usr/sbin:/sbin command -v debootstrap >/dev/null; }
-
 # ensure_debootstrap installs debootstrap when the base has to be made and
-# it is missing. apt's output goes to stderr.
+# it is not on PATH, and its output goes to stderr. Installed, it is found
+# in the sbin directories too, which a non-login root shell may not have on
+# its PATH; the builder looks there as well.
 ensure_debootstrap() {
 	docker image inspect "$BASE" >/dev/null 2>&1 && return
 	[ -s "$WORKDIR/base-bookworm.tar" ] && return
-	have_debootstrap && return
+	command -v debootstrap >/dev/null && return
 	[ "$(id -u)" = 0 ] || die "the base image needs debootstrap, run as root; rerun with sudo"
 	log "installing debootstrap via apt"
-	apt-get update -qq >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2
-	have_debootstrap || die "debootstrap is not on PATH after installing it"
+	local path=$PATH:/usr/sbin:/sbin # dpkg runs programs from there
+	PATH=$path apt-get update -qq >&2
+	PATH=$path DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2
+	PATH=$path command -v debootstrap >/dev/null || die "debootstrap is not found after installing it"
 }
 
 docker version >/dev/null 2>&1 || die "the docker daemon does not answer"
