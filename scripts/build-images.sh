@@ -54,6 +54,9 @@ ensure_debootstrap() {
 }
 
 docker version >/dev/null 2>&1 || die "the docker daemon does not answer"
+# sudo's PATH often lacks Go's: the builder is a Go program.
+command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
+command -v go >/dev/null || die "the builder needs Go 1.26+ on PATH"
 ensure_debootstrap
 DEBIAN_MIRROR=$(mirror)
 export DEBIAN_MIRROR AUTOCODER_IMAGE_WORKDIR=$WORKDIR AUTOCODER_IMAGE_BASE=$BASE
