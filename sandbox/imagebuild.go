@@ -169,7 +169,7 @@ func (b *imageBuilder) build(ctx context.Context, p Profile) error {
 
 func orNone(err error) error {
 	if err == nil {
-		return errors.New("the recipe names no base image")
+		return errors.New("not tried")
 	}
 	return err
 }
