@@ -87,7 +87,7 @@ rootfs_tarball() {
 	[ "$(id -u)" = 0 ] || die "debootstrap needs root; rerun with sudo"
 	command -v debootstrap >/dev/null || {
 		log "installing debootstrap via apt"
-		apt-get update -qq
+		apt-get update -qq >&2
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 	}
 	mkdir -p "$WORKDIR"

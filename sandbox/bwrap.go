@@ -648,30 +648,6 @@ func (c *goCache) wait(ctx context.Context) error {
 	}
 }
 
-const warmTest = `package warm
-
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"math"
-	"os"
-	"regexp"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"testing"
-	"time"
-)
-
-var _ = []any{bytes.NewReader, json.Marshal, errors.New, fmt.Sprint, math.Abs, os.Getenv,
-	regexp.MustCompile, sort.Ints, strconv.Itoa, strings.ToUpper, sync.Once{}, time.Now}
-
-func TestWarm(t *testing.T) {}
-`
-
 func startGoCache(dir, goRoot string, p Profile, log *slog.Logger) *goCache {
 	ver, _ := os.ReadFile(filepath.Join(goRoot, "VERSION"))
 	sum := sha256.Sum256(append([]byte(goRoot+"\x00"), ver...))
@@ -693,53 +669,28 @@ func startGoCache(dir, goRoot string, p Profile, log *slog.Logger) *goCache {
 	return c
 }
 
-// buildGoCache compiles the warm test with the sandbox's Go environment
-// into a temp cache and renames it into place, so a half-built cache is
-// never used.
+// buildGoCache runs the profile's image recipe Setup, which fills
+// $GOCACHE, on the host with the sandbox's Go environment, into a temp
+// cache, and renames it into place, so a half-built cache is never used.
 func buildGoCache(final, goRoot string, p Profile) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(final), "gocache-build-")
 	if err != nil {
 		return fmt.Errorf("go cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	src := filepath.Join(tmp, "src")
 	cache := filepath.Join(tmp, "cache")
-	if err := os.MkdirAll(filepath.Join(tmp, "home"), 0o755); err != nil {
+	home := filepath.Join(tmp, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
 		return fmt.Errorf("go cache: %w", err)
-	}
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return fmt.Errorf("go cache: %w", err)
-	}
-	files := map[string]string{"go.mod": "module warm\n\ngo 1.21\n", "w_test.go": warmTest}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
-			return fmt.Errorf("go cache: %w", err)
-		}
 	}
 	// The same environment as a sandbox run, with the writable places
 	// moved into the temp dir: cache keys depend on the Go settings only.
-	home := filepath.Join(tmp, "home")
-	env := append(p.environ(goRoot+"/bin:"+hostPath),
+	cmd := exec.Command("/bin/sh", "-ec", p.Recipe.Setup)
+	cmd.Dir = home
+	cmd.Env = append(p.environ(goRoot+"/bin:"+hostPath),
 		"GOCACHE="+cache, "HOME="+home, "TMPDIR="+home, "GOTMPDIR="+home, "GOPATH="+home, "GOMODCACHE="+home+"/mod")
-	for _, argv := range [][]string{{"test", "-count=1", "./..."}, {"vet", "./..."}} {
-		cmd := exec.Command(filepath.Join(goRoot, "bin", "go"), argv...)
-		cmd.Dir = src
-		cmd.Env = env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go cache: go %s: %w: %s", strings.Join(argv, " "), err, bytes.TrimSpace(out))
-		}
-	}
-	if err := filepath.WalkDir(cache, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		mode := fs.FileMode(0o644)
-		if d.IsDir() {
-			mode = 0o755
-		}
-		return os.Chmod(path, mode)
-	}); err != nil {
-		return fmt.Errorf("go cache: %w", err)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go cache: the recipe's setup: %w: %s", err, bytes.TrimSpace(out))
 	}
 	if err := os.Rename(cache, final); err != nil {
 		// Another runner may have finished first.

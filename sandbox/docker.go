@@ -89,7 +89,9 @@ type dockerRunner struct {
 	owner    string
 	id       string // labelRunner value: tells this runner's containers from its siblings'
 	pools    map[poolKey]*warmPool[*box]
-	limits   Limits                // of the pools' containers
+	limits   Limits // of the pools' containers
+	images   *imageBuilder
+	toolsMu  sync.Mutex
 	tools    map[string]*toolchain // toolchain volumes by image, filled on first use
 	profiles profileSet
 	bg       sync.WaitGroup // pending removals and volume fills
@@ -116,10 +118,12 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: owner.ID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{},
-		limits: cfg.PoolLimits.withDefaults(), tools: map[string]*toolchain{}, stop: make(chan struct{}), reaped: make(chan struct{})}
+		limits: cfg.PoolLimits.withDefaults(), images: newImageBuilder(cli, cfg.Logger, cfg.Images), tools: map[string]*toolchain{},
+		stop: make(chan struct{}), reaped: make(chan struct{})}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	// Images are checked now, for every profile: a missing one is
-	// reported at start, and its language's runs fail until it is built.
+	// reported at start and built on its language's first run. Its
+	// language has no warm pool.
 	d.profiles = newProfileSet(cfg.Profiles)
 	for _, p := range cfg.Profiles {
 		if err := d.checkImage(ctx, p.Image); err != nil {
@@ -127,10 +131,10 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 				cli.Close()
 				return nil, err
 			}
-			d.log.Warn("sandbox: image missing; its language's tasks cannot run until it is built", "profile", p.Name, "image", p.Image)
+			d.log.Warn("sandbox: image missing; it is built on its language's first run", "profile", p.Name, "image", p.Image)
 			continue
 		}
-		d.tools[p.Image] = &toolchain{done: make(chan struct{})}
+		d.images.markPresent(p.Image)
 		if cfg.PoolSize > 0 {
 			d.pools[newPoolKey(p, p.Image, d.limits)] = newWarmPool(p.Name, cfg.PoolSize, d.log, d.warmLauncher(p, d.limits), d.discard)
 		}
@@ -144,7 +148,7 @@ func (d *dockerRunner) warm(p Profile) {
 	if d.closed.Load() {
 		return
 	}
-	if tc := d.tools[p.Image]; tc != nil {
+	if tc := d.toolchainOf(p.Image); tc != nil {
 		tc.once.Do(func() {
 			tc.begun.Store(true)
 			d.bg.Add(1)
@@ -166,10 +170,27 @@ func (d *dockerRunner) warm(p Profile) {
 	}
 }
 
+// toolchainOf returns the toolchain volumes of an image, made on first
+// ask; nil while the image is not known to exist, since an image built on
+// first use gets its volumes only then.
+func (d *dockerRunner) toolchainOf(image string) *toolchain {
+	d.toolsMu.Lock()
+	defer d.toolsMu.Unlock()
+	if tc := d.tools[image]; tc != nil {
+		return tc
+	}
+	if !d.images.has(image) {
+		return nil
+	}
+	tc := &toolchain{done: make(chan struct{})}
+	d.tools[image] = tc
+	return tc
+}
+
 // mounts returns the image's toolchain volumes if they are ready; a run
 // does not wait for them.
 func (d *dockerRunner) mounts(image string) []mount.Mount {
-	tc := d.tools[image]
+	tc := d.toolchainOf(image)
 	if tc == nil {
 		return nil
 	}
@@ -240,11 +261,24 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 			d.log.Warn("sandbox: warm container was unusable; running cold", "id", short(b.id), "err", err)
 		}
 	}
+	if err := d.ensureImage(ctx, j); err != nil {
+		return Result{}, err
+	}
 	b, err := d.launch(ctx, j.profile, j.image, j.limits, false)
 	if err != nil {
 		return Result{}, err
 	}
 	return d.exec(ctx, b, j)
+}
+
+// ensureImage builds the profile's image if it is missing, on its first
+// run; concurrent first runs wait for one build. An image a spec names
+// instead of the profile's is not the recipe's to build.
+func (d *dockerRunner) ensureImage(ctx context.Context, j job) error {
+	if j.image != j.profile.Image {
+		return nil
+	}
+	return d.images.ensure(ctx, d.ctx, j.profile)
 }
 
 // warmLauncher starts a pool's containers. The first runs the profile's
@@ -258,7 +292,7 @@ func (d *dockerRunner) warmLauncher(p Profile, lim Limits) func(context.Context)
 	warmed := false // the pool launches one container at a time
 	return func(ctx context.Context) (*box, error) {
 		// Warm containers are worth their volumes: wait for the fill.
-		if tc := d.tools[p.Image]; tc != nil {
+		if tc := d.toolchainOf(p.Image); tc != nil {
 			select {
 			case <-tc.done:
 			case <-ctx.Done():

@@ -21,12 +21,15 @@ type Profile struct {
 	// TestCmd is the default command, run in the workdir.
 	TestCmd []string
 	lang.Sandbox
+	// recipeImage is the language's own name of the image, when
+	// AUTOCODER_IMAGE_<NAME> renamed it.
+	recipeImage string
 }
 
 // ProfileOf is a language's profile; the image can be overridden with
 // AUTOCODER_IMAGE_<NAME> (AUTOCODER_IMAGE_PYTHON).
 func ProfileOf(l lang.Language) Profile {
-	p := Profile{Name: l.Name, TestCmd: l.Tests.Command, Sandbox: l.Sandbox}
+	p := Profile{Name: l.Name, TestCmd: l.Tests.Command, Sandbox: l.Sandbox, recipeImage: l.Sandbox.Image}
 	p.Image = envOr("AUTOCODER_IMAGE_"+strings.ToUpper(l.Name), p.Image)
 	return p
 }

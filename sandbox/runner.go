@@ -37,7 +37,10 @@ type Config struct {
 	// CacheDir holds the bwrap backend's pre-built Go cache; empty means a
 	// directory under os.TempDir().
 	CacheDir string
-	Logger   *slog.Logger
+	// Images say where the docker backend's offline build of a missing
+	// image finds Debian.
+	Images ImageOptions
+	Logger *slog.Logger
 	// noSeccomp runs bwrap sandboxes without their seccomp filter; only
 	// the benchmark sets it, to measure what the filter costs.
 	noSeccomp bool

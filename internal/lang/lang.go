@@ -208,7 +208,9 @@ type Sandbox struct {
 	Install   string
 	// GoCache, when set, is where a read-only pre-built Go build cache is
 	// found in the sandbox; each run seeds its writable GOCACHE from it.
-	// The bwrap backend builds it once with the go in HostBin.
+	// Recipe.Setup fills it: it runs with GOCACHE set to this directory in
+	// the image, and to a cache of the worker's in the bwrap backend,
+	// which runs it once on the host with the go in HostBin.
 	GoCache string
 }
 
@@ -225,8 +227,24 @@ type Recipe struct {
 	// mirror), shared by every language's image.
 	Packages []string
 	// Setup runs last in both builds, as root, with the sandbox's
-	// environment: pre-built caches and the like.
+	// environment: pre-built caches and the like. It is a POSIX shell
+	// script of any number of lines, run with sh -e.
 	Setup string
+	// HostDirs are copied from the worker's host into the offline image:
+	// a toolchain Debian's packages give only in a version too old (Go).
+	HostDirs []HostDir
+}
+
+// HostDir is a directory of the host the offline build copies.
+type HostDir struct {
+	// Find returns the directory on the host, "" when there is none;
+	// the offline build then fails, naming Sandbox.Install.
+	Find func() string
+	// To is its path in the image.
+	To string
+	// Skip are subdirectories, relative to it, left out: what the
+	// sandbox never uses (a Go root's own tests).
+	Skip []string
 }
 
 // DebianToolchainDirs hold the interpreters, compilers and shared libraries
