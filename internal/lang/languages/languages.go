@@ -13,12 +13,18 @@ import (
 
 	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/lang/golang"
+	"github.com/autocoder/autocoder/internal/lang/node"
 	"github.com/autocoder/autocoder/internal/lang/python"
 )
 
 // All returns the languages, in the order help and errors list them.
 func All() []lang.Language {
-	return []lang.Language{python.Language(), golang.Language()}
+	return []lang.Language{
+		python.Language(),
+		golang.Language(),
+		node.JavaScript(),
+		node.TypeScript(),
+	}
 }
 
 // Default is the language of a task that names none and starts from no
