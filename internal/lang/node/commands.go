@@ -79,15 +79,29 @@ var jsTestCmd = sh(ownTestScript + jestFunc +
 	`if ` + jestWanted + `; then jest_; exit; fi
 exec ` + nodeTest + "\n")
 
+// ranOneFunc defines ran_one, which runs a command and fails it when it
+// passed without running a test: a pattern that matches no test (one
+// renamed, a file's name) must not pass a step. The count lines are
+// node --test's TAP and spec summaries and jest's.
+const ranOneFunc = `ran_one() {
+  out=$("$@" 2>&1); st=$?
+  printf '%s\n' "$out"
+  if [ $st = 0 ] && ! printf '%s\n' "$out" | grep -Eq '^# pass [1-9]|^ℹ pass [1-9]|^Tests:.* [1-9][0-9]* passed'; then
+    echo "no test matched the names asked for"; exit 1
+  fi
+  exit $st
+}
+`
+
 // jsNamedScript runs the tests whose names match $1 with the runner
 // jsTestCmd would pick, but for the project's own script, which cannot be
 // told which tests to run: jest when the script or the files are
 // Jest's, else node --test.
-const jsNamedScript = testScriptOf + jestFunc + `case "$s" in
-*jest*) jest_ -t "$1"; exit ;;
-""|*"no test specified"*) if ` + jestWanted + `; then jest_ -t "$1"; exit; fi ;;
+const jsNamedScript = testScriptOf + jestFunc + ranOneFunc + `case "$s" in
+*jest*) ran_one jest_ -t "$1" ;;
+""|*"no test specified"*) if ` + jestWanted + `; then ran_one jest_ -t "$1"; fi ;;
 esac
-exec ` + nodeTest + ` --test-name-pattern="$1"
+ran_one ` + nodeTest + ` --test-name-pattern="$1"
 `
 
 // jsCompile checks the syntax of every JavaScript file of the project
@@ -102,7 +116,7 @@ var jsCompile = []string{"find", ".", "-name", "node_modules", "-prune", "-o", "
 var tsTestCmd = sh(ownTestScript + tsBuild + `cd ` + buildDir + ` && exec ` + nodeTest + "\n")
 
 // tsNamedScript runs the compiled tests whose names match $1.
-const tsNamedScript = tsBuild + `cd ` + buildDir + ` && exec ` + nodeTest + ` --test-name-pattern="$1"
+const tsNamedScript = tsBuild + ranOneFunc + `cd ` + buildDir + ` && ran_one ` + nodeTest + ` --test-name-pattern="$1"
 `
 
 // tsCompile type-checks the project and its tests without emitting.

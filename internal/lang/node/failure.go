@@ -14,7 +14,8 @@ var failure = lang.Failure{
 	Parse:  parse,
 	Digest: digest,
 	Failing: []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^\s*not ok \d+ - (.+?)(?:\s+# .*)?$`),
+		// A file that failed as a whole is named by its path: no test.
+		regexp.MustCompile(`(?m)^\s*not ok \d+ - ([^/\s].*?)(?:\s+# .*)?$`),
 		regexp.MustCompile(`(?m)^\s*✖ (.+?) \([\d.]+m?s\)$`),
 		// Jest's "Test suite failed to run" is a file, not a test: it
 		// matches with an empty group.

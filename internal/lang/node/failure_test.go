@@ -99,6 +99,8 @@ func TestFailing(t *testing.T) {
 		// The file that failed to run is no test.
 		{"jest-typeerror-syntax.txt", []string{"main returns the port"}},
 		{"tsc-errors.txt", nil},
+		{"tap-syntax-node20.txt", nil},
+		{"tap-mixed-node20.txt", []string{"total sums quantities times price", "discount takes a percentage", "reads the port"}},
 	}
 	for _, tt := range tests {
 		if got := failingTests(readOutput(t, tt.file)); !slices.Equal(got, tt.want) {
@@ -125,6 +127,12 @@ func TestDigest(t *testing.T) {
 		{"tap-syntax-node20.txt",
 			[]string{"SyntaxError: missing ) after argument list", "/tmp/nodework/syntax/util.js:2"},
 			[]string{"node:internal"}},
+		// Failing tests, a test whose error is thrown inside Node, and a
+		// file that does not parse, in one run.
+		{"tap-mixed-node20.txt",
+			[]string{"not ok 1 - total sums quantities times price", "not ok 4 - reads the port",
+				"parseConfig (/tmp/nodework/mixed/config.js:2:15)", "SyntaxError: missing ) after argument list", "/tmp/nodework/mixed/util.js:2"},
+			[]string{"JSON.parse (<anonymous>)", "node:internal"}},
 		{"jest-typeerror-syntax.txt",
 			[]string{"● main returns the port", "TypeError: cfg.load is not a function", "at main (app.js:2:30)",
 				"● Test suite failed to run", `SyntaxError: /w/jest2/util.js: Unexpected token, expected "," (2:44)`, "Tests:       1 failed, 1 total"},

@@ -152,6 +152,9 @@ func (ex example) check(t *testing.T, r sandbox.Runner) {
 	fixed := withFile(files, ex.fix)
 	ex.run(t, r, fixed, nil, true)
 	ex.run(t, r, fixed, named, true)
+	// A name that matches no test passes nothing.
+	none, _ := ex.lang.Tests.Named([]string{"no such test"})
+	ex.run(t, r, fixed, none, false)
 }
 
 // run runs cmd (nil: the default test command) over files and wants it to
@@ -267,6 +270,8 @@ describe('cart', () => {
 			if out := js.run(t, r, files, named, true); !strings.Contains(out, "1 skipped") {
 				t.Errorf("the named test did not run alone:\n%s", out)
 			}
+			none, _ := js.lang.Tests.Named([]string{"no such test"})
+			js.run(t, r, files, none, false)
 		})
 	}
 }
@@ -278,5 +283,25 @@ func TestTypeScriptFailureNamesSource(t *testing.T) {
 	out := ts.run(t, newRunner(t, "bwrap"), exampleFiles(t, "typescript"), nil, false)
 	if d := ts.lang.Failure.Digest(out); !strings.Contains(d, "/work/src/inventory.test.ts:") {
 		t.Errorf("digest does not name the .ts source:\n%s", d)
+	}
+}
+
+// TestOwnTestScript runs the project's own test script when package.json
+// has one, but for npm's placeholder.
+func TestOwnTestScript(t *testing.T) {
+	r := newRunner(t, "bwrap")
+	js := example{lang: node.JavaScript()}
+	own := []workspace.File{
+		{Path: "package.json", Data: []byte(`{"name": "own", "scripts": {"test": "node checks.js"}}`)},
+		{Path: "checks.js", Data: []byte("console.log('own checks ran'); process.exit(3);\n")},
+		{Path: "a.test.js", Data: []byte("require('node:test')('passes', () => {});\n")},
+	}
+	if out := js.run(t, r, own, nil, false); !strings.Contains(out, "own checks ran") {
+		t.Errorf("the project's test script did not run:\n%s", out)
+	}
+	placeholder := withFile(own, workspace.File{Path: "package.json",
+		Data: []byte(`{"name": "own", "scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}`)})
+	if out := js.run(t, r, placeholder, nil, true); !strings.Contains(out, "ok 1 - passes") {
+		t.Errorf("node --test did not run the tests:\n%s", out)
 	}
 }
