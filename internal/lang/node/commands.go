@@ -47,8 +47,9 @@ const nodeTest = `node --test --test-reporter=tap`
 // /usr/share/nodejs/@types, some of which do not compile.
 const typeRoots = "./node_modules/@types,/usr/local/lib/node_modules/@types,/usr/lib/node_modules/@types"
 
-// buildDir is where the TypeScript tests are compiled to and run from,
-// outside the project so that no compiled file joins it.
+// buildDir is where the TypeScript tests are compiled to, outside the
+// project so that no compiled file joins it; they run from the project's
+// root, as its own tests would.
 const buildDir = "/tmp/tsbuild"
 
 // tscFunc defines tsc_, tsc over the project: its tsconfig.json, or with
@@ -113,10 +114,10 @@ var jsCompile = []string{"find", ".", "-name", "node_modules", "-prune", "-o", "
 
 // tsTestCmd runs a TypeScript project's tests: its own test script, else
 // its node:test files compiled by tsc.
-var tsTestCmd = sh(ownTestScript + tsBuild + `cd ` + buildDir + ` && exec ` + nodeTest + "\n")
+var tsTestCmd = sh(ownTestScript + tsBuild + `exec ` + nodeTest + ` ` + buildDir + "\n")
 
 // tsNamedScript runs the compiled tests whose names match $1.
-const tsNamedScript = tsBuild + ranOneFunc + `cd ` + buildDir + ` && ran_one ` + nodeTest + ` --test-name-pattern="$1"
+const tsNamedScript = tsBuild + ranOneFunc + `ran_one ` + nodeTest + ` --test-name-pattern="$1" ` + buildDir + `
 `
 
 // tsCompile type-checks the project and its tests without emitting.

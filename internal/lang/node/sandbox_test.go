@@ -305,3 +305,32 @@ func TestOwnTestScript(t *testing.T) {
 		t.Errorf("node --test did not run the tests:\n%s", out)
 	}
 }
+
+// TestPrewarm runs each language's warm-up as a pool's first sandbox does.
+func TestPrewarm(t *testing.T) {
+	r := newRunner(t, "bwrap")
+	for _, l := range []lang.Language{node.JavaScript(), node.TypeScript()} {
+		example{lang: l}.run(t, r, nil, []string{"sh", "-c", l.Sandbox.Prewarm}, true)
+	}
+}
+
+// TestTypeScriptTestsRunFromTheRoot runs compiled tests in the project's
+// root, where their data files are.
+func TestTypeScriptTestsRunFromTheRoot(t *testing.T) {
+	files := []workspace.File{
+		{Path: "tsconfig.json", Data: []byte(`{"compilerOptions": {"target": "ES2020", "module": "commonjs", "strict": true, "esModuleInterop": true}}`)},
+		{Path: "testdata/prices.json", Data: []byte(`[1, 2, 3]`)},
+		{Path: "src/prices.test.ts", Data: []byte(`import test from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+test("reads its data from the root", () => {
+  assert.deepEqual(JSON.parse(readFileSync("testdata/prices.json", "utf8")), [1, 2, 3]);
+});
+`)},
+	}
+	ts := example{lang: node.TypeScript()}
+	r := newRunner(t, "bwrap")
+	ts.run(t, r, files, nil, true)
+	named, _ := ts.lang.Tests.Named([]string{"reads its data from the root"})
+	ts.run(t, r, files, named, true)
+}
