@@ -21,9 +21,11 @@ type exampleFix struct {
 
 // exampleFixes are the examples/<language> projects' fixes.
 var exampleFixes = map[string]exampleFix{
-	"python": {"slug.py", `    words = re.findall(r"[a-z0-9]+", ascii_title)`, `    words = re.findall(r"[a-z0-9]+", ascii_title.lower())`},
-	"go":     {"wordfreq.go", "\t\tcounts[w]++", "\t\tcounts[strings.ToLower(w)]++"},
-	"rust":   {"src/parse.rs", "        'h' => Ok(60),", "        'h' => Ok(3600),"},
+	"python":     {"slug.py", `    words = re.findall(r"[a-z0-9]+", ascii_title)`, `    words = re.findall(r"[a-z0-9]+", ascii_title.lower())`},
+	"go":         {"wordfreq.go", "\t\tcounts[w]++", "\t\tcounts[strings.ToLower(w)]++"},
+	"javascript": {"src/invoice.js", "  return Math.round(cents - cents * percent);", "  return Math.round(cents * (1 - percent / 100));"},
+	"typescript": {"src/inventory.ts", "    if (have < 0) {", "    if (have < qty) {"},
+	"rust":       {"src/parse.rs", "        'h' => Ok(60),", "        'h' => Ok(3600),"},
 	"cpp": {"src/stats.cpp", "    return values[values.size() / 2];",
 		"    std::size_t mid = values.size() / 2;\n    if (values.size() % 2 == 0) {\n        return (values[mid - 1] + values[mid]) / 2;\n    }\n    return values[mid];"},
 	"java": {"src/main/java/com/example/invoice/Invoice.java", "        if (subtotal > DISCOUNT_THRESHOLD_CENTS) {", "        if (subtotal >= DISCOUNT_THRESHOLD_CENTS) {"},

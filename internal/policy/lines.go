@@ -22,9 +22,9 @@ type LineRules = lang.LineRules
 // check).
 type LineRule = lang.LineRule
 
-// absPath is a string literal that starts at the root or the home
-// directory.
-const absPath = `["'](?:/|~/)`
+// absPath is a JavaScript string literal (quoted or a template) that
+// starts at the root or the home directory.
+const absPath = "[\"'`](?:/|~/)"
 
 var cComments = []string{"//", "/*", "*"}
 
@@ -56,6 +56,7 @@ var JavaScript = LineRules{
 		{Category: Process, Pattern: `\b(?:child_process|worker_threads)\b|\b(?:execSync|execFileSync|spawnSync|fork)\s*\(|\bDeno\.(?:run|Command)\b|\bBun\.spawn`, Message: "spawns processes"},
 		{Category: Network, Pattern: `['"](?:node:)?(?:net|http|https|http2|dgram|tls)['"]|\bfetch\s*\(|\bXMLHttpRequest\b|\bnew\s+WebSocket\b|['"](?:axios|node-fetch|got|ws|undici)['"]`, Message: "opens network connections"},
 		{Category: Dynamic, Pattern: `\beval\s*\(|\bnew\s+Function\s*\(|['"](?:node:)?vm['"]`, Message: "evaluates code at run time"},
+		{Category: Native, Pattern: `\bprocess\.(?:dlopen|binding|_linkedBinding)\s*\(|\brequire\s*\(\s*['"][^'"]+\.node['"]\s*\)|['"](?:ffi-napi|koffi)['"]`, Message: "loads native code"},
 		{Category: AbsWrite, Pattern: `\b(?:rm|rmSync|rmdir|rmdirSync|unlink|unlinkSync|writeFile|writeFileSync|appendFile|appendFileSync)\s*\(\s*` + absPath, Message: "writes or deletes at an absolute path; stay inside the project"},
 	},
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/autocoder/autocoder/internal/lang/cpp"
 	"github.com/autocoder/autocoder/internal/lang/golang"
 	"github.com/autocoder/autocoder/internal/lang/java"
+	"github.com/autocoder/autocoder/internal/lang/node"
 	"github.com/autocoder/autocoder/internal/lang/python"
 	"github.com/autocoder/autocoder/internal/lang/rust"
 	"github.com/autocoder/autocoder/internal/policy"
@@ -25,6 +26,8 @@ func All() []lang.Language {
 	return []lang.Language{
 		python.Language(),
 		golang.Language(),
+		node.JavaScript(),
+		node.TypeScript(),
 		rust.Language(),
 		cpp.Language(),
 		java.Language(),
@@ -38,8 +41,9 @@ func All() []lang.Language {
 func LineRules() []lang.LineRules {
 	sets := []lang.LineRules{policy.Shared}
 	for _, l := range All() {
-		if len(l.Policy.LineRules.Rules) > 0 {
-			sets = append(sets, l.Policy.LineRules)
+		r := l.Policy.LineRules
+		if len(r.Rules) > 0 && !slices.ContainsFunc(sets, func(s lang.LineRules) bool { return s.Language == r.Language }) {
+			sets = append(sets, r)
 		}
 	}
 	return sets

@@ -1,0 +1,193 @@
+// Package node is autocoder's knowledge of JavaScript and TypeScript on
+// Node.js: their tests (the project's own npm test script, Jest-style
+// tests under jest, Node's built-in runner, tsc), the sandbox image they
+// share (Node 18 with jest 29 and TypeScript 4.8: Debian bookworm's, and
+// the official image of the same versions), and the failure parser
+// lessons are keyed by.
+package node
+
+import (
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/policy"
+)
+
+// image is the sandbox image both languages run in.
+const image = "autocoder/sandbox-node:1"
+
+// nodeCommands are the programs a test command of either language runs.
+var nodeCommands = []string{"node", "nodejs", "npm", "npx", "jest", "yarn", "pnpm"}
+
+// JavaScript returns JavaScript on Node.js.
+func JavaScript() lang.Language {
+	return lang.Language{
+		Name:    "javascript",
+		Title:   "JavaScript",
+		Aliases: []string{"js", "node", "nodejs"},
+		Detect: lang.Detect{
+			Markers:  []string{"package.json"},
+			Commands: nodeCommands,
+			Task:     `\bjavascript\b|\bnode\.?js\b|\bjs\b|\bexpress(?:\.js)?\b|\bnpm\b|\bjest\b`,
+		},
+		Tests: lang.Tests{
+			Command:    jsTestCmd,
+			Describe:   "the package.json `test` script (`npm test`), else `jest --ci` (in the image), else `node --test`",
+			Named:      named(jsNamedScript),
+			Compile:    jsCompile,
+			IsTestFile: isTestFile,
+		},
+		Guide: `Language: JavaScript on Node.js 18 (write code that runs on Node 18; use CommonJS require/module.exports unless package.json says "type": "module").
+There is no network: nothing can be installed (no npm install); use Node's built-in modules only.
+Tests: name test files *.test.js (or put them under test/). Write them with Node's built-in runner:
+  const test = require('node:test'); // or: const { describe, it } = require('node:test');
+  const assert = require('node:assert/strict');
+They run with node --test. If package.json has a "test" script, npm test runs the tests instead; Jest-style tests (describe/it/expect without imports) that a project already has run with jest 29.`,
+		Extensions: []string{".js", ".mjs", ".cjs", ".jsx"},
+		Failure:    failure,
+		Policy:     lang.Policy{LineRules: policy.JavaScript},
+		Sandbox:    sandbox(jsPrewarm, []string{"node", "--version"}, "install Node.js 18 or later (apt-get install nodejs)"),
+	}
+}
+
+// TypeScript returns TypeScript, compiled by tsc and run on Node.js.
+func TypeScript() lang.Language {
+	return lang.Language{
+		Name:    "typescript",
+		Title:   "TypeScript",
+		Aliases: []string{"ts"},
+		Detect: lang.Detect{
+			Markers: []string{"tsconfig.json"},
+			// Node's programs too: "npm test" in a project with both
+			// package.json and tsconfig.json names both languages, and
+			// Rank decides.
+			Commands: append([]string{"tsc", "ts-node", "tsx"}, nodeCommands...),
+			Task:     `\btypescript\b|\bts\b|\btsc\b|\btsconfig\b`,
+			Rank:     1,
+		},
+		Tests: lang.Tests{
+			Command:    tsTestCmd,
+			Describe:   "the package.json `test` script, else `tsc` into a build dir, then `node --test` on its output",
+			Named:      named(tsNamedScript),
+			Compile:    tsCompile,
+			IsTestFile: isTestFile,
+		},
+		Guide: `Language: TypeScript 4.8 (tsc) on Node.js 18. Keep a tsconfig.json at the root; when there is none, create {"compilerOptions": {"target": "ES2020", "module": "commonjs", "strict": true, "esModuleInterop": true}}.
+There is no network: nothing can be installed (no npm install); use Node's built-in modules only. Their types (@types/node) are available.
+Tests: name test files *.test.ts next to the code. Write them with Node's built-in runner:
+  import test from "node:test"; // or: import { describe, it } from "node:test";
+  import assert from "node:assert/strict";
+tsc compiles the project into a separate build directory and node --test runs the compiled tests there, so a type error fails the tests, and tests must find data files from the project root (process.cwd()), not from __dirname. If package.json has a "test" script, npm test runs the tests instead.`,
+		Extensions: []string{".ts", ".mts", ".cts", ".tsx"},
+		Failure:    failure,
+		Policy:     lang.Policy{LineRules: policy.JavaScript},
+		Sandbox: sandbox(jsPrewarm+` && printf 'export const w: number = 1;\n' > w.ts && tsc --noEmit w.ts`,
+			sh(tsHostCheck),
+			"apt-get install nodejs node-typescript node-undici, and Node's type declarations (the @types/node package) in /usr/local/lib/node_modules/@types or /usr/lib/node_modules/@types (npm install -g @types/node)"),
+	}
+}
+
+// tsHostCheck finds tsc and Node's types on the host.
+const tsHostCheck = `tsc --version || exit 1
+for d in $(echo "` + typeRoots + `" | tr , ' '); do [ -d "$d/node" ] && exit 0; done
+echo "no @types/node in ` + typeRoots + `"; exit 1`
+
+// jsPrewarm runs one trivial node:test file: the first node start loads
+// the runtime from disk.
+const jsPrewarm = `printf 'require("node:test")("w", () => {});\n' > w.test.js && ` + nodeTest + ` >/dev/null`
+
+// sandbox is the sandbox both languages share, but for their warm-up and
+// host check.
+func sandbox(prewarm string, hostCheck []string, install string) lang.Sandbox {
+	return lang.Sandbox{
+		Image: image,
+		Env: map[string]string{
+			// npm runs a project's test script and nothing else: no
+			// registry, no update check, its cache in the writable /tmp.
+			"npm_config_offline":         "true",
+			"npm_config_update_notifier": "false",
+			"npm_config_fund":            "false",
+			"npm_config_audit":           "false",
+			"npm_config_cache":           "/tmp/.npm",
+			// Plain output for the parser: chalk (jest) and Node's
+			// reporters both read it.
+			"FORCE_COLOR": "0",
+		},
+		Recipe: recipe,
+		// Debian's JavaScript packages (jest, tsc and the types) live in
+		// /usr/share/nodejs.
+		ToolchainDirs: append(slices.Clone(lang.DebianToolchainDirs), "/usr/share/nodejs"),
+		Prewarm:       prewarm,
+		HostPaths:     hostPaths,
+		HostBin:       hostBin,
+		HostCheck:     hostCheck,
+		Install:       install,
+	}
+}
+
+// recipe builds the image: Node 18, jest 29.3 and TypeScript 4.8.4 with
+// Node's and Jest's types, which are Debian bookworm's versions, so both
+// builds run the same tools. The types go where a global npm install puts
+// them, which is where tsc is told to look (typeRoots).
+var recipe = lang.Recipe{
+	Base:      "node:18-bookworm-slim",
+	BaseSetup: "npm install -g jest@29.3.1 typescript@4.8.4 @types/node@18 @types/jest@29 && npm cache clean --force && rm -rf /root/.npm",
+	Packages:  []string{"nodejs", "npm", "jest", "node-typescript", "node-undici"},
+	Setup: `mkdir -p /usr/local/lib/node_modules/@types && for t in node jest; do
+  [ -e /usr/local/lib/node_modules/@types/$t ] || ln -s /usr/share/nodejs/@types/$t /usr/local/lib/node_modules/@types/$t
+done`,
+}
+
+// hostNodeDir is the directory of the host's node when it is not in the
+// system's bin directories (an install under /opt or a version manager's):
+// bwrap then mounts its install root and puts it first on PATH. "" when
+// node is a system one, or absent.
+var hostNodeDir = sync.OnceValue(func() string {
+	p, err := exec.LookPath("node")
+	if err != nil {
+		return ""
+	}
+	if p, err = filepath.EvalSymlinks(p); err != nil {
+		return ""
+	}
+	dir := filepath.Dir(p)
+	if dir == "/usr/bin" || dir == "/bin" {
+		return ""
+	}
+	return dir
+})
+
+func hostBin() []string {
+	if d := hostNodeDir(); d != "" {
+		return []string{d}
+	}
+	return nil
+}
+
+// hostPaths mounts the install root of a host node outside /usr (which
+// bwrap shows anyway), with its global packages beside it.
+func hostPaths() []string {
+	d := hostNodeDir()
+	if d == "" || strings.HasPrefix(d, "/usr/") {
+		return nil
+	}
+	return []string{filepath.Dir(d)}
+}
+
+// testFileRe is the test file names of node --test and Jest: *.test.js,
+// *.spec.ts, *_test.mjs, test-*.js, test.js.
+var testFileRe = regexp.MustCompile(`(?:[.\-_](?:test|spec)|^test(?:-[^/]*)?)\.[cm]?[jt]sx?$`)
+
+// isTestFile is what node --test and Jest find by default, with
+// __tests__/ and test/ directories, and Jest's configuration, which
+// decides what the tests are.
+func isTestFile(p string) bool {
+	base := path.Base(p)
+	return testFileRe.MatchString(base) || strings.HasPrefix(base, "jest.config.") || lang.UnderTestDir(p)
+}
