@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 
 log() { printf '==> %s\n' "$*" >&2; }
 
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 need_pkgs=()
 command -v bwrap >/dev/null || need_pkgs+=(bubblewrap)
 command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
@@ -16,11 +17,35 @@ command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 ctags --version 2>/dev/null | grep -q 'Universal Ctags' || need_pkgs+=(universal-ctags) # repository maps
 command -v node >/dev/null || need_pkgs+=(nodejs) # bwrap's seccomp filter is tested with node
 command -v javac >/dev/null || need_pkgs+=(default-jdk-headless) # and the JVM, running a program from source
+# The languages' host toolchains, for the bwrap backend (each language's
+# HostCheck says what it needs).
+[ -x /usr/bin/cargo ] || need_pkgs+=(cargo rustc)
+command -v cmake >/dev/null || need_pkgs+=(cmake)
+[ -d /usr/lib/x86_64-linux-gnu/cmake/GTest ] || [ -d /usr/lib/cmake/GTest ] || need_pkgs+=(libgtest-dev libgmock-dev googletest)
+[ -d /usr/lib/cmake/Catch2 ] || [ -d /usr/share/Catch2 ] || dpkg -s catch2 >/dev/null 2>&1 || need_pkgs+=(catch2)
+[ -r /usr/share/java/junit-platform-console-standalone.jar ] || need_pkgs+=(junit5)
+[ -r /usr/share/java/assertj-core.jar ] || need_pkgs+=(libassertj-core-java)
+command -v tsc >/dev/null || need_pkgs+=(node-typescript node-undici)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+# TypeScript on the host needs Node's type declarations where tsc looks
+# (the host's Node may not be Debian's, which ships them).
+if ! [ -d /usr/local/lib/node_modules/@types/node ] && ! [ -d /usr/lib/node_modules/@types/node ]; then
+  if ! [ -d /usr/share/nodejs/@types/node ]; then
+    log "unpacking @types/node from Debian's nodejs package"
+    v=$(apt-cache madison nodejs | awk '$0 ~ /debian/ {print $3; exit}')
+    tmp=$(mktemp -d)
+    (cd "$tmp" && apt-get download -qq "nodejs=$v" >/dev/null && dpkg-deb -x nodejs_*.deb x)
+    $SUDO mkdir -p /usr/share/nodejs/@types
+    $SUDO cp -a "$tmp/x/usr/share/nodejs/@types/node" /usr/share/nodejs/@types/node
+    rm -rf "$tmp"
+  fi
+  $SUDO mkdir -p /usr/local/lib/node_modules/@types
+  $SUDO ln -sfn /usr/share/nodejs/@types/node /usr/local/lib/node_modules/@types/node
 fi
 
 if docker info >/dev/null 2>&1; then
