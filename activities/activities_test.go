@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/autocoder/autocoder/internal/lang/languages"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -526,5 +527,25 @@ func TestCallUsageCountsUnpricedCalls(t *testing.T) {
 	u.Add(callUsage("my-local-model", 1000, 100))
 	if u.Unpriced != 1 || u.Calls != 2 {
 		t.Errorf("after an unpriced call: %+v, want 1 unpriced of 2", u)
+	}
+}
+
+// TestSummarizeKeepsTheCauseOfALongFailure: a go test run that failed a
+// test and then timed out, dumping every goroutine, is cut to its tail;
+// the failing test, the panic and where the stopped test waited come
+// first, from the language's digest.
+func TestSummarizeKeepsTheCauseOfALongFailure(t *testing.T) {
+	out, err := os.ReadFile("../internal/lang/golang/testdata/timeout-after-failure.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := summarize(sandbox.Result{ExitCode: 1, Stdout: string(out)}, languages.MustLookup("go"), 1<<30)
+	if len(s.Output) > outputTail {
+		t.Errorf("output of %d bytes, over %d", len(s.Output), outputTail)
+	}
+	for _, want := range []string{"--- FAIL: TestWrong", "Sum(2, 2) = 5, want 4", "panic: test timed out after 10m0s", "b_test.go:15", "FAIL\tgd\t600.116s"} {
+		if !strings.Contains(s.Output, want) {
+			t.Errorf("the output lacks %q:\n%s", want, s.Output)
+		}
 	}
 }

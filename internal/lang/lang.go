@@ -287,3 +287,27 @@ func shellWord(w string) string {
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
+
+// Excerpt collects the lines of a failure digest within a byte budget.
+type Excerpt struct {
+	b   strings.Builder
+	max int
+}
+
+// NewExcerpt holds at most max bytes.
+func NewExcerpt(max int) *Excerpt { return &Excerpt{max: max} }
+
+// Add appends lines while they fit; it reports whether all did.
+func (e *Excerpt) Add(lines ...string) bool {
+	for _, l := range lines {
+		if e.b.Len()+len(l)+1 > e.max {
+			return false
+		}
+		e.b.WriteString(l)
+		e.b.WriteByte('\n')
+	}
+	return true
+}
+
+// String is the digest so far, without its last newline.
+func (e *Excerpt) String() string { return strings.TrimSuffix(e.b.String(), "\n") }

@@ -37,7 +37,8 @@ func Language() lang.Language {
 Use the standard library only (there is no network to download modules). Tests are *_test.go files using package testing.`,
 		Extensions: []string{".go"},
 		Failure: lang.Failure{
-			Parse: signature.ParseGo,
+			Parse:  signature.ParseGo,
+			Digest: digest,
 			Failing: []*regexp.Regexp{
 				regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`),
 				regexp.MustCompile(`(?m)^FAIL\s+(\S+)\s+\[build`),

@@ -43,7 +43,8 @@ func Language() lang.Language {
 Tests are pytest files named test_*.py next to the code; import the code under test by module name.`,
 		Extensions: []string{".py"},
 		Failure: lang.Failure{
-			Parse: signature.ParsePython,
+			Parse:  signature.ParsePython,
+			Digest: digest,
 			Failing: []*regexp.Regexp{
 				regexp.MustCompile(`(?m)^FAILED (\S+)`),      // the summary
 				regexp.MustCompile(`(?m)^ERROR (\S+\.py)\b`), // a collection error
