@@ -36,11 +36,13 @@ func waitWarm(tb testing.TB, r Runner) {
 	var full []func() bool
 	switch b := inner(r).(type) {
 	case *dockerRunner:
+		b.toolsMu.Lock()
 		for _, tc := range b.tools {
 			if tc.begun.Load() {
 				full = append(full, func() bool { return isClosed(tc.done) })
 			}
 		}
+		b.toolsMu.Unlock()
 		for _, pl := range b.pools {
 			if pl.warming() {
 				full = append(full, pl.full)

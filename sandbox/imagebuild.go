@@ -429,7 +429,10 @@ func runLogged(ctx context.Context, logPath, prog string, args ...string) error 
 	}
 	defer logFile.Close()
 	cmd := exec.CommandContext(ctx, prog, args...)
-	cmd.Env = append(os.Environ(), "PATH="+strings.Join(append([]string{os.Getenv("PATH")}, sbinDirs...), ":"))
+	// The host's own tools (debootstrap, dpkg, wget) with the system's
+	// directories on PATH, sbin ones included, and the rest of the worker's
+	// environment (a proxy's settings).
+	cmd.Env = append(os.Environ(), "PATH="+strings.Join(append([]string{"/usr/local/bin", "/usr/bin", "/bin"}, sbinDirs...), ":"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	return cmd.Run()
 }

@@ -281,7 +281,9 @@ func TestToolchainVolumesAfterACrash(t *testing.T) {
 // which starts in the background, and returns their mounts.
 func toolchainMounts(t *testing.T, d *dockerRunner, profile string) []mount.Mount {
 	t.Helper()
+	d.toolsMu.Lock()
 	tc := d.tools[mustProfile(t, profile).Image]
+	d.toolsMu.Unlock()
 	if tc == nil {
 		t.Fatalf("no toolchain volumes for %s", profile)
 	}

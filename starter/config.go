@@ -2,6 +2,7 @@ package starter
 
 import (
 	"fmt"
+	"github.com/autocoder/autocoder/sandbox"
 	"path/filepath"
 	"strconv"
 
@@ -26,6 +27,8 @@ type config struct {
 	DatabaseURL     string
 	DataDir         string
 	Sandbox         string
+	// Images say how a missing sandbox image is built offline.
+	Images sandbox.ImageOptions
 	// Ports of the embedded Temporal frontend and Web UI (local mode).
 	devPort int
 	uiPort  int
@@ -46,9 +49,11 @@ func configFrom(s *conf.Config) config {
 		DatabaseURL:     s.String("store.url"),
 		DataDir:         s.DataDir(),
 		Sandbox:         s.String("sandbox.backend"),
-		devPort:         s.Int("server.port"),
-		uiPort:          s.Int("server.ui_port"),
-		settings:        s,
+		Images: sandbox.ImageOptions{Base: s.String("sandbox.image_base"), Workdir: s.String("sandbox.image_workdir"),
+			Mirror: s.String("sandbox.debian_mirror")},
+		devPort:  s.Int("server.port"),
+		uiPort:   s.Int("server.ui_port"),
+		settings: s,
 	}
 	c.addressSet = c.TemporalAddress != ""
 	if !c.addressSet {

@@ -120,7 +120,7 @@ func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 	defer func() { lock.Close() }()
 	// No Warm: each language warms up once first used, so a Python task on
 	// a fresh server does not share the CPU with Go warm-ups.
-	e, err := f.startEmbedded(ctx, sandbox.Config{Backend: f.cfg.Sandbox}, settingsless)
+	e, err := f.startEmbedded(ctx, sandbox.Config{Backend: f.cfg.Sandbox, Images: f.cfg.Images}, settingsless)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			acts, closeActs, err := f.Activities(ctx, sandbox.Config{Backend: f.cfg.Sandbox, PoolSize: o.Pool, Slots: o.Slots, Warm: o.Warm})
+			acts, closeActs, err := f.Activities(ctx, sandbox.Config{Backend: f.cfg.Sandbox, Images: f.cfg.Images, PoolSize: o.Pool, Slots: o.Slots, Warm: o.Warm})
 			if err != nil {
 				return err
 			}

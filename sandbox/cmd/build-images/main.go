@@ -22,6 +22,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/lang/languages"
 	"github.com/autocoder/autocoder/sandbox"
 )
@@ -34,11 +35,16 @@ func main() {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ps, err := selectProfiles(sandbox.ProfilesOf(languages.All()), flag.Args())
+	var s *config.Config
+	if err == nil {
+		s, err = config.Load(config.Options{Getenv: config.Environ})
+	}
 	if err == nil {
 		err = sandbox.BuildImages(ctx, ps, sandbox.BuildOptions{
-			ImageOptions: sandbox.ImageOptions{Workdir: os.Getenv("AUTOCODER_IMAGE_WORKDIR"), Mirror: os.Getenv("DEBIAN_MIRROR"), Base: os.Getenv("AUTOCODER_IMAGE_BASE")},
-			Force:        *force,
-			Offline:      !*registry,
+			ImageOptions: sandbox.ImageOptions{Workdir: s.String("sandbox.image_workdir"), Mirror: s.String("sandbox.debian_mirror"),
+				Base: s.String("sandbox.image_base")},
+			Force:   *force,
+			Offline: !*registry,
 		}, log)
 	}
 	if err != nil {
