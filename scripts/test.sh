@@ -48,12 +48,28 @@ if ! [ -d /usr/local/lib/node_modules/@types/node ] && ! [ -d /usr/lib/node_modu
   $SUDO ln -sfn /usr/share/nodejs/@types/node /usr/local/lib/node_modules/@types/node
 fi
 
+# The sandbox images build (when missing) in the background while the code
+# compiles and vets: the tests wait for them before they start.
+images_pid=
+images_log=$(mktemp)
 if docker info >/dev/null 2>&1; then
-  log "docker reachable; building sandbox images when missing"
-  scripts/build-images.sh
+  log "docker reachable; building sandbox images when missing (in the background; log: $images_log)"
+  scripts/build-images.sh >"$images_log" 2>&1 &
+  images_pid=$!
 else
   log "docker is not reachable: docker-backed tests will fail in CI and skip elsewhere"
 fi
+wait_images() {
+  [ -n "$images_pid" ] || return 0
+  log "waiting for the sandbox images"
+  if ! wait "$images_pid"; then
+    cat "$images_log" >&2
+    echo "test.sh: building the sandbox images failed" >&2
+    exit 1
+  fi
+  cat "$images_log" >&2
+  images_pid=
+}
 
 log "headless chromium for the Web UI check"
 scripts/install-browser.sh
@@ -68,6 +84,7 @@ go vet ./...
 log "workflowcheck (determinism of workflow code)"
 go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows
 
+wait_images
 if [ $# -gt 0 ]; then
   log "go test $*"
   exec go test -count=1 -timeout 25m "$@"
