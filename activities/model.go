@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -29,7 +30,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanOutput, error)
 		in.Lessons = lessons.Text
 	}
 	instr := projectInstructions(files, 0, in.Task)
-	m, err := repomap.Build(ctx, files, repomap.Options{Query: repomap.Query{Task: in.Task}})
+	m, err := repomap.Build(ctx, files, repomap.Options{Query: repomap.Query{Task: in.Task}, Extractors: languages.Extractors()})
 	if err != nil {
 		return PlanOutput{}, fmt.Errorf("plan: %w", err)
 	}

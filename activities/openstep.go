@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"github.com/autocoder/autocoder/internal/lang/languages"
 
 	"go.temporal.io/sdk/activity"
 
@@ -25,6 +26,7 @@ func (a *Activities) OpenStep(ctx context.Context, in OpenStepInput) (OpenStepOu
 	step := stepText(in.Plan, in.Step)
 	instr := projectInstructions(files, in.InstructionsTokens, in.Task, step, in.Failure)
 	m, err := repomap.Build(ctx, files, repomap.Options{
+		Extractors:  languages.Extractors(),
 		Query:       repomap.Query{Task: in.Task + "\n" + step, Failure: in.Failure},
 		TokenBudget: in.MapTokens,
 	})

@@ -32,7 +32,20 @@ type Options struct {
 	WholeBelow int
 	// Ctags is the ctags program: "" finds it on PATH, "-" never uses it.
 	Ctags string
+	// Extractors read the files of the languages that have their own, by
+	// file name ending (".go"); the others go to ctags. nil: Go's.
+	Extractors map[string]Extractor
 }
+
+// Extractor lists a file's top-level symbols: a language's own reader
+// (lang.Language.Symbols), named for the map's notes ("go/ast").
+type Extractor struct {
+	Name    string
+	Symbols func(path string, src []byte) []Symbol
+}
+
+// GoExtractor reads Go with go/ast.
+var GoExtractor = Extractor{Name: "go/ast", Symbols: goSymbols}
 
 // Defaults for Options. The map sits in a conversation's first message, so
 // every turn of the step sends it again: a larger one costs that many
@@ -86,7 +99,7 @@ func Build(ctx context.Context, files []workspace.File, opts Options) (Map, erro
 	if total < opts.WholeBelow {
 		return whole(text), nil
 	}
-	syms, used, err := extract(ctx, text, opts.Ctags)
+	syms, used, err := extract(ctx, text, opts.Ctags, opts.Extractors)
 	if err != nil {
 		return Map{}, fmt.Errorf("repo map: %w", err)
 	}

@@ -2,20 +2,17 @@ package repomap
 
 import (
 	"context"
+	"path"
+	"slices"
 	"strings"
 
+	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
 // Symbol is one top-level declaration of a file, or a member of a
-// top-level class.
-type Symbol struct {
-	Kind   string // func, method, type, const, var, class, function, member, ...
-	Name   string
-	Parent string // the class a member belongs to; empty at top level
-	Line   int
-	Text   string // one line as the map shows it, e.g. "func (s *Store) Put(key string) error"
-}
+// top-level class (lang.Symbol, which a language's extractor returns).
+type Symbol = lang.Symbol
 
 // maxSymbolText bounds one symbol's line in the map.
 const maxSymbolText = 140
@@ -24,21 +21,22 @@ const maxSymbolText = 140
 // path, and names the extractors it used. Go files are read with go/ast;
 // other languages with Universal Ctags when ctags is usable, else Python
 // with the built-in extractor.
-func extract(ctx context.Context, files []workspace.File, ctags string) (map[string][]Symbol, []string, error) {
+func extract(ctx context.Context, files []workspace.File, ctags string, extractors map[string]Extractor) (map[string][]Symbol, []string, error) {
+	if extractors == nil {
+		extractors = map[string]Extractor{".go": GoExtractor}
+	}
 	out := map[string][]Symbol{}
 	var others []workspace.File
-	hasGo := false
+	var used []string
 	for _, f := range files {
-		if strings.HasSuffix(f.Path, ".go") {
-			out[f.Path] = goSymbols(f.Path, f.Data)
-			hasGo = true
+		if x, ok := extractors[path.Ext(f.Path)]; ok {
+			out[f.Path] = x.Symbols(f.Path, f.Data)
+			if !slices.Contains(used, x.Name) {
+				used = append(used, x.Name)
+			}
 		} else if ctagsLanguage(f.Path) {
 			others = append(others, f)
 		}
-	}
-	var used []string
-	if hasGo {
-		used = append(used, "go/ast")
 	}
 	if len(others) == 0 {
 		return out, used, nil

@@ -189,7 +189,7 @@ func TestExtractChoosesExtractor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			syms, used, err := extract(context.Background(), files, tt.ctags)
+			syms, used, err := extract(context.Background(), files, tt.ctags, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +206,7 @@ func TestExtractChoosesExtractor(t *testing.T) {
 	}
 	t.Run("ctags", func(t *testing.T) {
 		prog := requireCtags(t)
-		syms, used, err := extract(context.Background(), files, prog)
+		syms, used, err := extract(context.Background(), files, prog, nil)
 		if err != nil || !slices.Equal(used, []string{"go/ast", "ctags"}) || texts(syms["a.py"])[0] != "def f()" {
 			t.Errorf("extract with ctags: %v %q %v", err, used, syms)
 		}

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/repomap"
 	"github.com/autocoder/autocoder/internal/signature"
 )
 
@@ -36,6 +37,7 @@ func Language() lang.Language {
 		Guide: `Language: Go. The project is a Go module: keep or create go.mod ("module example.com/app", "go 1.21").
 Use the standard library only (there is no network to download modules). Tests are *_test.go files using package testing.`,
 		Extensions: []string{".go"},
+		Symbols:    repomap.GoExtractor.Symbols,
 		Failure: lang.Failure{
 			Parse:  signature.ParseGo,
 			Digest: digest,

@@ -19,6 +19,7 @@ import (
 	"github.com/autocoder/autocoder/internal/lang/python"
 	"github.com/autocoder/autocoder/internal/lang/rust"
 	"github.com/autocoder/autocoder/internal/policy"
+	"github.com/autocoder/autocoder/internal/repomap"
 )
 
 // All returns the languages, in the order help and errors list them.
@@ -47,6 +48,21 @@ func LineRules() []lang.LineRules {
 		}
 	}
 	return sets
+}
+
+// Extractors are the languages' own symbol readers for the repository
+// map, by file name ending; the others' files go to Universal Ctags.
+func Extractors() map[string]repomap.Extractor {
+	out := map[string]repomap.Extractor{}
+	for _, l := range All() {
+		if l.Symbols == nil {
+			continue
+		}
+		for _, ext := range l.Extensions {
+			out[ext] = repomap.Extractor{Name: l.Name + " reader", Symbols: l.Symbols}
+		}
+	}
+	return out
 }
 
 // Default is the language of a task that names none and starts from no
