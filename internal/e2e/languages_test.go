@@ -69,6 +69,7 @@ func TestEveryLanguageFromItsExample(t *testing.T) {
 	root := filepath.Join(testenv.RepoRoot(t), "examples")
 	for _, backend := range []string{"docker", "bwrap"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			c := newCluster(t, exampleScript(), "AUTOCODER_SANDBOX="+backend)
 			for _, l := range languages.All() {
 				fix, ok := exampleFixes[l.Name]
