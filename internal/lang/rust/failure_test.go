@@ -2,23 +2,18 @@ package rust
 
 import (
 	"fmt"
-	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
 // The testdata are real outputs of cargo 1.95 (rustup) and of Debian's
 // cargo with rustc 1.63, the two panic formats among them, over the same
 // small crates.
-func readOutput(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 func TestParse(t *testing.T) {
 	tests := []struct {
@@ -58,13 +53,8 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			f := Parse(strings.Split(readOutput(t, tt.file), "\n"))
-			if f.Kind != tt.kind || f.Shape != tt.shape {
-				t.Errorf("Parse = %q, %q; want %q, %q", f.Kind, f.Shape, tt.kind, tt.shape)
-			}
-			if len(f.Keys) < len(tt.keys) || !slices.Equal(f.Keys[:len(tt.keys)], tt.keys) {
-				t.Errorf("keys = %q; want them to start with %q", f.Keys, tt.keys)
-			}
+			f := Parse(strings.Split(langtest.Output(t, tt.file), "\n"))
+			langtest.CheckFinding(t, f, lang.Finding{Kind: tt.kind, Shape: tt.shape, Keys: tt.keys})
 		})
 	}
 }
@@ -104,45 +94,27 @@ func TestParseClasses(t *testing.T) {
 // compiler error with its location; no backtrace notes, no linker
 // command line.
 func TestDigest(t *testing.T) {
-	tests := []struct {
-		file        string
-		want, unwit []string
-	}{
-		{"testfail-1.95.txt", []string{
+	langtest.CheckDigests(t, Digest, 0, []langtest.DigestCase{
+		{File: "testfail-1.95.txt", Want: []string{
 			"---- tests::it_adds stdout ----\nthread 'tests::it_adds' (25392) panicked at src/lib.rs:15:9:\nassertion `left == right` failed\n  left: 0\n right: 4",
 			"---- tests::it_parses stdout ----\nthread 'tests::it_parses' (25394) panicked at src/lib.rs:25:9:\nparse gave 12",
 			"---- adds_negative stdout ----\nthread 'adds_negative' (25405) panicked at tests/api.rs:5:5:\nassertion `left == right` failed\n  left: 0\n right: -2",
 			"test result: FAILED. 0 passed; 1 failed",
-		}, []string{"RUST_BACKTRACE", "running 4 tests", "Doc-tests"}},
-		{"testfail-1.63.txt", []string{
+		}, Not: []string{"RUST_BACKTRACE", "running 4 tests", "Doc-tests"}},
+		{File: "testfail-1.63.txt", Want: []string{
 			"---- tests::it_adds stdout ----\nthread 'tests::it_adds' panicked at src/lib.rs:15:9:\nassertion failed: `(left == right)`\n  left: `0`,\n right: `4`",
 			"thread 'tests::it_unwraps' panicked at src/lib.rs:6:15:\ncalled `Result::unwrap()` on an `Err` value: ParseIntError { kind: InvalidDigit }",
-		}, []string{"RUST_BACKTRACE"}},
-		{"compile-1.95.txt", []string{
+		}, Not: []string{"RUST_BACKTRACE"}},
+		{File: "compile-1.95.txt", Want: []string{
 			"error[E0425]: cannot find value `c` in this scope\n --> src/lib.rs:3:9",
 			"error[E0308]: mismatched types\n --> src/lib.rs:8:5",
 			"^ expected `i32`, found `String`",
-		}, []string{"could not compile", "rustc --explain"}},
-		{"link-1.63.txt", []string{
+		}, Not: []string{"could not compile", "rustc --explain"}},
+		{File: "link-1.63.txt", Want: []string{
 			"error: linking with `cc` failed: exit status: 1\n          /work/link/src/main.rs:5: undefined reference to `no_such_symbol_anywhere'",
-		}, []string{"-Wl,--as-needed"}},
-		{"panic-1.63.txt", []string{"thread 'main' panicked at src/main.rs:3:20:\nindex out of bounds: the len is 0 but the index is 3"}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			d := Digest(readOutput(t, tt.file))
-			for _, w := range tt.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("digest lacks %q:\n%s", w, d)
-				}
-			}
-			for _, u := range tt.unwit {
-				if strings.Contains(d, u) {
-					t.Errorf("digest holds %q:\n%s", u, d)
-				}
-			}
-		})
-	}
+		}, Not: []string{"-Wl,--as-needed"}},
+		{File: "panic-1.63.txt", Want: []string{"thread 'main' panicked at src/main.rs:3:20:\nindex out of bounds: the len is 0 but the index is 3"}},
+	})
 	var many strings.Builder
 	for i := range 40 {
 		fmt.Fprintf(&many, "---- tests::t%d stdout ----\nthread 'tests::t%d' panicked at src/lib.rs:%d:5:\nassertion `left == right` failed\n  left: %q\n right: \"b\"\n\n", i, i, i, strings.Repeat("a", 100))
@@ -164,14 +136,9 @@ func TestFailing(t *testing.T) {
 		"doctest-1.63.txt":  {"src/lib.rs - add (line 3)"},
 	}
 	for file, want := range tests {
-		out := readOutput(t, file)
+		out := langtest.Output(t, file)
 		for _, re := range Language().Failure.Failing {
-			var got []string
-			for _, m := range re.FindAllStringSubmatch(out, -1) {
-				if !slices.Contains(got, m[1]) {
-					got = append(got, m[1])
-				}
-			}
+			got := langtest.Failing([]*regexp.Regexp{re}, out)
 			slices.Sort(got)
 			if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
 				t.Errorf("%s: %v finds %q, want %q", file, re, got, w)
