@@ -9,8 +9,7 @@ import (
 )
 
 func TestIsTestFile(t *testing.T) {
-	isTest := cpp.Language().Tests.IsTestFile
-	for p, want := range map[string]bool{
+	langtest.CheckIsTestFile(t, cpp.Language().Tests.IsTestFile, map[string]bool{
 		"tests/calc_test.cpp":     true,
 		"tests/CMakeLists.txt":    true,
 		"test/main.c":             true,
@@ -23,11 +22,7 @@ func TestIsTestFile(t *testing.T) {
 		"CMakeLists.txt":          false,
 		"src/latest.cpp":          false,
 		"docs/test_plan_test.txt": false,
-	} {
-		if got := isTest(p); got != want {
-			t.Errorf("IsTestFile(%q) = %v, want %v", p, got, want)
-		}
-	}
+	})
 }
 
 func TestDetect(t *testing.T) {

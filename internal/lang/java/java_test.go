@@ -40,7 +40,7 @@ func TestNamedSelectors(t *testing.T) {
 }
 
 func TestIsTestFile(t *testing.T) {
-	for p, want := range map[string]bool{
+	langtest.CheckIsTestFile(t, isTestFile, map[string]bool{
 		"src/test/java/com/x/Helpers.java": true,
 		"src/main/java/com/x/Calc.java":    false,
 		"CalcTest.java":                    true,
@@ -48,11 +48,7 @@ func TestIsTestFile(t *testing.T) {
 		"TestCalc.java":                    true,
 		"Contest.java":                     false,
 		"pom.xml":                          false,
-	} {
-		if got := isTestFile(p); got != want {
-			t.Errorf("isTestFile(%q) = %v, want %v", p, got, want)
-		}
-	}
+	})
 }
 
 // invoiceFix fixes examples/java's bug: the discount starts at the

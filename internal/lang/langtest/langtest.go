@@ -223,3 +223,33 @@ func (c DetectCase) Check(t testing.TB, got, reason string) {
 		t.Errorf("%s: Detect(%q, %q, %q) = %s (%s); want %s", c.Name, c.Root, c.TestCmd, c.Task, got, reason, c.Want)
 	}
 }
+
+// CheckIsTestFile fails t for each path isTest does not class as want
+// says (true: a test file).
+func CheckIsTestFile(t testing.TB, isTest func(path string) bool, want map[string]bool) {
+	t.Helper()
+	for p, w := range want {
+		if got := isTest(p); got != w {
+			t.Errorf("IsTestFile(%q) = %v, want %v", p, got, w)
+		}
+	}
+}
+
+// ParseCase is a recorded output and the Finding read from it; Keys are
+// the first keys, in order.
+type ParseCase struct {
+	File        string // under testdata
+	Kind, Shape string
+	Keys        []string
+}
+
+// CheckParses runs parse over each case's output lines, a subtest each.
+func CheckParses(t *testing.T, parse func(lines []string) lang.Finding, cases []ParseCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.File, func(t *testing.T) {
+			got := parse(strings.Split(Output(t, c.File), "\n"))
+			CheckFinding(t, got, lang.Finding{Kind: c.Kind, Shape: c.Shape, Keys: c.Keys})
+		})
+	}
+}

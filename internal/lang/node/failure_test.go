@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
@@ -13,28 +12,20 @@ import (
 // and tsc 4.8 in Debian bookworm's packages.
 
 func TestParse(t *testing.T) {
-	tests := []struct {
-		file, kind, shape, firstKey string
-	}{
-		{"tap-assert-node20.txt", "node:test-fail", "Expected values to be strictly equal: <n> !== <n>", "not ok 1 - total sums quantities times price"},
-		{"tap-assert-node18.txt", "node:test-fail", "Expected values to be strictly equal: <n> !== <n>", "not ok 1 - total sums quantities times price"},
-		{"tap-describe-node18.txt", "node:test-fail", "Expected values to be strictly equal: <n> !== <n>", "not ok 1 - pops the last pushed"},
-		{"tap-describe-node20.txt", "node:test-fail", "Expected values to be strictly equal: <n> !== <n>", "not ok 1 - pops the last pushed"},
-		{"spec-describe-node20.txt", "node:test-fail", "Expected values to be strictly equal: <n> !== <n>", "✖ pops the last pushed (7.675305ms)"},
-		{"tap-typeerror-node20.txt", "javascript:TypeError", "cfg.load is not a function", "not ok 1 - main returns the port"},
-		{"tap-syntax-node20.txt", "javascript:SyntaxError", "missing ) after argument list", "SyntaxError: missing ) after argument list"},
-		{"tap-syntax-node18.txt", "javascript:SyntaxError", "missing ) after argument list", "SyntaxError: missing ) after argument list"},
-		{"crash-typeerror-node20.txt", "javascript:TypeError", "cfg.load is not a function", "TypeError: cfg.load is not a function"},
-		{"jest-assert.txt", "jest:test-fail", "expect(received).toBe(expected) // Object.is equality", "● cart › total sums quantities times price"},
-		{"jest-typeerror-syntax.txt", "javascript:TypeError", "cfg.load is not a function", "● main returns the port"},
-		{"tsc-errors.txt", "typescript:TS2322", "Type <id> is not assignable to type <id>.", "src/money.ts(3,9): error TS2322: Type 'number' is not assignable to type 'string'."},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			f := parse(strings.Split(langtest.Output(t, tt.file), "\n"))
-			langtest.CheckFinding(t, f, lang.Finding{Kind: tt.kind, Shape: tt.shape, Keys: []string{tt.firstKey}})
-		})
-	}
+	langtest.CheckParses(t, parse, []langtest.ParseCase{
+		{File: "tap-assert-node20.txt", Kind: "node:test-fail", Shape: "Expected values to be strictly equal: <n> !== <n>", Keys: []string{"not ok 1 - total sums quantities times price"}},
+		{File: "tap-assert-node18.txt", Kind: "node:test-fail", Shape: "Expected values to be strictly equal: <n> !== <n>", Keys: []string{"not ok 1 - total sums quantities times price"}},
+		{File: "tap-describe-node18.txt", Kind: "node:test-fail", Shape: "Expected values to be strictly equal: <n> !== <n>", Keys: []string{"not ok 1 - pops the last pushed"}},
+		{File: "tap-describe-node20.txt", Kind: "node:test-fail", Shape: "Expected values to be strictly equal: <n> !== <n>", Keys: []string{"not ok 1 - pops the last pushed"}},
+		{File: "spec-describe-node20.txt", Kind: "node:test-fail", Shape: "Expected values to be strictly equal: <n> !== <n>", Keys: []string{"✖ pops the last pushed (7.675305ms)"}},
+		{File: "tap-typeerror-node20.txt", Kind: "javascript:TypeError", Shape: "cfg.load is not a function", Keys: []string{"not ok 1 - main returns the port"}},
+		{File: "tap-syntax-node20.txt", Kind: "javascript:SyntaxError", Shape: "missing ) after argument list", Keys: []string{"SyntaxError: missing ) after argument list"}},
+		{File: "tap-syntax-node18.txt", Kind: "javascript:SyntaxError", Shape: "missing ) after argument list", Keys: []string{"SyntaxError: missing ) after argument list"}},
+		{File: "crash-typeerror-node20.txt", Kind: "javascript:TypeError", Shape: "cfg.load is not a function", Keys: []string{"TypeError: cfg.load is not a function"}},
+		{File: "jest-assert.txt", Kind: "jest:test-fail", Shape: "expect(received).toBe(expected) // Object.is equality", Keys: []string{"● cart › total sums quantities times price"}},
+		{File: "jest-typeerror-syntax.txt", Kind: "javascript:TypeError", Shape: "cfg.load is not a function", Keys: []string{"● main returns the port"}},
+		{File: "tsc-errors.txt", Kind: "typescript:TS2322", Shape: "Type <id> is not assignable to type <id>.", Keys: []string{"src/money.ts(3,9): error TS2322: Type 'number' is not assignable to type 'string'."}},
+	})
 }
 
 func TestParseKeepsWhereItFailed(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
@@ -16,47 +15,36 @@ import (
 // small crates.
 
 func TestParse(t *testing.T) {
-	tests := []struct {
-		file  string
-		kind  string
-		shape string
-		keys  []string // the first keys, in order
-	}{
-		{"compile-1.95.txt", "rust:E0425", "cannot find value <id> in this scope",
-			[]string{"error[E0425]: cannot find value `c` in this scope", "src/lib.rs:3:9", "error[E0308]: mismatched types"}},
-		{"compile-1.63.txt", "rust:E0425", "cannot find value <id> in this scope",
-			[]string{"error[E0425]: cannot find value `c` in this scope", "src/lib.rs:3:9", "error[E0308]: mismatched types"}},
-		{"testcompile-1.95.txt", "rust:E0308", "mismatched types",
-			[]string{"error[E0308]: mismatched types", "src/lib.rs:8:27"}},
-		{"testcompile-1.63.txt", "rust:E0308", "mismatched types",
-			[]string{"error[E0308]: mismatched types", "src/lib.rs:8:27"}},
-		{"testfail-1.95.txt", "rust:test-fail", "assertion <str> failed",
-			[]string{"assertion `left == right` failed", "thread 'tests::it_adds' (25392) panicked at src/lib.rs:15:9:", "left: 0", "right: 4", "parse gave 12"}},
+	langtest.CheckParses(t, Parse, []langtest.ParseCase{
+		{File: "compile-1.95.txt", Kind: "rust:E0425", Shape: "cannot find value <id> in this scope",
+			Keys: []string{"error[E0425]: cannot find value `c` in this scope", "src/lib.rs:3:9", "error[E0308]: mismatched types"}},
+		{File: "compile-1.63.txt", Kind: "rust:E0425", Shape: "cannot find value <id> in this scope",
+			Keys: []string{"error[E0425]: cannot find value `c` in this scope", "src/lib.rs:3:9", "error[E0308]: mismatched types"}},
+		{File: "testcompile-1.95.txt", Kind: "rust:E0308", Shape: "mismatched types",
+			Keys: []string{"error[E0308]: mismatched types", "src/lib.rs:8:27"}},
+		{File: "testcompile-1.63.txt", Kind: "rust:E0308", Shape: "mismatched types",
+			Keys: []string{"error[E0308]: mismatched types", "src/lib.rs:8:27"}},
+		{File: "testfail-1.95.txt", Kind: "rust:test-fail", Shape: "assertion <str> failed",
+			Keys: []string{"assertion `left == right` failed", "thread 'tests::it_adds' (25392) panicked at src/lib.rs:15:9:", "left: 0", "right: 4", "parse gave 12"}},
 		// The old wording reads as today's: one lesson for both.
-		{"testfail-1.63.txt", "rust:test-fail", "assertion <str> failed",
-			[]string{"assertion `left == right` failed", "thread 'tests::it_adds' panicked at src/lib.rs:15:9:", "left: `0`,", "right: `4`", "parse gave 12"}},
-		{"panic-1.95.txt", "rust:panic:index-out-of-bounds", "index out of bounds: the len is <n> but the index is <n>",
-			[]string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' (25464) panicked at src/main.rs:3:21:"}},
-		{"panic-1.63.txt", "rust:panic:index-out-of-bounds", "index out of bounds: the len is <n> but the index is <n>",
-			[]string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' panicked at src/main.rs:3:20:"}},
+		{File: "testfail-1.63.txt", Kind: "rust:test-fail", Shape: "assertion <str> failed",
+			Keys: []string{"assertion `left == right` failed", "thread 'tests::it_adds' panicked at src/lib.rs:15:9:", "left: `0`,", "right: `4`", "parse gave 12"}},
+		{File: "panic-1.95.txt", Kind: "rust:panic:index-out-of-bounds", Shape: "index out of bounds: the len is <n> but the index is <n>",
+			Keys: []string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' (25464) panicked at src/main.rs:3:21:"}},
+		{File: "panic-1.63.txt", Kind: "rust:panic:index-out-of-bounds", Shape: "index out of bounds: the len is <n> but the index is <n>",
+			Keys: []string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' panicked at src/main.rs:3:20:"}},
 		// A doc test runs as its own program, in its thread main.
-		{"doctest-1.95.txt", "rust:test-fail", "assertion <str> failed",
-			[]string{"assertion `left == right` failed", "thread 'main' (29775) panicked at src/lib.rs:5:1:", "left: 1", "right: 2"}},
-		{"doctest-1.63.txt", "rust:test-fail", "assertion <str> failed",
-			[]string{"assertion `left == right` failed"}},
-		{"link-1.95.txt", "rust:link", "undefined symbol: no_such_symbol_anywhere",
-			[]string{"error: linking with `cc` failed: exit status: 1"}},
-		{"link-1.63.txt", "rust:link", "undefined reference to <id>",
-			[]string{"error: linking with `cc` failed: exit status: 1", "/work/link/src/main.rs:5: undefined reference to `no_such_symbol_anywhere'"}},
-		{"lockfile-1.63.txt", "rust:lockfile", "failed to parse lock file at: <path>",
-			[]string{"error: failed to parse lock file at: /work/compile/Cargo.lock"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			f := Parse(strings.Split(langtest.Output(t, tt.file), "\n"))
-			langtest.CheckFinding(t, f, lang.Finding{Kind: tt.kind, Shape: tt.shape, Keys: tt.keys})
-		})
-	}
+		{File: "doctest-1.95.txt", Kind: "rust:test-fail", Shape: "assertion <str> failed",
+			Keys: []string{"assertion `left == right` failed", "thread 'main' (29775) panicked at src/lib.rs:5:1:", "left: 1", "right: 2"}},
+		{File: "doctest-1.63.txt", Kind: "rust:test-fail", Shape: "assertion <str> failed",
+			Keys: []string{"assertion `left == right` failed"}},
+		{File: "link-1.95.txt", Kind: "rust:link", Shape: "undefined symbol: no_such_symbol_anywhere",
+			Keys: []string{"error: linking with `cc` failed: exit status: 1"}},
+		{File: "link-1.63.txt", Kind: "rust:link", Shape: "undefined reference to <id>",
+			Keys: []string{"error: linking with `cc` failed: exit status: 1", "/work/link/src/main.rs:5: undefined reference to `no_such_symbol_anywhere'"}},
+		{File: "lockfile-1.63.txt", Kind: "rust:lockfile", Shape: "failed to parse lock file at: <path>",
+			Keys: []string{"error: failed to parse lock file at: /work/compile/Cargo.lock"}},
+	})
 }
 
 // TestParseClasses: panics are classed by their message, in a test or

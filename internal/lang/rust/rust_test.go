@@ -34,11 +34,7 @@ func TestDetect(t *testing.T) {
 // everything and runs none.
 func TestTests(t *testing.T) {
 	tests := rust.Language().Tests
-	for p, want := range map[string]bool{"tests/parse.rs": true, "tests/fixtures/in.txt": true, "src/lib.rs": false, "src/tests.rs": false, "benches/b.rs": false} {
-		if got := tests.IsTestFile(p); got != want {
-			t.Errorf("IsTestFile(%s) = %v, want %v", p, got, want)
-		}
-	}
+	langtest.CheckIsTestFile(t, tests.IsTestFile, map[string]bool{"tests/parse.rs": true, "tests/fixtures/in.txt": true, "src/lib.rs": false, "src/tests.rs": false, "benches/b.rs": false})
 	cmd, err := tests.Named(nil)
 	if err != nil || !slices.Equal(cmd, tests.Compile) || !slices.Contains(cmd, "--no-run") {
 		t.Errorf("Named(nil) = %q, %v; want the compile check %q", cmd, err, tests.Compile)
