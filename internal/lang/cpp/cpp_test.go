@@ -4,12 +4,12 @@ import (
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/lang/cpp"
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 	"github.com/autocoder/autocoder/internal/lang/languages"
 )
 
 func TestIsTestFile(t *testing.T) {
-	isTest := cpp.Language().Tests.IsTestFile
-	for p, want := range map[string]bool{
+	langtest.CheckIsTestFile(t, cpp.Language().Tests.IsTestFile, map[string]bool{
 		"tests/calc_test.cpp":     true,
 		"tests/CMakeLists.txt":    true,
 		"test/main.c":             true,
@@ -22,35 +22,22 @@ func TestIsTestFile(t *testing.T) {
 		"CMakeLists.txt":          false,
 		"src/latest.cpp":          false,
 		"docs/test_plan_test.txt": false,
-	} {
-		if got := isTest(p); got != want {
-			t.Errorf("IsTestFile(%q) = %v, want %v", p, got, want)
-		}
-	}
+	})
 }
 
 func TestDetect(t *testing.T) {
-	cases := []struct {
-		name          string
-		root          []string
-		testCmd, task string
-		want          string
-	}{
-		{"CMake project", []string{"CMakeLists.txt", "src"}, "", "", "cpp"},
-		{"a Makefile alone marks nothing", []string{"Makefile", "main.py"}, "", "", "python"},
-		{"Makefile project by its test command", []string{"Makefile", "clamp.c"}, "make test", "", "cpp"},
-		{"Python project with a CMake extension", []string{"pyproject.toml", "CMakeLists.txt"}, "pytest", "", "python"},
-		{"task in C", nil, "", "write a ring buffer in C with tests", "cpp"},
-		{"task in C++", nil, "", "Implement an LRU cache in C++17", "cpp"},
-		{"task with CMake", nil, "", "a CMake library that parses INI files", "cpp"},
-		{"a C-grade task is not C", nil, "", "grade the essays: A, B or C", "python"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := languages.Detect(c.root, c.testCmd, c.task); got.Language.Name != c.want {
-				t.Errorf("Detect = %s (%s), want %s", got.Language.Name, got.Reason, c.want)
-			}
-		})
+	for _, c := range []langtest.DetectCase{
+		{Name: "CMake project", Root: []string{"CMakeLists.txt", "src"}, Want: "cpp"},
+		{Name: "a Makefile alone marks nothing", Root: []string{"Makefile", "main.py"}, Want: "python"},
+		{Name: "Makefile project by its test command", Root: []string{"Makefile", "clamp.c"}, TestCmd: "make test", Want: "cpp"},
+		{Name: "Python project with a CMake extension", Root: []string{"pyproject.toml", "CMakeLists.txt"}, TestCmd: "pytest", Want: "python"},
+		{Name: "task in C", Task: "write a ring buffer in C with tests", Want: "cpp"},
+		{Name: "task in C++", Task: "Implement an LRU cache in C++17", Want: "cpp"},
+		{Name: "task with CMake", Task: "a CMake library that parses INI files", Want: "cpp"},
+		{Name: "a C-grade task is not C", Task: "grade the essays: A, B or C", Want: "python"},
+	} {
+		d := languages.Detect(c.Root, c.TestCmd, c.Task)
+		c.Check(t, d.Language.Name, d.Reason)
 	}
 }
 

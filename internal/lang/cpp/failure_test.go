@@ -2,11 +2,13 @@ package cpp
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
 // The outputs under testdata/output are real runs of the default test
@@ -40,19 +42,9 @@ func TestParseRecordedOutputs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", "output", c.file+".txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := string(data)
-			f := Parse(strings.Split(out, "\n"))
-			if f.Kind != c.kind || f.Shape != c.shape {
-				t.Errorf("Parse = %q %q, want %q %q", f.Kind, f.Shape, c.kind, c.shape)
-			}
-			if len(f.Keys) == 0 || f.Keys[0] != c.key {
-				t.Errorf("Parse keys = %q, want first %q", f.Keys, c.key)
-			}
-			if got := failingNames(out); !slices.Equal(got, c.failing) {
+			out := langtest.Output(t, filepath.Join("output", c.file+".txt"))
+			langtest.CheckFinding(t, Parse(strings.Split(out, "\n")), lang.Finding{Kind: c.kind, Shape: c.shape, Keys: []string{c.key}})
+			if got := langtest.Failing(failing, out); !slices.Equal(got, c.failing) {
 				t.Errorf("failing = %q, want %q", got, c.failing)
 			}
 			d := Digest(out)
@@ -66,19 +58,6 @@ func TestParseRecordedOutputs(t *testing.T) {
 			}
 		})
 	}
-}
-
-// failingNames are the distinct names the Failing patterns find.
-func failingNames(out string) []string {
-	var names []string
-	for _, re := range failing {
-		for _, m := range re.FindAllStringSubmatch(out, -1) {
-			if !slices.Contains(names, m[1]) {
-				names = append(names, m[1])
-			}
-		}
-	}
-	return names
 }
 
 func TestParseAndDigestIgnoreAPassingRun(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
 // TestRecordOutputs re-records testdata/output from the projects under
@@ -19,8 +21,9 @@ func TestRecordOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := runnerOn(t, "bwrap")
 	for _, d := range dirs {
-		code, out := runIn(t, project(t, filepath.Join("testdata", "projects", d.Name())), nil)
+		code, out := run(t, r, langtest.Project(t, filepath.Join("testdata", "projects", d.Name())), nil)
 		if code == 0 {
 			t.Errorf("%s: passed; every recorded project fails", d.Name())
 		}

@@ -1,12 +1,12 @@
 package java
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
 // The testdata outputs are real: the test command (and javac, java, and
@@ -59,7 +59,7 @@ func TestParseRealOutputs(t *testing.T) {
 				"JUnit Jupiter:CalcTest:addsAssertJ()",
 				"=> org.opentest4j.AssertionFailedError: expected: <4> but was: <5>",
 			}},
-			failing: []string{"CalcTest", "CalcTest"},
+			failing: []string{"CalcTest"},
 			digest:  []string{"FAILED CalcTest#addsAssertJ", "at CalcTest.addsAssertJ(CalcTest.java:9)", "FAILED CalcTest#adds", "expected: <4> but was: <5>", "at CalcTest.adds(CalcTest.java:7)", "2 tests failed"},
 		},
 		{
@@ -69,7 +69,7 @@ func TestParseRealOutputs(t *testing.T) {
 				"com.example.invoice.Invoice.subtotalCents(Invoice.java:26)",
 				"JUnit Jupiter:InvoiceTest:discountStartsAtExactlyOneHundred()",
 			}},
-			failing: []string{"com.example.invoice.InvoiceTest", "com.example.invoice.InvoiceTest", "com.example.invoice.InvoiceTest"},
+			failing: []string{"com.example.invoice.InvoiceTest"},
 			digest:  []string{"FAILED com.example.invoice.InvoiceTest#discountStartsAtExactlyOneHundred", "at com.example.invoice.Invoice.subtotalCents(Invoice.java:26)", "FAILED com.example.invoice.InvoiceTest#largeOrderGetsTenPercentOff", "FAILED com.example.invoice.InvoiceTest#smallOrderPaysFullPrice", "3 tests failed"},
 		},
 		{
@@ -110,16 +110,10 @@ func TestParseRealOutputs(t *testing.T) {
 		},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			out := readTestdata(t, tc.file)
+			out := langtest.Output(t, tc.file)
 			l := Language()
-			got := l.Failure.Parse(strings.Split(out, "\n"))
-			if got.Kind != tc.want.Kind || got.Shape != tc.want.Shape {
-				t.Errorf("Parse = %q %q, want %q %q", got.Kind, got.Shape, tc.want.Kind, tc.want.Shape)
-			}
-			if len(got.Keys) < len(tc.want.Keys) || !slices.Equal(got.Keys[:len(tc.want.Keys)], tc.want.Keys) {
-				t.Errorf("Keys = %q, want them to start with %q", got.Keys, tc.want.Keys)
-			}
-			if names := failingNames(l, out); !slices.Equal(names, tc.failing) {
+			langtest.CheckFinding(t, l.Failure.Parse(strings.Split(out, "\n")), tc.want)
+			if names := langtest.Failing(l.Failure.Failing, out); !slices.Equal(names, tc.failing) {
 				t.Errorf("Failing = %q, want %q", names, tc.failing)
 			}
 			d := l.Failure.Digest(out)
@@ -132,7 +126,7 @@ func TestParseRealOutputs(t *testing.T) {
 }
 
 func TestPassingOutputIsNoFailure(t *testing.T) {
-	out := readTestdata(t, "junit-pass.txt")
+	out := langtest.Output(t, "junit-pass.txt")
 	l := Language()
 	if got := l.Failure.Parse(strings.Split(out, "\n")); got.Kind != "" {
 		t.Errorf("Parse of a passing run = %+v, want nothing", got)
@@ -140,14 +134,14 @@ func TestPassingOutputIsNoFailure(t *testing.T) {
 	if d := l.Failure.Digest(out); d != "" {
 		t.Errorf("Digest of a passing run = %q, want empty", d)
 	}
-	if names := failingNames(l, out); len(names) > 0 {
+	if names := langtest.Failing(l.Failure.Failing, out); len(names) > 0 {
 		t.Errorf("Failing of a passing run = %q", names)
 	}
 }
 
 // A run cut before its failures still fails by its counts.
 func TestSummaryAloneIsATestFailure(t *testing.T) {
-	out := readTestdata(t, "junit-fail.txt")
+	out := langtest.Output(t, "junit-fail.txt")
 	tail := out[strings.Index(out, "Test run finished"):]
 	got := parse(strings.Split(tail, "\n"))
 	if got.Kind != "junit:test-fail" {
@@ -161,7 +155,7 @@ func TestSummaryAloneIsATestFailure(t *testing.T) {
 // Many failures keep the digest within its budget, the first ones kept
 // whole, and the counts at the end.
 func TestDigestFitsManyFailures(t *testing.T) {
-	out := readTestdata(t, "junit-npe.txt")
+	out := langtest.Output(t, "junit-npe.txt")
 	head, rest, _ := strings.Cut(out, "Failures (3):\n")
 	entries, counts, _ := strings.Cut(rest, "Test run finished")
 	big := head + "Failures (300):\n" + strings.Repeat(entries, 100) + "Test run finished" + counts
@@ -187,26 +181,6 @@ func TestCompileClasses(t *testing.T) {
 			t.Errorf("compileClass(%q) = %q, want %q", msg, got, want)
 		}
 	}
-}
-
-func readTestdata(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// failingNames are the test names the language's Failing patterns find.
-func failingNames(l lang.Language, out string) []string {
-	var names []string
-	for _, re := range l.Failure.Failing {
-		for _, m := range re.FindAllStringSubmatch(out, -1) {
-			names = append(names, m[1])
-		}
-	}
-	return names
 }
 
 // assertInOrder checks that s holds each of parts, one after the other.

@@ -1,18 +1,11 @@
 package java
 
 import (
-	"context"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/autocoder/autocoder/internal/lang"
-	"github.com/autocoder/autocoder/internal/testenv"
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 )
@@ -47,7 +40,7 @@ func TestNamedSelectors(t *testing.T) {
 }
 
 func TestIsTestFile(t *testing.T) {
-	for p, want := range map[string]bool{
+	langtest.CheckIsTestFile(t, isTestFile, map[string]bool{
 		"src/test/java/com/x/Helpers.java": true,
 		"src/main/java/com/x/Calc.java":    false,
 		"CalcTest.java":                    true,
@@ -55,50 +48,13 @@ func TestIsTestFile(t *testing.T) {
 		"TestCalc.java":                    true,
 		"Contest.java":                     false,
 		"pom.xml":                          false,
-	} {
-		if got := isTestFile(p); got != want {
-			t.Errorf("isTestFile(%q) = %v, want %v", p, got, want)
-		}
-	}
-}
-
-// fixedInvoice is examples/java's Invoice.java with its bug fixed: the
-// discount starts at the threshold itself.
-func fixedInvoice(t *testing.T, files []workspace.File) []workspace.File {
-	t.Helper()
-	out := slices.Clone(files)
-	for i, f := range out {
-		if strings.HasSuffix(f.Path, "/Invoice.java") {
-			fixed := strings.Replace(string(f.Data), "subtotal > DISCOUNT_THRESHOLD_CENTS", "subtotal >= DISCOUNT_THRESHOLD_CENTS", 1)
-			if fixed == string(f.Data) {
-				t.Fatal("examples/java: Invoice.java no longer has the bug this test fixes")
-			}
-			out[i].Data = []byte(fixed)
-		}
-	}
-	return out
-}
-
-// exampleFiles reads examples/java, the project whose bug the agent is
-// shown fixing.
-func exampleFiles(t *testing.T) []workspace.File {
-	t.Helper()
-	root := filepath.Join("..", "..", "..", "examples", "java")
-	var files []workspace.File
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(root, p)
-		files = append(files, workspace.File{Path: filepath.ToSlash(rel), Data: data})
-		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
 }
+
+// invoiceFix fixes examples/java's bug: the discount starts at the
+// threshold itself.
+var invoiceFix = langtest.Fix{Path: "src/main/java/com/example/invoice/Invoice.java",
+	Old: "subtotal > DISCOUNT_THRESHOLD_CENTS", New: "subtotal >= DISCOUNT_THRESHOLD_CENTS"}
 
 // TestRunsOnBwrap runs the example's tests with the host's JDK in the
 // bwrap sandbox: it fails on the bug as the parser reads it, compiles,
@@ -108,29 +64,14 @@ func TestRunsOnBwrap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the JVM")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	l := Language()
-	r, err := sandbox.New(ctx, sandbox.Config{Backend: "bwrap", PoolSize: -1, Profiles: sandbox.ProfilesOf([]lang.Language{l})})
-	if err != nil {
-		testenv.RequireService(t, "bwrap backend", err)
-	}
-	defer r.Close()
+	r := langtest.Runner(t, "bwrap", l)
 	run := func(t *testing.T, files []workspace.File, cmd []string) sandbox.Result {
 		t.Helper()
-		res, err := r.Run(ctx, sandbox.Spec{Profile: "java", Files: files, Cmd: cmd, Collect: true})
-		if errors.Is(err, sandbox.ErrUnavailable) {
-			testenv.RequireService(t, "the Java toolchain ("+l.Sandbox.Install+")", err)
-		}
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-		if res.TimedOut || res.OOMKilled {
-			t.Errorf("run killed (timeout %v, oom %v):\n%s%s", res.TimedOut, res.OOMKilled, res.Stdout, res.Stderr)
-		}
+		res, _ := langtest.Run(t, r, sandbox.Spec{Profile: "java", Files: files, Cmd: cmd, Collect: true})
 		return res
 	}
-	buggy := exampleFiles(t)
+	buggy := langtest.Example(t, "java")
 
 	t.Run("failing test", func(t *testing.T) {
 		res := run(t, buggy, nil)
@@ -141,7 +82,7 @@ func TestRunsOnBwrap(t *testing.T) {
 		if f := l.Failure.Parse(strings.Split(out, "\n")); f.Kind != "junit:test-fail" || !strings.Contains(f.Shape, "to be equal to") {
 			t.Errorf("Parse = %+v, want the failed assertion", f)
 		}
-		if names := failingNames(l, out); !slices.Equal(names, []string{"com.example.invoice.InvoiceTest"}) {
+		if names := langtest.Failing(l.Failure.Failing, out); !slices.Equal(names, []string{"com.example.invoice.InvoiceTest"}) {
 			t.Errorf("Failing = %q", names)
 		}
 		assertInOrder(t, l.Failure.Digest(out), []string{"FAILED com.example.invoice.InvoiceTest#discountStartsAtExactlyOneHundred", "InvoiceTest.java:31", "3 tests successful", "1 tests failed"})
@@ -200,7 +141,7 @@ class HogTest {
 		}
 	})
 	t.Run("fixed", func(t *testing.T) {
-		fixed := fixedInvoice(t, buggy)
+		fixed := langtest.Apply(t, buggy, invoiceFix)
 		res := run(t, fixed, nil)
 		if out := res.Stdout + res.Stderr; res.ExitCode != 0 || !strings.Contains(out, "4 tests successful") {
 			t.Fatalf("exit %d once fixed:\n%s", res.ExitCode, out)

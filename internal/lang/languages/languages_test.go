@@ -3,6 +3,8 @@ package languages
 import (
 	"strings"
 	"testing"
+
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
 func TestLookupTakesNamesAndAliasesWithoutCase(t *testing.T) {
@@ -19,26 +21,19 @@ func TestLookupTakesNamesAndAliasesWithoutCase(t *testing.T) {
 }
 
 func TestDetect(t *testing.T) {
-	cases := []struct {
-		name          string
-		root          []string
-		testCmd, task string
-		want          string
-	}{
-		{"go.mod", []string{"go.mod", "main.go"}, "", "fix the bug", "go"},
-		{"pyproject", []string{"pyproject.toml", "src"}, "", "fix the bug", "python"},
-		{"two languages: the test command decides", []string{"go.mod", "requirements.txt"}, "python3 -m pytest -q", "", "python"},
-		{"two languages: the test command decides, the other way", []string{"go.mod", "requirements.txt"}, "cd api && go test ./...", "", "go"},
-		{"no project: the task names it", nil, "", "Build a REST API in Go", "go"},
-		{"no project: golang", nil, "", "a golang CLI", "go"},
-		{"no project, no word: the default", nil, "", "Build a CSV to JSON converter", Default},
-		{"the project outranks the task's words", []string{"go.mod"}, "", "port this Python script", "go"},
-		{"a test command alone", []string{"main.c"}, "pytest -q", "", "python"},
-	}
-	for _, tc := range cases {
-		if got := Detect(tc.root, tc.testCmd, tc.task); got.Language.Name != tc.want {
-			t.Errorf("%s: %s (%s), want %s", tc.name, got.Language.Name, got.Reason, tc.want)
-		}
+	for _, c := range []langtest.DetectCase{
+		{Name: "go.mod", Root: []string{"go.mod", "main.go"}, Task: "fix the bug", Want: "go"},
+		{Name: "pyproject", Root: []string{"pyproject.toml", "src"}, Task: "fix the bug", Want: "python"},
+		{Name: "two languages: the test command decides", Root: []string{"go.mod", "requirements.txt"}, TestCmd: "python3 -m pytest -q", Want: "python"},
+		{Name: "two languages: the test command decides, the other way", Root: []string{"go.mod", "requirements.txt"}, TestCmd: "cd api && go test ./...", Want: "go"},
+		{Name: "no project: the task names it", Task: "Build a REST API in Go", Want: "go"},
+		{Name: "no project: golang", Task: "a golang CLI", Want: "go"},
+		{Name: "no project, no word: the default", Task: "Build a CSV to JSON converter", Want: Default},
+		{Name: "the project outranks the task's words", Root: []string{"go.mod"}, Task: "port this Python script", Want: "go"},
+		{Name: "a test command alone", Root: []string{"main.c"}, TestCmd: "pytest -q", Want: "python"},
+	} {
+		d := Detect(c.Root, c.TestCmd, c.Task)
+		c.Check(t, d.Language.Name, d.Reason)
 	}
 }
 

@@ -3,6 +3,8 @@ package node
 import (
 	"regexp"
 	"testing"
+
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
 func TestNamePattern(t *testing.T) {
@@ -48,7 +50,7 @@ func TestNamedWithoutNames(t *testing.T) {
 }
 
 func TestIsTestFile(t *testing.T) {
-	for p, want := range map[string]bool{
+	langtest.CheckIsTestFile(t, isTestFile, map[string]bool{
 		"cart.test.js":            true,
 		"src/money.spec.ts":       true,
 		"lib/parse_test.mjs":      true,
@@ -62,9 +64,5 @@ func TestIsTestFile(t *testing.T) {
 		"package.json":            false,
 		"docs/testing-guide.md":   false,
 		"src/attest.spec.helpers": false,
-	} {
-		if got := isTestFile(p); got != want {
-			t.Errorf("isTestFile(%q) = %v; want %v", p, got, want)
-		}
-	}
+	})
 }

@@ -1,52 +1,31 @@
 package node
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
 // The outputs in testdata are real: node 20 on a host, node 18, jest 29.3
 // and tsc 4.8 in Debian bookworm's packages.
 
-func readOutput(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestParse(t *testing.T) {
-	tests := []struct {
-		file, kind, shape, firstKey string
-	}{
-		{"tap-assert-node20.txt", "node:test-fail", "Expected values to be strictly equal: <n> !== <n>", "not ok 1 - total sums quantities times price"},
-		{"tap-assert-node18.txt", "node:test-fail", "Expected values to be strictly equal: <n> !== <n>", "not ok 1 - total sums quantities times price"},
-		{"tap-describe-node18.txt", "node:test-fail", "Expected values to be strictly equal: <n> !== <n>", "not ok 1 - pops the last pushed"},
-		{"tap-describe-node20.txt", "node:test-fail", "Expected values to be strictly equal: <n> !== <n>", "not ok 1 - pops the last pushed"},
-		{"spec-describe-node20.txt", "node:test-fail", "Expected values to be strictly equal: <n> !== <n>", "✖ pops the last pushed (7.675305ms)"},
-		{"tap-typeerror-node20.txt", "javascript:TypeError", "cfg.load is not a function", "not ok 1 - main returns the port"},
-		{"tap-syntax-node20.txt", "javascript:SyntaxError", "missing ) after argument list", "SyntaxError: missing ) after argument list"},
-		{"tap-syntax-node18.txt", "javascript:SyntaxError", "missing ) after argument list", "SyntaxError: missing ) after argument list"},
-		{"crash-typeerror-node20.txt", "javascript:TypeError", "cfg.load is not a function", "TypeError: cfg.load is not a function"},
-		{"jest-assert.txt", "jest:test-fail", "expect(received).toBe(expected) // Object.is equality", "● cart › total sums quantities times price"},
-		{"jest-typeerror-syntax.txt", "javascript:TypeError", "cfg.load is not a function", "● main returns the port"},
-		{"tsc-errors.txt", "typescript:TS2322", "Type <id> is not assignable to type <id>.", "src/money.ts(3,9): error TS2322: Type 'number' is not assignable to type 'string'."},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			f := parse(strings.Split(readOutput(t, tt.file), "\n"))
-			if f.Kind != tt.kind || f.Shape != tt.shape {
-				t.Errorf("kind, shape = %q, %q; want %q, %q", f.Kind, f.Shape, tt.kind, tt.shape)
-			}
-			if len(f.Keys) == 0 || f.Keys[0] != tt.firstKey {
-				t.Errorf("keys = %q; want first %q", f.Keys, tt.firstKey)
-			}
-		})
-	}
+	langtest.CheckParses(t, parse, []langtest.ParseCase{
+		{File: "tap-assert-node20.txt", Kind: "node:test-fail", Shape: "Expected values to be strictly equal: <n> !== <n>", Keys: []string{"not ok 1 - total sums quantities times price"}},
+		{File: "tap-assert-node18.txt", Kind: "node:test-fail", Shape: "Expected values to be strictly equal: <n> !== <n>", Keys: []string{"not ok 1 - total sums quantities times price"}},
+		{File: "tap-describe-node18.txt", Kind: "node:test-fail", Shape: "Expected values to be strictly equal: <n> !== <n>", Keys: []string{"not ok 1 - pops the last pushed"}},
+		{File: "tap-describe-node20.txt", Kind: "node:test-fail", Shape: "Expected values to be strictly equal: <n> !== <n>", Keys: []string{"not ok 1 - pops the last pushed"}},
+		{File: "spec-describe-node20.txt", Kind: "node:test-fail", Shape: "Expected values to be strictly equal: <n> !== <n>", Keys: []string{"✖ pops the last pushed (7.675305ms)"}},
+		{File: "tap-typeerror-node20.txt", Kind: "javascript:TypeError", Shape: "cfg.load is not a function", Keys: []string{"not ok 1 - main returns the port"}},
+		{File: "tap-syntax-node20.txt", Kind: "javascript:SyntaxError", Shape: "missing ) after argument list", Keys: []string{"SyntaxError: missing ) after argument list"}},
+		{File: "tap-syntax-node18.txt", Kind: "javascript:SyntaxError", Shape: "missing ) after argument list", Keys: []string{"SyntaxError: missing ) after argument list"}},
+		{File: "crash-typeerror-node20.txt", Kind: "javascript:TypeError", Shape: "cfg.load is not a function", Keys: []string{"TypeError: cfg.load is not a function"}},
+		{File: "jest-assert.txt", Kind: "jest:test-fail", Shape: "expect(received).toBe(expected) // Object.is equality", Keys: []string{"● cart › total sums quantities times price"}},
+		{File: "jest-typeerror-syntax.txt", Kind: "javascript:TypeError", Shape: "cfg.load is not a function", Keys: []string{"● main returns the port"}},
+		{File: "tsc-errors.txt", Kind: "typescript:TS2322", Shape: "Type <id> is not assignable to type <id>.", Keys: []string{"src/money.ts(3,9): error TS2322: Type 'number' is not assignable to type 'string'."}},
+	})
 }
 
 func TestParseKeepsWhereItFailed(t *testing.T) {
@@ -60,7 +39,7 @@ func TestParseKeepsWhereItFailed(t *testing.T) {
 		{"jest-assert.txt", []string{"Expected: 11", "Received: 7", "at Object.<anonymous> (cart.test.js:5:65)"}},
 	}
 	for _, tt := range tests {
-		f := parse(strings.Split(readOutput(t, tt.file), "\n"))
+		f := parse(strings.Split(langtest.Output(t, tt.file), "\n"))
 		for _, k := range tt.keys {
 			if !slices.Contains(f.Keys, k) {
 				t.Errorf("%s: keys %q lack %q", tt.file, f.Keys, k)
@@ -73,18 +52,6 @@ func TestParseUnknownOutput(t *testing.T) {
 	if f := parse([]string{"all good", "done"}); f.Kind != "" {
 		t.Errorf("parse = %+v; want nothing", f)
 	}
-}
-
-func failingTests(output string) []string {
-	var names []string
-	for _, re := range failure.Failing {
-		for _, m := range re.FindAllStringSubmatch(output, -1) {
-			if m[1] != "" && !slices.Contains(names, m[1]) {
-				names = append(names, m[1])
-			}
-		}
-	}
-	return names
 }
 
 func TestFailing(t *testing.T) {
@@ -103,57 +70,40 @@ func TestFailing(t *testing.T) {
 		{"tap-mixed-node20.txt", []string{"total sums quantities times price", "discount takes a percentage", "reads the port"}},
 	}
 	for _, tt := range tests {
-		if got := failingTests(readOutput(t, tt.file)); !slices.Equal(got, tt.want) {
+		if got := langtest.Failing(failure.Failing, langtest.Output(t, tt.file)); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: failing = %q; want %q", tt.file, got, tt.want)
 		}
 	}
 }
 
 func TestDigest(t *testing.T) {
-	tests := []struct {
-		file string
-		want []string
-		not  []string
-	}{
-		{"tap-assert-node20.txt",
-			[]string{"not ok 2 - discount takes a percentage", "-1800 !== 180", "actual: -1800", "(/tmp/nodework/js1/cart.test.js:10:10)", "# fail 2"},
-			[]string{"node:internal", "duration_ms"}},
-		{"tap-describe-node18.txt",
-			[]string{"not ok 3 - deep equal", "Expected values to be strictly deep-equal:", "stack.test.js:7:35"},
-			[]string{"not ok 2 - Stack", "subtest"}},
-		{"spec-describe-node20.txt",
-			[]string{"✖ pops the last pushed", "1 !== 2", "stack.test.js:5:90", "ℹ fail 2"},
-			[]string{"✖ Stack", "node:internal", "failing tests:"}},
-		{"tap-syntax-node20.txt",
-			[]string{"SyntaxError: missing ) after argument list", "/tmp/nodework/syntax/util.js:2"},
-			[]string{"node:internal"}},
+	langtest.CheckDigests(t, digest, 0, []langtest.DigestCase{
+		{File: "tap-assert-node20.txt",
+			Want: []string{"not ok 2 - discount takes a percentage", "-1800 !== 180", "actual: -1800", "(/tmp/nodework/js1/cart.test.js:10:10)", "# fail 2"},
+			Not:  []string{"node:internal", "duration_ms"}},
+		{File: "tap-describe-node18.txt",
+			Want: []string{"not ok 3 - deep equal", "Expected values to be strictly deep-equal:", "stack.test.js:7:35"},
+			Not:  []string{"not ok 2 - Stack", "subtest"}},
+		{File: "spec-describe-node20.txt",
+			Want: []string{"✖ pops the last pushed", "1 !== 2", "stack.test.js:5:90", "ℹ fail 2"},
+			Not:  []string{"✖ Stack", "node:internal", "failing tests:"}},
+		{File: "tap-syntax-node20.txt",
+			Want: []string{"SyntaxError: missing ) after argument list", "/tmp/nodework/syntax/util.js:2"},
+			Not:  []string{"node:internal"}},
 		// Failing tests, a test whose error is thrown inside Node, and a
 		// file that does not parse, in one run.
-		{"tap-mixed-node20.txt",
-			[]string{"not ok 1 - total sums quantities times price", "not ok 4 - reads the port",
+		{File: "tap-mixed-node20.txt",
+			Want: []string{"not ok 1 - total sums quantities times price", "not ok 4 - reads the port",
 				"parseConfig (/tmp/nodework/mixed/config.js:2:15)", "SyntaxError: missing ) after argument list", "/tmp/nodework/mixed/util.js:2"},
-			[]string{"JSON.parse (<anonymous>)", "node:internal"}},
-		{"jest-typeerror-syntax.txt",
-			[]string{"● main returns the port", "TypeError: cfg.load is not a function", "at main (app.js:2:30)",
+			Not: []string{"JSON.parse (<anonymous>)", "node:internal"}},
+		{File: "jest-typeerror-syntax.txt",
+			Want: []string{"● main returns the port", "TypeError: cfg.load is not a function", "at main (app.js:2:30)",
 				"● Test suite failed to run", `SyntaxError: /w/jest2/util.js: Unexpected token, expected "," (2:44)`, "Tests:       1 failed, 1 total"},
-			[]string{"usr/share/nodejs", "648 |"}},
-		{"tsc-errors.txt",
-			[]string{"src/money.ts(6,53): error TS2551: Property 'currenc' does not exist on type 'Price'."},
-			nil},
-	}
-	for _, tt := range tests {
-		d := digest(readOutput(t, tt.file))
-		for _, w := range tt.want {
-			if !strings.Contains(d, w) {
-				t.Errorf("%s: digest lacks %q:\n%s", tt.file, w, d)
-			}
-		}
-		for _, n := range tt.not {
-			if strings.Contains(d, n) {
-				t.Errorf("%s: digest keeps %q:\n%s", tt.file, n, d)
-			}
-		}
-	}
+			Not: []string{"usr/share/nodejs", "648 |"}},
+		{File: "tsc-errors.txt",
+			Want: []string{"src/money.ts(6,53): error TS2551: Property 'currenc' does not exist on type 'Price'."},
+		},
+	})
 	if d := digest("all good\n"); d != "" {
 		t.Errorf("digest of an output without failures = %q; want empty", d)
 	}

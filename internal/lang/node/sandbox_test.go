@@ -1,87 +1,28 @@
 package node_test
 
 import (
-	"context"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 	"github.com/autocoder/autocoder/internal/lang/node"
-	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 )
 
 // The fixes of the examples' bugs: what a model that solves them writes.
 var (
-	invoiceFix = workspace.File{Path: "src/invoice.js", Data: []byte(`'use strict';
-
-// Invoice totals. Amounts are integer cents; a discount and VAT are given
-// in percent, and VAT is charged on the discounted amount.
-
-function subtotal(lines) {
-  return lines.reduce((sum, line) => sum + line.unitCents * line.qty, 0);
-}
-
-function applyDiscount(cents, percent) {
-  return Math.round(cents * (1 - percent / 100));
-}
-
-function total(lines, { discountPercent = 0, vatPercent = 0 } = {}) {
-  const discounted = applyDiscount(subtotal(lines), discountPercent);
-  return Math.round(discounted * (1 + vatPercent / 100));
-}
-
-module.exports = { subtotal, applyDiscount, total };
-`)}
-	inventoryFix = workspace.File{Path: "src/inventory.ts", Data: []byte(`// Stock levels of a small shop, by SKU.
-
-export class OutOfStockError extends Error {
-  constructor(readonly sku: string, readonly wanted: number, readonly have: number) {
-    super(` + "`${sku}: wanted ${wanted}, have ${have}`" + `);
-    this.name = "OutOfStockError";
-  }
-}
-
-export class Inventory {
-  private stock = new Map<string, number>();
-
-  add(sku: string, qty: number): void {
-    this.stock.set(sku, this.count(sku) + qty);
-  }
-
-  // remove takes qty items of sku out of stock, all or none.
-  remove(sku: string, qty: number): void {
-    const have = this.count(sku);
-    if (have < qty) {
-      throw new OutOfStockError(sku, qty, have);
-    }
-    this.stock.set(sku, have - qty);
-  }
-
-  count(sku: string): number {
-    return this.stock.get(sku) ?? 0;
-  }
-
-  // lowStock lists the SKUs with fewer than threshold items, by name.
-  lowStock(threshold: number): string[] {
-    return [...this.stock].filter(([, n]) => n < threshold).map(([sku]) => sku).sort();
-  }
-}
-`)}
+	invoiceFix   = langtest.Fix{Path: "src/invoice.js", Old: "cents - cents * percent", New: "cents * (1 - percent / 100)"}
+	inventoryFix = langtest.Fix{Path: "src/inventory.ts", Old: "if (have < 0)", New: "if (have < qty)"}
 )
 
 // example is one of the repository's examples, as the sandbox runs it.
 type example struct {
 	lang lang.Language
 	dir  string
-	fix  workspace.File
+	fix  langtest.Fix
 	// kind is the failure's kind; failing a test the bug fails, passing
 	// one it does not.
 	kind, failing, passing string
@@ -121,13 +62,13 @@ func TestExamples(t *testing.T) {
 }
 
 func (ex example) check(t *testing.T, r sandbox.Runner) {
-	files := exampleFiles(t, ex.dir)
+	files := langtest.Example(t, ex.dir)
 
 	out := ex.run(t, r, files, nil, false)
 	if f := ex.lang.Failure.Parse(strings.Split(out, "\n")); f.Kind != ex.kind {
 		t.Errorf("failure kind = %q (%+v); want %q", f.Kind, f, ex.kind)
 	}
-	if names := failingTests(ex.lang, out); !slices.Contains(names, ex.failing) {
+	if names := langtest.Failing(ex.lang.Failure.Failing, out); !slices.Contains(names, ex.failing) {
 		t.Errorf("failing tests = %q; want %q among them", names, ex.failing)
 	}
 	if d := ex.lang.Failure.Digest(out); !strings.Contains(d, ex.failing) {
@@ -144,12 +85,12 @@ func (ex example) check(t *testing.T, r sandbox.Runner) {
 	}
 
 	ex.run(t, r, files, ex.lang.Tests.Compile, true)
-	out = ex.run(t, r, withFile(files, ex.broken), ex.lang.Tests.Compile, false)
+	out = ex.run(t, r, langtest.WithFile(files, ex.broken), ex.lang.Tests.Compile, false)
 	if f := ex.lang.Failure.Parse(strings.Split(out, "\n")); f.Kind != ex.brokenKind {
 		t.Errorf("compile failure kind = %q (%+v); want %q", f.Kind, f, ex.brokenKind)
 	}
 
-	fixed := withFile(files, ex.fix)
+	fixed := langtest.Apply(t, files, ex.fix)
 	ex.run(t, r, fixed, nil, true)
 	ex.run(t, r, fixed, named, true)
 	// A name that matches no test passes nothing.
@@ -161,78 +102,16 @@ func (ex example) check(t *testing.T, r sandbox.Runner) {
 // pass or fail; it returns the output.
 func (ex example) run(t *testing.T, r sandbox.Runner, files []workspace.File, cmd []string, pass bool) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := r.Run(ctx, sandbox.Spec{Profile: ex.lang.Name, Files: files, Cmd: cmd})
-	if errors.Is(err, sandbox.ErrImageMissing) || errors.Is(err, sandbox.ErrUnavailable) {
-		testenv.RequireService(t, ex.lang.Title+"'s toolchain on "+r.Name(), err)
-	}
-	if err != nil {
-		t.Fatalf("run %q: %v", cmd, err)
-	}
-	out := res.Stdout + res.Stderr
+	res, out := langtest.Run(t, r, sandbox.Spec{Profile: ex.lang.Name, Files: files, Cmd: cmd})
 	if (res.ExitCode == 0) != pass {
 		t.Fatalf("run %q: exit %d, want passing=%v:\n%s", cmd, res.ExitCode, pass, out)
 	}
 	return out
 }
 
+// newRunner is a runner of backend serving both languages.
 func newRunner(t *testing.T, backend string) sandbox.Runner {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r, err := sandbox.New(ctx, sandbox.Config{
-		Backend:  backend,
-		PoolSize: -1,
-		Profiles: sandbox.ProfilesOf([]lang.Language{node.JavaScript(), node.TypeScript()}),
-	})
-	if err != nil {
-		testenv.RequireService(t, backend+" backend", err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
-
-// exampleFiles reads examples/<dir> of the repository.
-func exampleFiles(t *testing.T, dir string) []workspace.File {
-	t.Helper()
-	root := filepath.Join("..", "..", "..", "examples", dir)
-	var files []workspace.File
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		files = append(files, workspace.File{Path: filepath.ToSlash(rel), Data: data})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
-// withFile is files with f in place of the file of its path.
-func withFile(files []workspace.File, f workspace.File) []workspace.File {
-	out := slices.DeleteFunc(slices.Clone(files), func(g workspace.File) bool { return g.Path == f.Path })
-	return append(out, f)
-}
-
-// failingTests are the tests the language's patterns name in output.
-func failingTests(l lang.Language, output string) []string {
-	var names []string
-	for _, re := range l.Failure.Failing {
-		for _, m := range re.FindAllStringSubmatch(output, -1) {
-			if m[1] != "" && !slices.Contains(names, m[1]) {
-				names = append(names, m[1])
-			}
-		}
-	}
-	return names
+	return langtest.Runner(t, backend, node.JavaScript(), node.TypeScript())
 }
 
 // TestJestStyle runs a project of Jest-style tests (globals, no imports,
@@ -263,7 +142,7 @@ describe('cart', () => {
 			if tt.backend != "docker" {
 				return
 			}
-			if names := failingTests(js.lang, out); !slices.Equal(names, []string{"cart › takes a discount in percent"}) {
+			if names := langtest.Failing(js.lang.Failure.Failing, out); !slices.Equal(names, []string{"cart › takes a discount in percent"}) {
 				t.Errorf("failing tests = %q", names)
 			}
 			named, _ := js.lang.Tests.Named([]string{"cart › totals prices"})
@@ -280,7 +159,7 @@ describe('cart', () => {
 // points at the TypeScript source, not at the build directory.
 func TestTypeScriptFailureNamesSource(t *testing.T) {
 	ts := example{lang: node.TypeScript()}
-	out := ts.run(t, newRunner(t, "bwrap"), exampleFiles(t, "typescript"), nil, false)
+	out := ts.run(t, newRunner(t, "bwrap"), langtest.Example(t, "typescript"), nil, false)
 	if d := ts.lang.Failure.Digest(out); !strings.Contains(d, "/work/src/inventory.test.ts:") {
 		t.Errorf("digest does not name the .ts source:\n%s", d)
 	}
@@ -299,7 +178,7 @@ func TestOwnTestScript(t *testing.T) {
 	if out := js.run(t, r, own, nil, false); !strings.Contains(out, "own checks ran") {
 		t.Errorf("the project's test script did not run:\n%s", out)
 	}
-	placeholder := withFile(own, workspace.File{Path: "package.json",
+	placeholder := langtest.WithFile(own, workspace.File{Path: "package.json",
 		Data: []byte(`{"name": "own", "scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}`)})
 	if out := js.run(t, r, placeholder, nil, true); !strings.Contains(out, "ok 1 - passes") {
 		t.Errorf("node --test did not run the tests:\n%s", out)

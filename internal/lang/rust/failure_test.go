@@ -2,71 +2,49 @@ package rust
 
 import (
 	"fmt"
-	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
 // The testdata are real outputs of cargo 1.95 (rustup) and of Debian's
 // cargo with rustc 1.63, the two panic formats among them, over the same
 // small crates.
-func readOutput(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 func TestParse(t *testing.T) {
-	tests := []struct {
-		file  string
-		kind  string
-		shape string
-		keys  []string // the first keys, in order
-	}{
-		{"compile-1.95.txt", "rust:E0425", "cannot find value <id> in this scope",
-			[]string{"error[E0425]: cannot find value `c` in this scope", "src/lib.rs:3:9", "error[E0308]: mismatched types"}},
-		{"compile-1.63.txt", "rust:E0425", "cannot find value <id> in this scope",
-			[]string{"error[E0425]: cannot find value `c` in this scope", "src/lib.rs:3:9", "error[E0308]: mismatched types"}},
-		{"testcompile-1.95.txt", "rust:E0308", "mismatched types",
-			[]string{"error[E0308]: mismatched types", "src/lib.rs:8:27"}},
-		{"testcompile-1.63.txt", "rust:E0308", "mismatched types",
-			[]string{"error[E0308]: mismatched types", "src/lib.rs:8:27"}},
-		{"testfail-1.95.txt", "rust:test-fail", "assertion <str> failed",
-			[]string{"assertion `left == right` failed", "thread 'tests::it_adds' (25392) panicked at src/lib.rs:15:9:", "left: 0", "right: 4", "parse gave 12"}},
+	langtest.CheckParses(t, Parse, []langtest.ParseCase{
+		{File: "compile-1.95.txt", Kind: "rust:E0425", Shape: "cannot find value <id> in this scope",
+			Keys: []string{"error[E0425]: cannot find value `c` in this scope", "src/lib.rs:3:9", "error[E0308]: mismatched types"}},
+		{File: "compile-1.63.txt", Kind: "rust:E0425", Shape: "cannot find value <id> in this scope",
+			Keys: []string{"error[E0425]: cannot find value `c` in this scope", "src/lib.rs:3:9", "error[E0308]: mismatched types"}},
+		{File: "testcompile-1.95.txt", Kind: "rust:E0308", Shape: "mismatched types",
+			Keys: []string{"error[E0308]: mismatched types", "src/lib.rs:8:27"}},
+		{File: "testcompile-1.63.txt", Kind: "rust:E0308", Shape: "mismatched types",
+			Keys: []string{"error[E0308]: mismatched types", "src/lib.rs:8:27"}},
+		{File: "testfail-1.95.txt", Kind: "rust:test-fail", Shape: "assertion <str> failed",
+			Keys: []string{"assertion `left == right` failed", "thread 'tests::it_adds' (25392) panicked at src/lib.rs:15:9:", "left: 0", "right: 4", "parse gave 12"}},
 		// The old wording reads as today's: one lesson for both.
-		{"testfail-1.63.txt", "rust:test-fail", "assertion <str> failed",
-			[]string{"assertion `left == right` failed", "thread 'tests::it_adds' panicked at src/lib.rs:15:9:", "left: `0`,", "right: `4`", "parse gave 12"}},
-		{"panic-1.95.txt", "rust:panic:index-out-of-bounds", "index out of bounds: the len is <n> but the index is <n>",
-			[]string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' (25464) panicked at src/main.rs:3:21:"}},
-		{"panic-1.63.txt", "rust:panic:index-out-of-bounds", "index out of bounds: the len is <n> but the index is <n>",
-			[]string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' panicked at src/main.rs:3:20:"}},
+		{File: "testfail-1.63.txt", Kind: "rust:test-fail", Shape: "assertion <str> failed",
+			Keys: []string{"assertion `left == right` failed", "thread 'tests::it_adds' panicked at src/lib.rs:15:9:", "left: `0`,", "right: `4`", "parse gave 12"}},
+		{File: "panic-1.95.txt", Kind: "rust:panic:index-out-of-bounds", Shape: "index out of bounds: the len is <n> but the index is <n>",
+			Keys: []string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' (25464) panicked at src/main.rs:3:21:"}},
+		{File: "panic-1.63.txt", Kind: "rust:panic:index-out-of-bounds", Shape: "index out of bounds: the len is <n> but the index is <n>",
+			Keys: []string{"index out of bounds: the len is 0 but the index is 3", "thread 'main' panicked at src/main.rs:3:20:"}},
 		// A doc test runs as its own program, in its thread main.
-		{"doctest-1.95.txt", "rust:test-fail", "assertion <str> failed",
-			[]string{"assertion `left == right` failed", "thread 'main' (29775) panicked at src/lib.rs:5:1:", "left: 1", "right: 2"}},
-		{"doctest-1.63.txt", "rust:test-fail", "assertion <str> failed",
-			[]string{"assertion `left == right` failed"}},
-		{"link-1.95.txt", "rust:link", "undefined symbol: no_such_symbol_anywhere",
-			[]string{"error: linking with `cc` failed: exit status: 1"}},
-		{"link-1.63.txt", "rust:link", "undefined reference to <id>",
-			[]string{"error: linking with `cc` failed: exit status: 1", "/work/link/src/main.rs:5: undefined reference to `no_such_symbol_anywhere'"}},
-		{"lockfile-1.63.txt", "rust:lockfile", "failed to parse lock file at: <path>",
-			[]string{"error: failed to parse lock file at: /work/compile/Cargo.lock"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			f := Parse(strings.Split(readOutput(t, tt.file), "\n"))
-			if f.Kind != tt.kind || f.Shape != tt.shape {
-				t.Errorf("Parse = %q, %q; want %q, %q", f.Kind, f.Shape, tt.kind, tt.shape)
-			}
-			if len(f.Keys) < len(tt.keys) || !slices.Equal(f.Keys[:len(tt.keys)], tt.keys) {
-				t.Errorf("keys = %q; want them to start with %q", f.Keys, tt.keys)
-			}
-		})
-	}
+		{File: "doctest-1.95.txt", Kind: "rust:test-fail", Shape: "assertion <str> failed",
+			Keys: []string{"assertion `left == right` failed", "thread 'main' (29775) panicked at src/lib.rs:5:1:", "left: 1", "right: 2"}},
+		{File: "doctest-1.63.txt", Kind: "rust:test-fail", Shape: "assertion <str> failed",
+			Keys: []string{"assertion `left == right` failed"}},
+		{File: "link-1.95.txt", Kind: "rust:link", Shape: "undefined symbol: no_such_symbol_anywhere",
+			Keys: []string{"error: linking with `cc` failed: exit status: 1"}},
+		{File: "link-1.63.txt", Kind: "rust:link", Shape: "undefined reference to <id>",
+			Keys: []string{"error: linking with `cc` failed: exit status: 1", "/work/link/src/main.rs:5: undefined reference to `no_such_symbol_anywhere'"}},
+		{File: "lockfile-1.63.txt", Kind: "rust:lockfile", Shape: "failed to parse lock file at: <path>",
+			Keys: []string{"error: failed to parse lock file at: /work/compile/Cargo.lock"}},
+	})
 }
 
 // TestParseClasses: panics are classed by their message, in a test or
@@ -104,45 +82,27 @@ func TestParseClasses(t *testing.T) {
 // compiler error with its location; no backtrace notes, no linker
 // command line.
 func TestDigest(t *testing.T) {
-	tests := []struct {
-		file        string
-		want, unwit []string
-	}{
-		{"testfail-1.95.txt", []string{
+	langtest.CheckDigests(t, Digest, 0, []langtest.DigestCase{
+		{File: "testfail-1.95.txt", Want: []string{
 			"---- tests::it_adds stdout ----\nthread 'tests::it_adds' (25392) panicked at src/lib.rs:15:9:\nassertion `left == right` failed\n  left: 0\n right: 4",
 			"---- tests::it_parses stdout ----\nthread 'tests::it_parses' (25394) panicked at src/lib.rs:25:9:\nparse gave 12",
 			"---- adds_negative stdout ----\nthread 'adds_negative' (25405) panicked at tests/api.rs:5:5:\nassertion `left == right` failed\n  left: 0\n right: -2",
 			"test result: FAILED. 0 passed; 1 failed",
-		}, []string{"RUST_BACKTRACE", "running 4 tests", "Doc-tests"}},
-		{"testfail-1.63.txt", []string{
+		}, Not: []string{"RUST_BACKTRACE", "running 4 tests", "Doc-tests"}},
+		{File: "testfail-1.63.txt", Want: []string{
 			"---- tests::it_adds stdout ----\nthread 'tests::it_adds' panicked at src/lib.rs:15:9:\nassertion failed: `(left == right)`\n  left: `0`,\n right: `4`",
 			"thread 'tests::it_unwraps' panicked at src/lib.rs:6:15:\ncalled `Result::unwrap()` on an `Err` value: ParseIntError { kind: InvalidDigit }",
-		}, []string{"RUST_BACKTRACE"}},
-		{"compile-1.95.txt", []string{
+		}, Not: []string{"RUST_BACKTRACE"}},
+		{File: "compile-1.95.txt", Want: []string{
 			"error[E0425]: cannot find value `c` in this scope\n --> src/lib.rs:3:9",
 			"error[E0308]: mismatched types\n --> src/lib.rs:8:5",
 			"^ expected `i32`, found `String`",
-		}, []string{"could not compile", "rustc --explain"}},
-		{"link-1.63.txt", []string{
+		}, Not: []string{"could not compile", "rustc --explain"}},
+		{File: "link-1.63.txt", Want: []string{
 			"error: linking with `cc` failed: exit status: 1\n          /work/link/src/main.rs:5: undefined reference to `no_such_symbol_anywhere'",
-		}, []string{"-Wl,--as-needed"}},
-		{"panic-1.63.txt", []string{"thread 'main' panicked at src/main.rs:3:20:\nindex out of bounds: the len is 0 but the index is 3"}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			d := Digest(readOutput(t, tt.file))
-			for _, w := range tt.want {
-				if !strings.Contains(d, w) {
-					t.Errorf("digest lacks %q:\n%s", w, d)
-				}
-			}
-			for _, u := range tt.unwit {
-				if strings.Contains(d, u) {
-					t.Errorf("digest holds %q:\n%s", u, d)
-				}
-			}
-		})
-	}
+		}, Not: []string{"-Wl,--as-needed"}},
+		{File: "panic-1.63.txt", Want: []string{"thread 'main' panicked at src/main.rs:3:20:\nindex out of bounds: the len is 0 but the index is 3"}},
+	})
 	var many strings.Builder
 	for i := range 40 {
 		fmt.Fprintf(&many, "---- tests::t%d stdout ----\nthread 'tests::t%d' panicked at src/lib.rs:%d:5:\nassertion `left == right` failed\n  left: %q\n right: \"b\"\n\n", i, i, i, strings.Repeat("a", 100))
@@ -164,14 +124,9 @@ func TestFailing(t *testing.T) {
 		"doctest-1.63.txt":  {"src/lib.rs - add (line 3)"},
 	}
 	for file, want := range tests {
-		out := readOutput(t, file)
+		out := langtest.Output(t, file)
 		for _, re := range Language().Failure.Failing {
-			var got []string
-			for _, m := range re.FindAllStringSubmatch(out, -1) {
-				if !slices.Contains(got, m[1]) {
-					got = append(got, m[1])
-				}
-			}
+			got := langtest.Failing([]*regexp.Regexp{re}, out)
 			slices.Sort(got)
 			if w := slices.Sorted(slices.Values(want)); !slices.Equal(got, w) {
 				t.Errorf("%s: %v finds %q, want %q", file, re, got, w)

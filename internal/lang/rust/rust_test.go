@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 	"github.com/autocoder/autocoder/internal/lang/languages"
 	"github.com/autocoder/autocoder/internal/lang/rust"
 )
@@ -11,22 +12,14 @@ import (
 // TestDetect: a cargo project, a cargo test command and a task that asks
 // for Rust are Rust's; "rs" names it.
 func TestDetect(t *testing.T) {
-	tests := []struct {
-		name          string
-		files         []string
-		testCmd, task string
-	}{
-		{"manifest", []string{"Cargo.toml", "src"}, "", ""},
-		{"test command", nil, "cargo test --release", ""},
-		{"task", nil, "", "Write a Rust library that parses durations"},
-		{"task names cargo", nil, "", "make the cargo workspace build"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if d := languages.Detect(tt.files, tt.testCmd, tt.task); d.Language.Name != "rust" {
-				t.Errorf("Detect = %s (%s), want rust", d.Language.Name, d.Reason)
-			}
-		})
+	for _, c := range []langtest.DetectCase{
+		{Name: "manifest", Root: []string{"Cargo.toml", "src"}, Want: "rust"},
+		{Name: "test command", TestCmd: "cargo test --release", Want: "rust"},
+		{Name: "task", Task: "Write a Rust library that parses durations", Want: "rust"},
+		{Name: "task names cargo", Task: "make the cargo workspace build", Want: "rust"},
+	} {
+		d := languages.Detect(c.Root, c.TestCmd, c.Task)
+		c.Check(t, d.Language.Name, d.Reason)
 	}
 	if d := languages.Detect(nil, "", "make it robust and trustworthy"); d.Language.Name == "rust" {
 		t.Errorf("a task with rust inside other words is Rust's")
@@ -41,11 +34,7 @@ func TestDetect(t *testing.T) {
 // everything and runs none.
 func TestTests(t *testing.T) {
 	tests := rust.Language().Tests
-	for p, want := range map[string]bool{"tests/parse.rs": true, "tests/fixtures/in.txt": true, "src/lib.rs": false, "src/tests.rs": false, "benches/b.rs": false} {
-		if got := tests.IsTestFile(p); got != want {
-			t.Errorf("IsTestFile(%s) = %v, want %v", p, got, want)
-		}
-	}
+	langtest.CheckIsTestFile(t, tests.IsTestFile, map[string]bool{"tests/parse.rs": true, "tests/fixtures/in.txt": true, "src/lib.rs": false, "src/tests.rs": false, "benches/b.rs": false})
 	cmd, err := tests.Named(nil)
 	if err != nil || !slices.Equal(cmd, tests.Compile) || !slices.Contains(cmd, "--no-run") {
 		t.Errorf("Named(nil) = %q, %v; want the compile check %q", cmd, err, tests.Compile)

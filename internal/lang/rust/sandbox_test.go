@@ -1,56 +1,22 @@
 package rust_test
 
 import (
-	"bytes"
-	"context"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/lang/langtest"
 	"github.com/autocoder/autocoder/internal/lang/rust"
 	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 )
 
-// example is the repository's Rust example: a crate whose parse counts an
-// hour as 60 seconds.
-const example = "../../../examples/rust"
-
-// exampleFiles reads the example, with the bug fixed when fix is set.
-func exampleFiles(t *testing.T, fix bool) []workspace.File {
-	t.Helper()
-	var files []workspace.File
-	err := filepath.WalkDir(example, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(example, p)
-		if fix && rel == "src/parse.rs" {
-			fixed := bytes.Replace(data, []byte("'h' => Ok(60)"), []byte("'h' => Ok(3600)"), 1)
-			if bytes.Equal(fixed, data) {
-				t.Fatal("the example's bug is not where the test fixes it")
-			}
-			data = fixed
-		}
-		files = append(files, workspace.File{Path: filepath.ToSlash(rel), Data: data})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
+// fix is the repository's Rust example's fix: its parse counts an hour
+// as 60 seconds.
+var fix = langtest.Fix{Path: "src/parse.rs", Old: "'h' => Ok(60)", New: "'h' => Ok(3600)"}
 
 // TestSandbox runs the example in each backend's sandbox: the bwrap one
 // with the host's toolchain, the docker one with the language's image.
@@ -67,22 +33,11 @@ func testBackend(t *testing.T, backend string) {
 		testenv.RequireService(t, "a Rust toolchain the sandbox can read", errors.New("none found (apt-get install cargo)"))
 	}
 	l := rust.Language()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	r, err := sandbox.New(ctx, sandbox.Config{Backend: backend, PoolSize: -1, Profiles: sandbox.ProfilesOf([]lang.Language{l})})
-	if err != nil {
-		testenv.RequireService(t, backend+" backend", err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := langtest.Runner(t, backend, l)
+	// A cold cargo build takes longer than a run's default limit.
 	runIn := func(t *testing.T, files []workspace.File, cmd []string) sandbox.Result {
 		t.Helper()
-		res, err := r.Run(ctx, sandbox.Spec{Profile: l.Name, Files: files, Cmd: cmd, Limits: sandbox.Limits{Timeout: 3 * time.Minute}})
-		if errors.Is(err, sandbox.ErrImageMissing) {
-			testenv.RequireService(t, "the rust image", err)
-		}
-		if err != nil {
-			t.Fatalf("run %q: %v", cmd, err)
-		}
+		res, _ := langtest.Run(t, r, sandbox.Spec{Profile: l.Name, Files: files, Cmd: cmd, Limits: sandbox.Limits{Timeout: 3 * time.Minute}})
 		return res
 	}
 	named := func(t *testing.T, tests ...string) []string {
@@ -92,7 +47,7 @@ func testBackend(t *testing.T, backend string) {
 		}
 		return cmd
 	}
-	buggy, fixed := exampleFiles(t, false), exampleFiles(t, true)
+	buggy, fixed := langtest.Example(t, "rust"), langtest.Example(t, "rust", fix)
 
 	t.Run("failing", func(t *testing.T) {
 		res := runIn(t, buggy, nil)
@@ -104,10 +59,7 @@ func testBackend(t *testing.T, backend string) {
 		if f.Kind != "rust:test-fail" || len(f.Keys) == 0 || !strings.Contains(strings.Join(f.Keys, "\n"), "Ok(5400)") {
 			t.Errorf("Parse = %+v, want a test failure whose keys hold the expected Ok(5400)", f)
 		}
-		var failing []string
-		for _, m := range l.Failure.Failing[0].FindAllStringSubmatch(out, -1) {
-			failing = append(failing, m[1])
-		}
+		failing := langtest.Failing(l.Failure.Failing, out)
 		if slices.Sort(failing); !slices.Equal(failing, []string{"parses_hours", "round_trips"}) {
 			t.Errorf("failing tests = %q, want parses_hours and round_trips", failing)
 		}
