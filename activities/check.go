@@ -416,7 +416,7 @@ func failingTests(patterns []*regexp.Regexp, out string) []string {
 	seen := map[string]bool{}
 	for _, re := range patterns {
 		for _, m := range re.FindAllStringSubmatch(out, -1) {
-			if !seen[m[1]] && len(names) < 20 {
+			if m[1] != "" && !seen[m[1]] && len(names) < 20 {
 				seen[m[1]] = true
 				names = append(names, m[1])
 			}

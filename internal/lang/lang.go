@@ -118,7 +118,8 @@ type Failure struct {
 	// output, compiler errors with file:line. It returns "" when it finds
 	// nothing, and the output's tail is kept.
 	Digest func(output string) string
-	// Failing are patterns whose first group names a failing test.
+	// Failing are patterns whose first group names a failing test; an
+	// empty group names none (a file that failed as a whole).
 	Failing []*regexp.Regexp
 }
 
