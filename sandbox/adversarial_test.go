@@ -212,6 +212,7 @@ id -u`)}
 				}
 			},
 		},
+		outputFlood("python", 1<<30),
 	}
 }
 
