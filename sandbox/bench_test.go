@@ -115,9 +115,12 @@ func bare(tb testing.TB, spec Spec, seed string) time.Duration {
 type benchRow struct {
 	name     string
 	p50, p95 time.Duration
-	// seccomp is, for a bwrap row, the p50 of its runs' time over that of
-	// the run without the seccomp filter made right before or after it.
-	seccomp float64
+	// paired is the median, over the iterations, of the ratio of the
+	// row's run to the run made right before or after it: in
+	// BenchmarkOverhead, a bwrap run's to one without the seccomp filter;
+	// in BenchmarkLanguages, a sandbox run's to a bare one. Both see the
+	// same load, which a shared host changes from one second to the next.
+	paired float64
 }
 
 func pct[T cmp.Ordered](xs []T, q float64) T {
@@ -136,14 +139,8 @@ func pct[T cmp.Ordered](xs []T, q float64) T {
 //
 //	go test ./sandbox -run '^$' -bench Overhead -benchtime 10x
 func BenchmarkOverhead(b *testing.B) {
-	var rows []benchRow
-	record := func(row benchRow) {
-		if i := slices.IndexFunc(rows, func(x benchRow) bool { return x.name == row.name }); i >= 0 {
-			rows[i] = row
-		} else {
-			rows = append(rows, row)
-		}
-	}
+	var rows benchRows
+	record := rows.record
 	pooled := func(backend string, poolSize int) func(b *testing.B) Runner {
 		return func(b *testing.B) Runner { return testRunner(b, backend, poolSize) }
 	}
@@ -204,8 +201,8 @@ func BenchmarkOverhead(b *testing.B) {
 					for i := range ratios {
 						ratios[i] = float64(samples[0][i]) / float64(samples[1][i])
 					}
-					row.seccomp = pct(ratios, 0.5)
-					b.ReportMetric(row.seccomp, "x-seccomp")
+					row.paired = pct(ratios, 0.5)
+					b.ReportMetric(row.paired, "x-seccomp")
 					record(row)
 					record(benchRow{name: row.name + "-noseccomp", p50: pct(samples[1], 0.5), p95: pct(samples[1], 0.95)})
 					return
@@ -214,8 +211,37 @@ func BenchmarkOverhead(b *testing.B) {
 			})
 		}
 	}
+	rows.print(b, "seccomp")
+}
+
+// report gives a mode's p50 and p95 as the benchmark's metrics.
+func report(b *testing.B, name string, samples []time.Duration) benchRow {
+	row := benchRow{name: name, p50: pct(samples, 0.5), p95: pct(samples, 0.95)}
+	b.ReportMetric(float64(row.p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(row.p95.Microseconds())/1000, "p95-ms")
+	b.ReportMetric(0, "ns/op")
+	return row
+}
+
+// benchRows are a benchmark's rows in the order first recorded. Each
+// sub-benchmark runs more than once (b.N = 1 first), so a row recorded
+// again replaces the earlier one.
+type benchRows []benchRow
+
+func (rows *benchRows) record(row benchRow) {
+	if i := slices.IndexFunc(*rows, func(x benchRow) bool { return x.name == row.name }); i >= 0 {
+		(*rows)[i] = row
+	} else {
+		*rows = append(*rows, row)
+	}
+}
+
+// print shows the rows as one table, each with its ratio to the bare row
+// of its group ("python/bare" for "python/bwrap-warm"), and the paired
+// ratios in a last column named paired.
+func (rows benchRows) print(b *testing.B, paired string) {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n%-29s %9s %9s %8s %10s %8s\n", "mode", "p50", "p95", "x bare", "+ms p50", "seccomp")
+	fmt.Fprintf(&sb, "\n%-29s %9s %9s %8s %10s %8s\n", "mode", "p50", "p95", "x bare", "+ms p50", paired)
 	base := map[string]time.Duration{}
 	for _, r := range rows {
 		prof, mode, _ := strings.Cut(r.name, "/")
@@ -227,20 +253,11 @@ func BenchmarkOverhead(b *testing.B) {
 			ratio, over = float64(r.p50)/float64(bp), r.p50-bp
 		}
 		sec := ""
-		if r.seccomp > 0 {
-			sec = fmt.Sprintf("%.3fx", r.seccomp)
+		if r.paired > 0 {
+			sec = fmt.Sprintf("%.3fx", r.paired)
 		}
 		fmt.Fprintf(&sb, "%-29s %9v %9v %7.2fx %+10.0f %8s\n", r.name, r.p50.Round(time.Millisecond), r.p95.Round(time.Millisecond), ratio, float64(over.Milliseconds()), sec)
 	}
 	b.Log(sb.String())
 	fmt.Print(sb.String())
-}
-
-// report gives a mode's p50 and p95 as the benchmark's metrics.
-func report(b *testing.B, name string, samples []time.Duration) benchRow {
-	row := benchRow{name: name, p50: pct(samples, 0.5), p95: pct(samples, 0.95)}
-	b.ReportMetric(float64(row.p50.Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(row.p95.Microseconds())/1000, "p95-ms")
-	b.ReportMetric(0, "ns/op")
-	return row
 }

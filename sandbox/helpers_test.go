@@ -33,7 +33,9 @@ func testRunner(t testing.TB, backend string, poolSize int) Runner {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := Config{Backend: backend, PoolSize: poolSize, Slots: 4, Profiles: testProfiles("python", "go"), Warm: []string{"python", "go"}}
+	// Every language of the registry is served; only python and go warm
+	// up at start, the others on their first run.
+	cfg := Config{Backend: backend, PoolSize: poolSize, Slots: 4, Profiles: testProfiles(), Warm: []string{"python", "go"}}
 	if backend == bwrapNoSeccomp {
 		cfg.Backend, cfg.noSeccomp = "bwrap", true
 	}
