@@ -48,8 +48,10 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 	cmd.Flags().IntVar(&o.Worker.MaxConcurrentActivities, "max-activities", 0, "activities run at once (0: SDK default)")
 	cmd.Flags().IntVar(&o.Pool, "sandbox-pool", 0, "warm sandboxes kept per language (0: 2, negative: none)")
 	cmd.Flags().IntVar(&o.Slots, "sandbox-slots", 0, "sandbox runs at once (0: number of CPUs)")
-	// A fleet's worker is there to serve every language: warm them at once.
-	cmd.Flags().StringSliceVar(&o.Warm, "sandbox-warm", languages.Names(), "languages whose sandboxes warm up at start; the others on first use")
+	// Warming a language fills its toolchain volumes and starts its pool:
+	// seconds of copying per image, so only the languages named do it at
+	// start; the others warm up once their first run is over.
+	cmd.Flags().StringSliceVar(&o.Warm, "sandbox-warm", nil, "languages whose sandboxes warm up at start (of "+languages.List()+"); the others on first use")
 	return cmd
 }
 

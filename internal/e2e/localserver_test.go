@@ -540,14 +540,15 @@ func TestIdleServerStops(t *testing.T) {
 	}
 }
 
-// TestFailedStartShowsOnlyItsOwnLog: a local server that cannot start (its
-// sandbox image is missing) is reported with the end of what it wrote to
-// the log, without the lines an earlier server left in the same file.
+// TestFailedStartShowsOnlyItsOwnLog: a local server that fails to start
+// (its configured docker daemon does not answer, say) is reported with the
+// end of what it wrote to the log, without the lines an earlier server
+// left in the same file.
 func TestFailedStartShowsOnlyItsOwnLog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	const missing = "autocoder/no-such-image:0"
-	l := newLocal(t, llmtest.New(t, pythonScenario.script()), "AUTOCODER_SANDBOX=docker", "AUTOCODER_IMAGE_PYTHON="+missing)
+	const missing = "unix:///nonexistent/docker.sock"
+	l := newLocal(t, llmtest.New(t, pythonScenario.script()), "AUTOCODER_SANDBOX=docker", "DOCKER_HOST="+missing)
 	earlier := []string{
 		`time=2026-01-02T03:04:05Z level=INFO msg="local server ready" temporal=127.0.0.1:7233`,
 		`time=2026-01-02T03:09:05Z level=INFO msg="earlier server's line one"`,
@@ -567,8 +568,8 @@ func TestFailedStartShowsOnlyItsOwnLog(t *testing.T) {
 		t.Fatalf("run: %v, want exit 3\nstderr:\n%s", err, stderr.String())
 	}
 	got := stderr.String()
-	if !strings.Contains(got, "the local server did not start") || !strings.Contains(got, missing) {
-		t.Errorf("stderr does not say the server did not start for want of %s:\n%s", missing, got)
+	if !strings.Contains(got, "the local server did not start") || !strings.Contains(got, strings.TrimPrefix(missing, "unix://")) {
+		t.Errorf("stderr does not say the server did not start for want of the docker daemon at %s:\n%s", missing, got)
 	}
 	for _, line := range earlier {
 		if strings.Contains(got, line) {

@@ -194,7 +194,8 @@ func failingModel(t *testing.T) *llmtest.Server {
 
 // runFailureGolden is what a piped run prints when every model call fails:
 // each failed attempt as it happens, then one line naming the cause.
-const runFailureGolden = `starting the local server for DATA (log: DATA/autocoder.log)…
+const runFailureGolden = `language: Python (the task names it; --lang chooses another)
+starting the local server for DATA (log: DATA/autocoder.log)…
 local server at ADDR, Web UI at UI
 task ID started
 web UI: UI/namespaces/default/workflows/ID
