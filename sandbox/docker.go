@@ -243,12 +243,6 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if d.tools[j.image] == nil {
-		// Missing at start (or another image the spec names).
-		if err := d.checkImage(ctx, j.image); err != nil {
-			return Result{}, err
-		}
-	}
 	// Warm-ups start once the run is over: they would compete with it for
 	// the CPU.
 	defer d.warm(j.profile)

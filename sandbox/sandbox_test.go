@@ -184,7 +184,8 @@ func TestNewBackendSelection(t *testing.T) {
 		t.Fatalf("unknown backend: %v", err)
 	}
 	t.Setenv("AUTOCODER_IMAGE_PYTHON", "autocoder/sandbox-python:does-not-exist")
-	// A missing image fails its language's runs, not the start.
+	// A missing image does not fail the start: it is built on its
+	// language's first run (TestImageBuiltOnFirstUse).
 	r, err := New(ctx, Config{Backend: "docker", Profiles: testProfiles("python"), PoolSize: -1})
 	if errors.Is(err, ErrUnavailable) {
 		testenv.RequireService(t, "docker", err)
@@ -192,9 +193,5 @@ func TestNewBackendSelection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	_, err = r.Run(ctx, Spec{Profile: "python", Cmd: []string{"true"}})
-	if !errors.Is(err, ErrImageMissing) || !strings.Contains(err.Error(), "scripts/build-images.sh") {
-		t.Fatalf("missing image: %v", err)
-	}
+	r.Close()
 }

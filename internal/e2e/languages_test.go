@@ -3,7 +3,9 @@ package e2e
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -124,5 +126,30 @@ func copyTree(t *testing.T, src, dst string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFirstRunBuildsTheImage: on a docker host without the language's
+// sandbox image, the first `run` builds it (from its recipe, offline here)
+// and the task succeeds; nothing else was done beforehand.
+func TestFirstRunBuildsTheImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an image")
+	}
+	image := "autocoder/tmp-first-run:" + strconv.Itoa(os.Getpid())
+	if out, err := exec.Command("docker", "image", "inspect", image).CombinedOutput(); err == nil {
+		t.Fatalf("%s exists before the test: %s", image, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "image", "rm", "-f", image).Run() })
+	c := newCluster(t, exampleScript(), "AUTOCODER_SANDBOX=docker", "AUTOCODER_IMAGE_PYTHON="+image)
+	proj := t.TempDir()
+	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "python"), proj)
+	out, errOut, code := c.cli("run", "--dir", proj, "--max-iterations", "3", exampleTask("python"))
+	id := taskID(t, errOut)
+	if st := c.status(id); code != 0 || st.Phase != workflows.PhaseSucceeded {
+		t.Fatalf("exit %d, phase %s\n%s\n%s", code, st.Phase, out, errOut)
+	}
+	if out, err := exec.Command("docker", "image", "inspect", "-f", "{{.Config.User}}", image).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "65534:65534" {
+		t.Errorf("the image was not built as a sandbox image: %v %s", err, out)
 	}
 }
