@@ -100,6 +100,9 @@ func (d *dockerRunner) populate(ctx context.Context, p Profile, image, imageID s
 		return false, d.breakStaleLock(ctx, lockName)
 	}
 	if err != nil {
+		// A create the daemon finished after ctx ended (the runner
+		// closing) leaves the container without telling its id.
+		d.remove(lockName)
 		return false, fmt.Errorf("toolchain volumes: lock: %w", err)
 	}
 	defer d.remove(lock.ID)
@@ -126,10 +129,18 @@ func (d *dockerRunner) populate(ctx context.Context, p Profile, image, imageID s
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: v, Target: dir})
 	}
-	filler, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+	// The daemon fills the volumes while it creates the filler, which can
+	// take seconds: a create given up half-way would leave the filler
+	// behind once the daemon finishes it, so the create is not cancelled
+	// when the runner closes (Close waits for it).
+	fillerName := strings.TrimSuffix(ready, "-ready") + "-filler"
+	cctx, cancelCreate := context.WithTimeout(context.WithoutCancel(ctx), populateWait)
+	defer cancelCreate()
+	filler, err := d.cli.ContainerCreate(cctx, client.ContainerCreateOptions{Name: fillerName,
 		Config:     &container.Config{Image: image, Entrypoint: []string{"/bin/true"}, Labels: labels, NetworkDisabled: true},
 		HostConfig: &container.HostConfig{NetworkMode: "none", Mounts: mounts}})
 	if err != nil {
+		d.remove(fillerName)
 		return false, fmt.Errorf("toolchain volumes: fill: %w", err)
 	}
 	d.remove(filler.ID)

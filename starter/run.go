@@ -218,7 +218,7 @@ func taskLanguage(o RunOptions) (l lang.Language, reason string, err error) {
 	name := strings.TrimSpace(o.Lang)
 	if name != "" && !strings.EqualFold(name, "auto") {
 		if l, err = languages.Lookup(name); err != nil {
-			return l, "", usageError("--lang: %v", err)
+			return l, "", usageError("--lang %q: unknown language (want one of %s, or auto)", name, languages.List())
 		}
 		return l, "", nil
 	}

@@ -135,7 +135,7 @@ func TestBinaryErrors(t *testing.T) {
 		{"temporal unreachable", down, []string{"status", "x"}, 3, "TEMPORAL_ADDRESS"},
 		{"missing task text", up, []string{"run"}, 2, "autocoder run takes TASK (got no argument)"},
 		{"bad flag", up, []string{"run", "--max-iterations", "zero", "x"}, 2, "invalid argument"},
-		{"bad language", up, []string{"run", "--lang", "cobol", "x"}, 2, `unknown language "cobol" (want one of python, go,`},
+		{"bad language", up, []string{"run", "--lang", "cobol", "x"}, 2, `--lang "cobol": unknown language (want one of python, go,`},
 		{"bad model", up, []string{"run", "--model", "nosuch:model", "x"}, 2, "--model"},
 		{"no model in local mode", local, []string{"run", "x"}, 2, "OPENAI_API_KEY"},
 		{"empty task id", up, []string{"transcript", ""}, 2, "the task id is empty (autocoder transcript ID [flags]); autocoder list shows the ids"},
