@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -44,6 +45,9 @@ type Activities struct {
 	SpacePaths []string
 	// MinFreeSpace in bytes; zero means DefaultMinFreeSpace.
 	MinFreeSpace int64
+	// Webhooks delivers notifications; nil means a client bounded by
+	// notify.DefaultTimeout.
+	Webhooks *http.Client
 
 	snapshots snapshotCache // workspaces tool calls read
 }

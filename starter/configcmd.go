@@ -72,18 +72,18 @@ type shownSetting struct {
 	Env    string `json:"env,omitempty"`
 }
 
-// maskedSecret stands for a secret's value, which is never printed.
-const maskedSecret = "********"
-
 func showConfig(f *Factory, s *conf.Config, asJSON bool) error {
 	var rows []shownSetting
 	for _, k := range conf.Keys {
 		v := s.Get(k.Name)
 		text := v.Text
 		if k.Secret && text != "" {
-			text = maskedSecret
+			text = conf.MaskedSecret
 		}
 		rows = append(rows, shownSetting{Key: k.Name, Value: text, Source: v.Source.String(), Env: k.Env})
+	}
+	for i, n := range s.FileNotifications() {
+		rows = append(rows, shownSetting{Key: fmt.Sprintf("notifications[%d]", i), Value: n.Masked(), Source: n.Source.String()})
 	}
 	if asJSON {
 		return writeJSON(f.IO.Out, map[string]any{"file": s.File, "settings": rows})

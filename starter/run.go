@@ -59,6 +59,10 @@ type RunOptions struct {
 	MaxOutputTokens int
 	ApproveCommands bool
 	AllowCommands   []string
+
+	// Notify are webhooks (URL or FORMAT:URL) told when the task waits
+	// for a person and when it ends, besides the configuration file's.
+	Notify []string
 }
 
 func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
@@ -112,6 +116,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	fl.BoolVar(&o.ApproveCommands, "approve-commands", false, "wait for a person before each command the model runs, unless --allow-command covers it")
 	// StringArray, not StringSlice: a command prefix may hold a comma.
 	fl.StringArrayVar(&o.AllowCommands, "allow-command", nil, "with --approve-commands: a command prefix that runs without asking (repeatable), e.g. 'pytest'")
+	fl.StringArrayVar(&o.Notify, "notify", nil, "webhook told when the task waits for you, succeeds or fails (repeatable; added to the configuration file's [[notifications]]): URL, or FORMAT:URL with FORMAT json, slack or discord (default: slack or discord by the URL's host, else json)")
 	return cmd
 }
 
@@ -133,6 +138,10 @@ func (o *RunOptions) fromSettings(cmd *cobra.Command, s *conf.Config) {
 
 func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	in, err := taskInput(o)
+	if err != nil {
+		return err
+	}
+	targets, err := notifyTargets(f.cfg.settings, o.Notify)
 	if err != nil {
 		return err
 	}
@@ -188,7 +197,11 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	run, err := c.Start(ctx, in, taskclient.StartOptions{Dir: project})
+	start := taskclient.StartOptions{Dir: project, ID: taskclient.IDFor(in.Task)}
+	if in.Notify, err = saveTargets(ctx, f, start.ID, targets); err != nil {
+		return err
+	}
+	run, err := c.Start(ctx, in, start)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,8 @@ func TestSettingsNameWhatDiffers(t *testing.T) {
 func TestConfigShow(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "c.toml")
-	text := "model = \"openai:gpt-4.1-mini\"\n[providers.openai]\napi_key = \"sk-file-secret\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[limits]\nturns = 7\n"
+	text := "model = \"openai:gpt-4.1-mini\"\n[providers.openai]\napi_key = \"sk-file-secret\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[limits]\nturns = 7\n" +
+		"[[notifications]]\nurl = \"https://hooks.slack.com/services/T0/B0/hook-secret\"\nevents = [\"gate\"]\n"
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestConfigShow(t *testing.T) {
 	if code := execute(context.Background(), f, []string{"config", "show", "--json", "--config", file}); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	if strings.Contains(out.String(), "sk-file-secret") || strings.Contains(out.String(), "pw@") {
+	if strings.Contains(out.String(), "sk-file-secret") || strings.Contains(out.String(), "pw@") || strings.Contains(out.String(), "hook-secret") {
 		t.Fatalf("a secret is shown: %s", out.String())
 	}
 	var got struct {
@@ -95,9 +96,10 @@ func TestConfigShow(t *testing.T) {
 	}
 	want := map[string][2]string{
 		"model":                     {"openai:gpt-4.1-mini", "file " + file + ":1"},
-		"providers.openai.api_key":  {maskedSecret, "file " + file + ":3"},
+		"providers.openai.api_key":  {conf.MaskedSecret, "file " + file + ":3"},
 		"providers.openai.base_url": {"http://127.0.0.1:8/v1", "env OPENAI_BASE_URL"},
-		"store.url":                 {maskedSecret, "env AUTOCODER_DATABASE_URL"},
+		"store.url":                 {conf.MaskedSecret, "env AUTOCODER_DATABASE_URL"},
+		"notifications[0]":          {"https://hooks.slack.com/" + conf.MaskedSecret + ", format by host, gate", "file " + file + ":7"},
 		"limits.turns":              {"7", "file " + file + ":6"},
 		"sandbox.backend":           {"auto", "default"},
 		"data_dir":                  {filepath.Join(dir, ".local/share/autocoder"), "default (~/.local/share)"},

@@ -130,6 +130,7 @@ type Registry interface {
 // Register adds the workflow and activities to r.
 func Register(r Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.CodingTask, workflows.RegisterOptions())
+	r.RegisterWorkflowWithOptions(workflows.Notification, workflows.NotificationRegisterOptions())
 	r.RegisterActivity(acts)
 }
 

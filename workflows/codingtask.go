@@ -47,6 +47,7 @@ func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 			return TaskResult{}, err
 		}
 		t.finish(ctx, err)
+		t.notifyEnd(ctx)
 		return TaskResult{}, err
 	}
 	return res, nil
@@ -82,6 +83,7 @@ func (t *task) run(ctx workflow.Context) (TaskResult, error) {
 	t.saveLessons(ctx, true)
 	t.Status.Step = len(t.Status.Plan) // the loop leaves it one past the last step
 	t.setPhase(ctx, PhaseSucceeded)
+	t.notifyEnd(ctx)
 	// Signals of this last workflow task may not have reached the signal
 	// loop: the status returned has them too.
 	t.drainSignals(ctx)

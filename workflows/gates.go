@@ -20,6 +20,7 @@ func (t *task) ask(ctx workflow.Context, kind, question, details string) (decisi
 	prev := t.Status.Phase
 	t.setPhase(ctx, PhaseWaiting)
 	workflow.GetLogger(ctx).Info("waiting for approval", "kind", kind)
+	t.notifyGate(ctx)
 	answered, err := workflow.AwaitWithTimeout(ctx, t.in.ApprovalTimeout, func() bool {
 		return t.decision != nil || t.Cancel != nil || t.rollback != nil
 	})

@@ -87,3 +87,21 @@ func sandboxCtx(ctx workflow.Context, summary string) workflow.Context {
 		},
 	})
 }
+
+// Webhook deliveries are bounded on every side: a try by the webhook
+// client's timeout (notify.DefaultTimeout, within StartToClose), all tries
+// by ScheduleToClose, after which a dead webhook is given up. A refusal
+// (a 4xx) is not retried.
+func webhookCtx(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:                summary,
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        2 * time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			NonRetryableErrorTypes: []string{activities.ErrTypeWebhookRefused, activities.ErrTypeBadInput},
+		},
+	})
+}

@@ -23,6 +23,9 @@ type task struct {
 	// ends only once it is applied, so neither outlives the run.
 	decision *decision
 	rollback *RollbackRequest
+	// notified counts this run's notifications, which name their
+	// workflows.
+	notified int
 }
 
 // decision is a person's answer to a pending approval.

@@ -131,6 +131,10 @@ type TaskInput struct {
 	// starts with none of CommandAllow's prefixes.
 	ApproveCommands bool     `json:"approveCommands,omitempty"`
 	CommandAllow    []string `json:"commandAllow,omitempty"`
+	// Notify is the store key of the task's webhooks (notify.Record),
+	// which the Notification workflow reads: a webhook's URL is a
+	// credential, kept out of the history. Empty: no notifications.
+	Notify string `json:"notify,omitempty"`
 	// Carried is the state of the previous run after a continue-as-new.
 	Carried *State `json:"carried,omitempty"`
 }

@@ -76,9 +76,10 @@ type Options struct {
 // Config is the resolved configuration.
 type Config struct {
 	// File is the configuration file read, "" when none was found.
-	File   string
-	values map[string]Value
-	getenv func(string) string
+	File          string
+	values        map[string]Value
+	notifications []Notification // the file's [[notifications]]
+	getenv        func(string) string
 }
 
 // ErrNotFound is a --config file that does not exist.
@@ -117,14 +118,15 @@ func Load(o Options) (*Config, error) {
 		return nil, err
 	}
 	if path != "" {
-		fv, err := readFile(path)
+		fr, err := readFile(path)
 		if err != nil {
 			return nil, err
 		}
 		c.File = path
-		for name, v := range fv {
+		for name, v := range fr.values {
 			c.values[name] = v
 		}
+		c.notifications = fr.notifications
 	}
 	for _, k := range Keys {
 		text := o.Getenv(k.Env)

@@ -17,7 +17,7 @@ import (
 // its line. Every mistake is an error naming path:line: a syntax error, an
 // unknown key, a value of the wrong type or out of range, a secret in a
 // file others can read.
-func readFile(path string) (map[string]Value, error) {
+func readFile(path string) (*fileReader, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
@@ -37,7 +37,7 @@ func readFile(path string) (map[string]Value, error) {
 	if err := r.firstError(); err != nil {
 		return nil, err
 	}
-	if err := checkSecrets(path, r.values); err != nil {
+	if err := checkSecrets(path, r.values, r.notifications); err != nil {
 		return nil, err
 	}
 	if v, ok := r.values["data_dir"]; ok && !filepath.IsAbs(v.Text) {
@@ -45,15 +45,16 @@ func readFile(path string) (map[string]Value, error) {
 		v.Text = filepath.Join(filepath.Dir(path), v.Text)
 		r.values["data_dir"] = v
 	}
-	return r.values, nil
+	return &r, nil
 }
 
 // fileReader collects a file's values and its mistakes.
 type fileReader struct {
-	path   string
-	lines  map[string]int
-	values map[string]Value
-	errs   []lineError
+	path          string
+	lines         map[string]int
+	values        map[string]Value
+	notifications []Notification
+	errs          []lineError
 }
 
 type lineError struct {
@@ -62,8 +63,23 @@ type lineError struct {
 }
 
 func (r *fileReader) fail(name, format string, args ...any) {
-	line := r.lines[name]
+	line := r.line(name)
 	r.errs = append(r.errs, lineError{line, fmt.Sprintf("%s:%d: %s", r.path, line, fmt.Sprintf(format, args...))})
+}
+
+// line is the line name is written on, else the nearest enclosing
+// table's (a key of an inline table in an array has no line of its own).
+func (r *fileReader) line(name string) int {
+	for {
+		if l, ok := r.lines[name]; ok {
+			return l
+		}
+		i := strings.LastIndexByte(name, '.')
+		if i < 0 {
+			return 0
+		}
+		name = name[:i]
+	}
 }
 
 // firstError is the mistake nearest the top of the file: one line to fix.
@@ -80,6 +96,8 @@ func (r *fileReader) walk(prefix string, table map[string]any) {
 		full := prefix + name
 		sub, isTable := v.(map[string]any)
 		switch {
+		case full == "notifications":
+			r.readNotifications(v)
 		case slices.Contains(reserved, full):
 			if !isTable {
 				r.fail(full, "%s must be a table ([%s]), kept for a later version", full, full)
@@ -166,10 +184,16 @@ func tomlType(v any) string {
 
 // checkSecrets refuses a key written in a file others may read, and more
 // than one way to the same provider's key.
-func checkSecrets(path string, values map[string]Value) error {
+func checkSecrets(path string, values map[string]Value, notifications []Notification) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("stat configuration: %w", err)
+	}
+	for _, n := range notifications {
+		if n.URL != "" && st.Mode().Perm()&0o077 != 0 {
+			return fmt.Errorf("%s:%d: a webhook's url is a secret, and the file is readable by others (mode %04o): run chmod 600 %s, or name it with url_env (a variable)",
+				path, n.Source.Line, st.Mode().Perm(), path)
+		}
 	}
 	for _, k := range Keys {
 		v, ok := values[k.Name]
@@ -207,12 +231,24 @@ func keyLines(data []byte) map[string]int {
 	var p unstable.Parser
 	p.Reset(data)
 	prefix := ""
+	arrays := map[string]int{} // entries of each array of tables so far
 	for p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
+		case unstable.Table:
 			prefix = joinKey(e.Key())
 			lines[prefix] = lineOf(&p, e.Key())
+			prefix += "."
+		case unstable.ArrayTable:
+			// Entries are named by index: notifications.0, notifications.1.
+			name := joinKey(e.Key())
+			line := lineOf(&p, e.Key())
+			if lines[name] == 0 {
+				lines[name] = line
+			}
+			prefix = fmt.Sprintf("%s.%d", name, arrays[name])
+			arrays[name]++
+			lines[prefix] = line
 			prefix += "."
 		case unstable.KeyValue:
 			addKeyValue(&p, lines, prefix, e)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -23,6 +24,9 @@ type MemoStore interface {
 	PutMemo(ctx context.Context, key string, value []byte) error
 	GetMemo(ctx context.Context, key string) ([]byte, error)
 }
+
+// ErrBadRef is a key that is not a record's.
+var ErrBadRef = errors.New("not a notification key")
 
 // refPrefix starts every record's key in the store.
 const refPrefix = "notify/"
@@ -48,7 +52,7 @@ func Save(ctx context.Context, st MemoStore, r Record) (string, error) {
 // Load reads the record stored under ref.
 func Load(ctx context.Context, st MemoStore, ref string) (Record, error) {
 	if !strings.HasPrefix(ref, refPrefix) {
-		return Record{}, fmt.Errorf("%q is not a notification key", ref)
+		return Record{}, fmt.Errorf("%q: %w", ref, ErrBadRef)
 	}
 	data, err := st.GetMemo(ctx, ref)
 	if err != nil {

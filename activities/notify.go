@@ -1,0 +1,96 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/autocoder/autocoder/internal/notify"
+	"github.com/autocoder/autocoder/internal/store"
+)
+
+// ErrTypeWebhookRefused is a webhook's answer that a retry would get
+// again (a 4xx other than 429): the notification is given up.
+const ErrTypeWebhookRefused = "WebhookRefused"
+
+// defaultWebhooks delivers notifications when Activities.Webhooks is nil.
+var defaultWebhooks = notify.NewClient(notify.DefaultTimeout)
+
+// NotifyTargetsInput asks which of a task's webhooks want an event.
+type NotifyTargetsInput struct {
+	Ref   string       `json:"ref"` // TaskInput.Notify
+	Event notify.Event `json:"event"`
+}
+
+// NotifyInput is one message for one of a task's webhooks, named by its
+// place in the task's record: the workflow never holds the URL.
+type NotifyInput struct {
+	Ref     string         `json:"ref"`
+	Target  int            `json:"target"`
+	Message notify.Message `json:"message"`
+}
+
+// NotifyTargets returns the places of the task's webhooks that want the
+// event, so that each is sent to, and retried, on its own.
+func (a *Activities) NotifyTargets(ctx context.Context, in NotifyTargetsInput) ([]int, error) {
+	rec, err := a.notifyRecord(ctx, in.Ref)
+	if err != nil {
+		return nil, err
+	}
+	var wanted []int
+	for i, t := range rec.Targets {
+		if t.Wants(in.Event) {
+			wanted = append(wanted, i)
+		}
+	}
+	return wanted, nil
+}
+
+// Notify posts the message to one webhook, in its format, once: Temporal
+// retries a failure, unless the webhook refused it (ErrTypeWebhookRefused)
+// or asked to wait (a 429's Retry-After sets the next retry's delay).
+// Errors name the webhook by its host, never by its URL.
+func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
+	rec, err := a.notifyRecord(ctx, in.Ref)
+	if err != nil {
+		return err
+	}
+	if in.Target < 0 || in.Target >= len(rec.Targets) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no webhook %d: the task has %d", in.Target, len(rec.Targets)), ErrTypeBadInput, nil)
+	}
+	t := rec.Targets[in.Target]
+	body, err := notify.Body(t.Format, in.Message, rec.Link)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadInput, nil)
+	}
+	client := a.Webhooks
+	if client == nil {
+		client = defaultWebhooks
+	}
+	err = notify.Post(ctx, client, t, body)
+	var de *notify.DeliveryError
+	switch {
+	case err == nil:
+		activity.GetLogger(ctx).Info("notification sent", "webhook", t.Redacted(), "event", in.Message.Event)
+		return nil
+	case errors.As(err, &de) && de.Permanent:
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeWebhookRefused, nil)
+	case errors.As(err, &de) && de.RetryAfter > 0:
+		return temporal.NewApplicationErrorWithOptions(err.Error(), "WebhookBusy", temporal.ApplicationErrorOptions{NextRetryDelay: de.RetryAfter})
+	}
+	return temporal.NewApplicationError(err.Error(), "WebhookUnavailable")
+}
+
+// notifyRecord reads the task's webhooks; a record that is not there will
+// not appear on a retry.
+func (a *Activities) notifyRecord(ctx context.Context, ref string) (notify.Record, error) {
+	rec, err := notify.Load(ctx, a.Store, ref)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, notify.ErrBadRef) {
+		return rec, temporal.NewNonRetryableApplicationError(
+			"the task's webhooks are not in the store (a worker on another store than the command that started the task?)", ErrTypeBadInput, err)
+	}
+	return rec, err
+}

@@ -1,0 +1,122 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/notify"
+)
+
+// NotificationWorkflowName names the workflow that delivers one message
+// to a task's webhooks.
+const NotificationWorkflowName = "Notification"
+
+// versionNotifications guards telling webhooks at gates and at the end.
+// Only a task whose input names webhooks (TaskInput.Notify) asks for it,
+// so the histories of tasks without them are as they were; a task started
+// with webhooks on a worker from before the change replays through
+// DefaultVersion and sends nothing. Retirement: once no run started before
+// the change is open or retained by the namespace, the DefaultVersion
+// branch goes, and the GetVersion call stays with 1 as its minimum.
+const versionNotifications = "webhook-notifications"
+
+// notificationTimeout bounds a Notification workflow, its retries included.
+const notificationTimeout = 15 * time.Minute
+
+// NotificationInput is one message for a task's webhooks.
+type NotificationInput struct {
+	Ref     string         `json:"ref"` // TaskInput.Notify
+	Message notify.Message `json:"message"`
+}
+
+// notify tells the task's webhooks about msg without waiting for them: a
+// Notification workflow of its own delivers it, with retries, and is left
+// to finish when the task ends (it is abandoned, not cancelled), so a dead
+// webhook never holds up or fails the task. The task waits only for the
+// Notification to start, one round trip: a child still unstarted would be
+// lost with a task that ends.
+func (t *task) notify(ctx workflow.Context, msg notify.Message) {
+	if t.in.Notify == "" {
+		return
+	}
+	if workflow.GetVersion(ctx, versionNotifications, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	msg.TaskID, msg.Task = id, t.in.Task
+	t.notified++
+	// Disconnected: a task being cancelled still says so.
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:               fmt.Sprintf("%s-notify-%d-%d", id, t.Status.Runs, t.notified),
+		ParentClosePolicy:        enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowExecutionTimeout: notificationTimeout,
+		StaticSummary:            fmt.Sprintf("notify: %s", msg.Event),
+	})
+	run := workflow.ExecuteChildWorkflow(child, NotificationWorkflowName, NotificationInput{Ref: t.in.Notify, Message: msg})
+	if err := run.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("notification not started", "event", msg.Event, "error", err)
+	}
+}
+
+// notifyGate tells the webhooks that the pending question waits.
+func (t *task) notifyGate(ctx workflow.Context) {
+	p := t.Status.Pending
+	answers := make([]notify.Answer, len(p.Answers))
+	for i, a := range p.Answers {
+		answers[i] = notify.Answer{Words: a.Words, Signal: a.Signal, Means: a.Means}
+	}
+	t.notify(ctx, notify.Message{Event: notify.EventGate, Gate: p.Kind, Question: p.Question, Details: p.Details, Answers: answers})
+}
+
+// notifyEnd tells the webhooks how the task ended, by its phase.
+func (t *task) notifyEnd(ctx workflow.Context) {
+	switch t.Status.Phase {
+	case PhaseSucceeded:
+		result := fmt.Sprintf("%d plan step(s) done in %d iteration(s), %d tokens", len(t.Status.Plan), t.Status.Iteration,
+			t.Status.Usage.PromptTokens+t.Status.Usage.CompletionTokens)
+		if lt := t.Status.LastTest; lt != nil {
+			result += "; last check: " + lt.Headline()
+		}
+		t.notify(ctx, notify.Message{Event: notify.EventSucceeded, Result: result})
+	case PhaseCancelled:
+		t.notify(ctx, notify.Message{Event: notify.EventCancelled, Result: t.Status.Error})
+	default:
+		t.notify(ctx, notify.Message{Event: notify.EventFailed, Result: t.Status.Error})
+	}
+}
+
+// Notification delivers one message to each of a task's webhooks that
+// wants it, each on its own with retries (webhookCtx). A webhook that
+// refuses it or stays down is logged and given up: the notification
+// workflow itself always completes.
+func Notification(ctx workflow.Context, in NotificationInput) error {
+	log := workflow.GetLogger(ctx)
+	var targets []int
+	err := workflow.ExecuteActivity(storeCtx(ctx, "webhooks for "+string(in.Message.Event)), a.NotifyTargets,
+		activities.NotifyTargetsInput{Ref: in.Ref, Event: in.Message.Event}).Get(ctx, &targets)
+	if err != nil {
+		log.Warn("notification not sent: webhooks unknown", "event", in.Message.Event, "error", err)
+		return nil
+	}
+	sent := make([]workflow.Future, len(targets))
+	for i, target := range targets {
+		sent[i] = workflow.ExecuteActivity(webhookCtx(ctx, fmt.Sprintf("notify webhook %d: %s", target+1, in.Message.Event)), a.Notify,
+			activities.NotifyInput{Ref: in.Ref, Target: target, Message: in.Message})
+	}
+	for i, f := range sent {
+		if err := f.Get(ctx, nil); err != nil {
+			log.Warn("notification not delivered", "webhook", targets[i]+1, "event", in.Message.Event, "error", err)
+		}
+	}
+	return nil
+}
+
+// NotificationRegisterOptions names the Notification workflow for registration.
+func NotificationRegisterOptions() workflow.RegisterOptions {
+	return workflow.RegisterOptions{Name: NotificationWorkflowName}
+}
