@@ -79,7 +79,9 @@ func TestNotifyEachFormat(t *testing.T) {
 		format notify.Format
 		check  func(map[string]any) bool
 	}{
-		{notify.FormatJSON, func(b map[string]any) bool { return b["taskId"] == "t-1" && b["event"] == "gate" && b["link"] == "http://ui/t-1" }},
+		{notify.FormatJSON, func(b map[string]any) bool {
+			return b["taskId"] == "t-1" && b["event"] == "gate" && b["link"] == "http://ui/t-1"
+		}},
 		{notify.FormatSlack, func(b map[string]any) bool {
 			return b["text"] != nil && len(b["blocks"].([]any)) > 0 && strings.Contains(fmt.Sprint(b), "add &lt;b&gt;")
 		}},

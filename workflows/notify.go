@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -52,10 +53,12 @@ func (t *task) notify(ctx workflow.Context, msg notify.Message) {
 	// Disconnected: a task being cancelled still says so.
 	ctx, _ = workflow.NewDisconnectedContext(ctx)
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:               fmt.Sprintf("%s-notify-%d-%d", id, t.Status.Runs, t.notified),
+		// Named by the task's record, unique per task, not by the task's
+		// id, which a replay from a recorded history does not know.
+		WorkflowID:               fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(t.in.Notify, "/", "-"), t.Status.Runs, t.notified),
 		ParentClosePolicy:        enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowExecutionTimeout: notificationTimeout,
-		StaticSummary:            fmt.Sprintf("notify: %s", msg.Event),
+		StaticSummary:            fmt.Sprintf("notify: %s of %s", msg.Event, id),
 	})
 	run := workflow.ExecuteChildWorkflow(child, NotificationWorkflowName, NotificationInput{Ref: t.in.Notify, Message: msg})
 	if err := run.GetChildWorkflowExecution().Get(ctx, nil); err != nil {

@@ -141,4 +141,3 @@ func TestNotificationRetries(t *testing.T) {
 		})
 	}
 }
-

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +22,7 @@ import (
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/notify"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
@@ -35,6 +39,7 @@ type historyCase struct {
 	tamper   bool          // the project has the user's tests and the model weakens them
 	command  bool          // the model runs a command before the tests
 	slow     time.Duration // each turn's answer takes this long
+	notify   bool          // the task tells a webhook at its gates and its end
 	input    func(*workflows.TaskInput)
 	// drive plays the person while the task runs; it returns when the
 	// task needs nothing more from it.
@@ -58,6 +63,7 @@ var historyCases = []historyCase{
 	{name: "continue_as_new_signal", failures: 2, slow: 300 * time.Millisecond, input: func(in *workflows.TaskInput) { in.MaxIterations, in.HistoryLimit = 4, 30 },
 		drive: feedbackAcrossRuns},
 	{name: "guidance_between_turns", slow: 400 * time.Millisecond, drive: guideMidAttempt},
+	{name: "notifications", notify: true, input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: answerGates(workflows.GatePlan)},
 }
 
 // TestRecordReplayHistories runs each story of historyCases on a real
@@ -105,6 +111,9 @@ func TestRecordReplayHistories(t *testing.T) {
 			if hc.input != nil {
 				hc.input(&in)
 			}
+			if hc.notify {
+				in.Notify = webhookRecord(ctx, t, st)
+			}
 			id := "history-" + strings.ReplaceAll(hc.name, "_", "-")
 			if _, err := tc.Start(ctx, in, taskclient.StartOptions{ID: id}); err != nil {
 				t.Fatal(err)
@@ -118,6 +127,18 @@ func TestRecordReplayHistories(t *testing.T) {
 			recordRuns(ctx, t, tc, id, dir, hc.name)
 		})
 	}
+}
+
+// webhookRecord stores a record of one webhook, a local receiver, and
+// returns its key.
+func webhookRecord(ctx context.Context, t *testing.T, st notify.MemoStore) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	t.Cleanup(srv.Close)
+	ref, err := notify.Save(ctx, st, notify.Record{Targets: []notify.Target{{URL: srv.URL + "/hook", Format: notify.FormatJSON}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }
 
 func (hc historyCase) task() string {

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// TestNotifyEndToEnd: a task run with --notify tells a local webhook when
+// it waits at the plan gate and when it succeeds, with the commands that
+// answer it; a second webhook that never answers holds up neither the
+// task nor the first webhook's messages.
+func TestNotifyEndToEnd(t *testing.T) {
+	messages := make(chan map[string]any, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			t.Errorf("webhook body: %v", err)
+		}
+		messages <- m
+	}))
+	t.Cleanup(receiver.Close)
+	hung := make(chan any, 16) // the messages the dead webhook was sent
+	release := make(chan struct{})
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		json.NewDecoder(r.Body).Decode(&m)
+		hung <- m["text"]
+		<-release // never answers while the test looks
+	}))
+	t.Cleanup(dead.Close)
+	t.Cleanup(func() { close(release) })
+
+	c := newCluster(t, pythonScenario.script(), "AUTOCODER_SANDBOX=bwrap")
+	start := time.Now()
+	id := c.start("--lang", "python", "--approve-plan",
+		"--notify", "json:"+receiver.URL+"/hook", "--notify", "slack:"+dead.URL+"/hook/s3cr3t", pythonScenario.task)
+
+	next := func(what string) map[string]any {
+		t.Helper()
+		select {
+		case m := <-messages:
+			return m
+		case <-time.After(time.Minute):
+			t.Fatalf("no %s message within a minute", what)
+			return nil
+		}
+	}
+	gate := next("gate")
+	t.Logf("gate message %s after start", time.Since(start).Round(time.Millisecond))
+	if gate["event"] != "gate" || gate["gate"] != workflows.GatePlan || gate["taskId"] != id ||
+		!strings.Contains(gate["details"].(string), "Implement add") || !strings.Contains(gate["link"].(string), id) {
+		t.Errorf("gate message: %v", gate)
+	}
+	if cmds, _ := json.Marshal(gate["commands"]); !strings.Contains(string(cmds), "autocoder approve "+id) {
+		t.Errorf("gate message's commands %s lack autocoder approve %s", cmds, id)
+	}
+
+	approved := time.Now()
+	c.mustCLI("approve", id)
+	end := next("success")
+	took := time.Since(approved)
+	t.Logf("success message %s after approval", took.Round(time.Millisecond))
+	if end["event"] != "succeeded" || end["taskId"] != id {
+		t.Errorf("end message: %v", end)
+	}
+	// The dead webhook was sent both messages and holds the last one (it
+	// is tried for 10 s), yet the task is already done.
+	for range 2 {
+		select {
+		case <-hung:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the dead webhook was not sent both messages")
+		}
+	}
+	if st := c.status(id); st.Phase != workflows.PhaseSucceeded {
+		t.Errorf("phase %s while the dead webhook holds its message, want succeeded", st.Phase)
+	}
+	if took > 20*time.Second {
+		t.Errorf("success told %s after approval: the dead webhook held the task up", took)
+	}
+	if strings.Contains(c.mustCLI("status", id, "--json"), "s3cr3t") {
+		t.Error("the status shows a webhook URL")
+	}
+}
