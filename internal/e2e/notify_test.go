@@ -34,10 +34,13 @@ func TestNotifyEndToEnd(t *testing.T) {
 		<-release // never answers while the test looks
 	}))
 	t.Cleanup(dead.Close)
-	t.Cleanup(func() { close(release) })
 
+	begun := time.Now()
 	c := newCluster(t, pythonScenario.script(), "AUTOCODER_SANDBOX=bwrap")
+	// Before the worker stops: it waits for the activity the dead webhook holds.
+	t.Cleanup(func() { close(release) })
 	start := time.Now()
+	t.Logf("cluster up in %s (the binary built)", start.Sub(begun).Round(time.Millisecond))
 	id := c.start("--lang", "python", "--approve-plan",
 		"--notify", "json:"+receiver.URL+"/hook", "--notify", "slack:"+dead.URL+"/hook/s3cr3t", pythonScenario.task)
 
