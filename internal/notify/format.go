@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/autocoder/autocoder/internal/truncate"
 )
 
 // Body is the JSON a target of format f is sent for m; link is the task's
@@ -105,7 +107,7 @@ func slackEscape(s string) string { return slackEscaper.Replace(s) }
 
 func slackBody(m Message, link string) slackMessage {
 	section := func(text string) slackBlock {
-		return slackBlock{Type: "section", Text: &slackText{Type: "mrkdwn", Text: text}}
+		return slackBlock{Type: "section", Text: &slackText{Type: "mrkdwn", Text: clipMrkdwn(text)}}
 	}
 	var head strings.Builder
 	head.WriteString("*" + slackEscape(m.Title()) + "*\n")
@@ -130,6 +132,28 @@ func slackBody(m Message, link string) slackMessage {
 	}
 	blocks = append(blocks, slackBlock{Type: "context", Elements: []slackText{{Type: "mrkdwn", Text: foot}}})
 	return slackMessage{Text: slackEscape(m.Title()), Blocks: blocks}
+}
+
+// maxSlackSection is Slack's bound on a section's text, in characters,
+// less room for the closing fence.
+const maxSlackSection = 3000 - 10
+
+// clipMrkdwn bounds a section's escaped text, which may be up to five
+// times its quoted text (&lt;), without cutting an entity in two; a cut
+// code block is closed again.
+func clipMrkdwn(s string) string {
+	if len(s) <= maxSlackSection {
+		return s
+	}
+	cut := truncate.Head(s, maxSlackSection-1)
+	if amp := strings.LastIndexByte(cut, '&'); amp >= 0 && !strings.Contains(cut[amp:], ";") {
+		cut = cut[:amp]
+	}
+	cut += "…"
+	if strings.HasPrefix(s, "```") {
+		cut += "\n```"
+	}
+	return cut
 }
 
 // Discord: https://discord.com/developers/docs/resources/webhook. Content

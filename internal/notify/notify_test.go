@@ -111,6 +111,30 @@ func TestDiscordContentBound(t *testing.T) {
 	}
 }
 
+// TestSlackSectionBound: quoted text made of characters Slack needs
+// escaped stays within a section's 3000 characters, no entity cut.
+func TestSlackSectionBound(t *testing.T) {
+	m := endMessage()
+	m.Result = strings.Repeat("&", 2000)
+	body, _ := Body(FormatSlack, m, testLink)
+	var s slackMessage
+	if err := json.Unmarshal(body, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range s.Blocks {
+		if b.Text == nil {
+			continue
+		}
+		text := b.Text.Text
+		if n := len([]rune(text)); n > 3000 {
+			t.Errorf("section of %d characters, Slack takes 3000", n)
+		}
+		if strings.HasPrefix(text, "```") && !strings.HasSuffix(text, "&amp;…\n```") {
+			t.Errorf("clipped section ends %q", text[max(0, len(text)-20):])
+		}
+	}
+}
+
 func TestParseFlag(t *testing.T) {
 	for _, c := range []struct {
 		in     string
