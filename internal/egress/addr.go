@@ -28,7 +28,7 @@ var special = []struct {
 	{netip.MustParsePrefix("192.168.0.0/16"), "private"},
 	{netip.MustParsePrefix("100.64.0.0/10"), "carrier-grade NAT"},
 	{netip.MustParsePrefix("169.254.0.0/16"), "link-local"},
-	{netip.MustParsePrefix("192.0.0.0/24"), "reserved"}, // IETF protocol assignments
+	{netip.MustParsePrefix("192.0.0.0/24"), "reserved"},  // IETF protocol assignments
 	{netip.MustParsePrefix("198.18.0.0/15"), "reserved"}, // benchmarking
 	{netip.MustParsePrefix("224.0.0.0/4"), "multicast"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"}, // and the broadcast address
@@ -39,7 +39,7 @@ var special = []struct {
 	{netip.MustParsePrefix("fe80::/10"), "link-local"},
 	{netip.MustParsePrefix("fec0::/10"), "private"}, // site-local, deprecated
 	{netip.MustParsePrefix("ff00::/8"), "multicast"},
-	{netip.MustParsePrefix("2001::/32"), "reserved"},   // Teredo: an IPv4 address hidden inside
+	{netip.MustParsePrefix("2001::/32"), "reserved"},     // Teredo: an IPv4 address hidden inside
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "private"}, // local-use NAT64
 }
 

@@ -20,7 +20,7 @@ func TestClassify(t *testing.T) {
 		"255.255.255.255": "reserved", "240.0.0.1": "reserved", "::7f00:1": "reserved",
 		"64:ff9b::a00:1": "private", "64:ff9b::7f00:1": "loopback", "2002:c0a8:101::1": "private",
 		"2001:0:4136:e378::1": "reserved",
-		"169.254.169.254": "cloud metadata", "fd00:ec2::254": "cloud metadata", "100.100.100.200": "cloud metadata",
+		"169.254.169.254":     "cloud metadata", "fd00:ec2::254": "cloud metadata", "100.100.100.200": "cloud metadata",
 		"168.63.129.16": "cloud metadata", "::ffff:169.254.169.254": "cloud metadata", "64:ff9b::a9fe:a9fe": "cloud metadata",
 		"93.184.215.14": "", "2606:2800:21f:cb07:6820:80da:af6b:8b2c": "", "172.32.0.1": "", "100.128.0.1": "",
 		"64:ff9b::5db8:d70e": "",
