@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/autocoder/autocoder/internal/egress"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -44,6 +45,11 @@ type Activities struct {
 	SpacePaths []string
 	// MinFreeSpace in bytes; zero means DefaultMinFreeSpace.
 	MinFreeSpace int64
+	// Egress is the proxy install runs reach the network through: a
+	// grant per run (with its language's Deps.Registries), whose Env at
+	// EgressAddr goes in the run's environment. nil: no run has a network.
+	Egress     *egress.Proxy
+	EgressAddr string
 
 	snapshots snapshotCache // workspaces tool calls read
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeFile(t *testing.T, dir, name, text string, mode os.FileMode) string {
@@ -275,5 +276,19 @@ func TestListKeys(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), p+":"+itoa(line)+":") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want line %d naming %q", tc.text, err, line, tc.want)
 		}
+	}
+}
+
+// TestEgressConfig: the proxy gets the user's lists and limits.
+func TestEgressConfig(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "c.toml", "[egress]\nallow = [\"a.example.test\"]\ndeny = [\"b.example.test\"]\nidle_timeout = \"30s\"\nmax_connections = 4\n[registries]\nprivate = [\"127.0.0.1:3141\"]\n", 0o600)
+	c, err := Load(Options{File: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Egress()
+	if len(e.Allow) != 1 || e.Allow[0] != "a.example.test" || e.Deny[0] != "b.example.test" || e.Registries[0] != "127.0.0.1:3141" ||
+		e.IdleTimeout != 30*time.Second || e.ConnectTimeout != 10*time.Second || e.MaxConnsPerTask != 4 {
+		t.Errorf("Egress() = %+v", e)
 	}
 }
