@@ -13,6 +13,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -399,7 +400,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, addrs 
 	f := &forwarded{t: t, addrs: addrs, rec: rec, idle: p.cfg.IdleTimeout}
 	rec.Verdict = Allowed
 	ctx := context.WithValue(r.Context(), forwardedKey{}, f)
-	p.forwarder.ServeHTTP(idleWriter{w, http.NewResponseController(w), p.cfg.IdleTimeout}, r.WithContext(ctx))
+	rc := http.NewResponseController(w)
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = idleBody{r.Body, rc, p.cfg.IdleTimeout}
+	}
+	p.forwarder.ServeHTTP(idleWriter{w, rc, p.cfg.IdleTimeout}, r.WithContext(ctx))
 	if f.conn != nil {
 		rec.Up, rec.Down = f.conn.up.Load(), f.conn.down.Load()
 	}
@@ -466,3 +471,16 @@ func (w idleWriter) Write(b []byte) (int, error) {
 }
 
 func (w idleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// idleBody gives each read of a plain-HTTP request's body the idle
+// timeout, so a client that stops sending does not hold the proxy.
+type idleBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (b idleBody) Read(p []byte) (int, error) {
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.idle))
+	return b.ReadCloser.Read(p)
+}

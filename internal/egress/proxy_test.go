@@ -315,6 +315,50 @@ func TestRebinding(t *testing.T) {
 	_ = port
 }
 
+// TestGrantAllowIsPerTask: a grant's own allow rules (its language's
+// registries) open hosts to its task alone.
+func TestGrantAllowIsPerTask(t *testing.T) {
+	srv, _ := registryServer(t)
+	u, _ := url.Parse(srv.URL)
+	res := newResolver(map[string][]string{"pkgs.example.test": {"93.184.215.14"}})
+	p, addr := startProxy(t, Config{Resolver: res, Dialer: &recordingDialer{redirect: u.Host}})
+	with := grant(t, p, "task-16", "pkgs.example.test")
+	without := grant(t, p, "task-17")
+	if status, body := rawRequest(t, addr, with, "CONNECT", "pkgs.example.test:443"); status != http.StatusOK {
+		t.Errorf("the grant that allows it: %d %q", status, body)
+	}
+	if status, body := rawRequest(t, addr, without, "CONNECT", "pkgs.example.test:443"); status != http.StatusForbidden || !strings.Contains(body, "not on the allow-list") {
+		t.Errorf("another task's grant: %d %q", status, body)
+	}
+}
+
+// TestPlainHTTPUpload: a request body goes through to the registry and
+// counts as bytes up.
+func TestPlainHTTPUpload(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%d", n)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	p, addr := startProxy(t, Config{Resolver: newResolver(nil), Registries: []string{u.Host}})
+	g := grant(t, p, "task-18")
+	pu, _ := url.Parse(g.ProxyURL(addr))
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}, Timeout: 10 * time.Second}
+	resp, err := client.Post(srv.URL+"/upload", "application/octet-stream", strings.NewReader(strings.Repeat("x", 100000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "100000" {
+		t.Errorf("the registry got %s bytes, want 100000", b)
+	}
+	if rec := waitRecords(t, g, 1)[0]; rec.Up < 100000 || rec.Verdict != Allowed {
+		t.Errorf("record %+v", rec)
+	}
+}
+
 // TestDenyBeatsAllow: a deny rule refuses what an allow rule, even the
 // task's own, lets through; a range denies the addresses in it.
 func TestDenyBeatsAllow(t *testing.T) {
@@ -541,6 +585,29 @@ func TestIdleTimeout(t *testing.T) {
 	}
 	if rec := waitRecords(t, g, 1)[0]; rec.Reason != "idle timeout" {
 		t.Errorf("record %+v", rec)
+	}
+}
+
+// TestStalledUploadTimesOut: a plain-HTTP request whose body stops
+// coming is ended after the idle timeout.
+func TestStalledUploadTimesOut(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	p, addr := startProxy(t, Config{Resolver: newResolver(nil), Registries: []string{u.Host}, IdleTimeout: 300 * time.Millisecond})
+	g := grant(t, p, "task-19")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST %s/up HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\nContent-Length: 1000\r\n\r\nabc",
+		srv.URL, u.Host, base64.StdEncoding.EncodeToString([]byte(g.TaskID+":"+g.Token)))
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadAll(c)
+	if d := time.Since(start); err != nil || d > 3*time.Second {
+		t.Errorf("the stalled request held the connection %v (%v), want it ended after about 300ms", d, err)
 	}
 }
 

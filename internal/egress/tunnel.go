@@ -105,9 +105,12 @@ func (c *meteredConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// Write counts the bytes before they go: the answer to them, and the
+// reading of the count that follows it, may come before Write returns.
 func (c *meteredConn) Write(b []byte) (int, error) {
 	_ = c.Conn.SetDeadline(time.Now().Add(c.idle))
+	c.up.Add(int64(len(b)))
 	n, err := c.Conn.Write(b)
-	c.up.Add(int64(n))
+	c.up.Add(int64(n - len(b)))
 	return n, err
 }
