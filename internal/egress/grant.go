@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,9 @@ type Record struct {
 	Method string // CONNECT, or the plain-HTTP request's
 	Host   string
 	Port   int
+	// Resolved are the host's addresses as the proxy found them (the
+	// address itself for a literal one); none when it was refused first.
+	Resolved []netip.Addr
 	// Addr is the address dialed, "" when none was.
 	Addr     string
 	Up       int64 // bytes from the sandbox to the host

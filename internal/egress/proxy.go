@@ -193,6 +193,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer g.release()
 	addrs, status, reason := p.check(r.Context(), g, t)
+	rec.Resolved = addrs
 	if reason != "" {
 		if status == http.StatusBadGateway {
 			rec.Verdict = Failed
@@ -229,7 +230,8 @@ func (p *Proxy) authenticate(r *http.Request) *Grant {
 }
 
 // check applies the rules to a target and resolves it; it returns the
-// addresses to dial, or the status and reason it is refused with.
+// addresses to dial, or the status and reason it is refused with (and
+// the addresses, when one of them is why).
 func (p *Proxy) check(ctx context.Context, g *Grant, t target) ([]netip.Addr, int, string) {
 	for _, r := range p.deny {
 		if r.denies(t) {
@@ -255,15 +257,15 @@ func (p *Proxy) check(ctx context.Context, g *Grant, t target) ([]netip.Addr, in
 		addrs[i] = ip
 		for _, r := range p.deny {
 			if r.deniesAddr(ip, t.port) {
-				return nil, http.StatusForbidden, fmt.Sprintf("%s, denied by the rule %q", at(t, ip), r.text)
+				return addrs, http.StatusForbidden, fmt.Sprintf("%s, denied by the rule %q", at(t, ip), r.text)
 			}
 		}
 		what, metadata := classify(ip)
 		switch {
 		case metadata:
-			return nil, http.StatusForbidden, fmt.Sprintf("%s, a %s address, which is never reachable", at(t, ip), what)
+			return addrs, http.StatusForbidden, fmt.Sprintf("%s, a %s address, which is never reachable", at(t, ip), what)
 		case what != "" && !registry:
-			return nil, http.StatusForbidden, fmt.Sprintf("%s, a %s address; a registry there must be named as one (%s)", at(t, ip), what, t.authority())
+			return addrs, http.StatusForbidden, fmt.Sprintf("%s, a %s address; a registry there must be named as one (%s)", at(t, ip), what, t.authority())
 		}
 	}
 	return addrs, 0, ""
@@ -376,7 +378,7 @@ func (p *Proxy) finish(g *Grant, rec *Record) {
 		level = slog.LevelWarn
 	}
 	p.cfg.Logger.Log(context.Background(), level, "egress connection",
-		"taskID", rec.TaskID, "method", rec.Method, "host", rec.Host, "port", rec.Port, "addr", rec.Addr,
+		"taskID", rec.TaskID, "method", rec.Method, "host", rec.Host, "port", rec.Port, "resolved", rec.Resolved, "addr", rec.Addr,
 		"up", rec.Up, "down", rec.Down, "duration", rec.Duration, "verdict", string(rec.Verdict), "reason", rec.Reason)
 	if g != nil {
 		g.record(*rec)

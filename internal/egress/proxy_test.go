@@ -222,7 +222,7 @@ func TestConnectToNamedRegistry(t *testing.T) {
 	}
 	rec := waitRecords(t, g, 1)[0]
 	if rec.Verdict != Allowed || rec.TaskID != "task-1" || rec.Host != name || rec.Port != port ||
-		rec.Addr != "127.0.0.1:"+strconv.Itoa(port) || rec.Method != "CONNECT" {
+		rec.Addr != "127.0.0.1:"+strconv.Itoa(port) || rec.Method != "CONNECT" || len(rec.Resolved) != 1 {
 		t.Errorf("record %+v", rec)
 	}
 	if rec.Up < 100 || rec.Down < 100+int64(len(body)) {
@@ -266,6 +266,9 @@ func TestPrivateAddressNeedsRegistry(t *testing.T) {
 	for _, rec := range waitRecords(t, g, 8) {
 		if rec.Verdict != Denied || rec.Reason == "" || rec.Addr != "" {
 			t.Errorf("record %+v, want denied with a reason and no address", rec)
+		}
+		if rec.Host == "lan.example.test" && (len(rec.Resolved) != 1 || rec.Resolved[0].String() != "192.168.1.20") {
+			t.Errorf("record %+v, want the address it resolved to", rec)
 		}
 	}
 }
@@ -642,6 +645,40 @@ func TestCloseEndsTunnels(t *testing.T) {
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Errorf("read %v after Close, want EOF", err)
+	}
+}
+
+// TestServesUnixSocket: the proxy serves a unix socket as well as TCP,
+// the way into a sandbox that has no network of its own.
+func TestServesUnixSocket(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	p, err := New(Config{Resolver: newResolver(nil), Registries: []string{u.Host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := t.TempDir() + "/proxy.sock"
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve(l)
+	defer p.Close()
+	g := grant(t, p, "task-20")
+	tr := &http.Transport{
+		Proxy:       http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword(g.TaskID, g.Token), Host: "proxy"}),
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+	}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Errorf("over the unix socket: %q", b)
 	}
 }
 
