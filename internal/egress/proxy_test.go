@@ -667,8 +667,10 @@ func TestServesUnixSocket(t *testing.T) {
 	defer p.Close()
 	g := grant(t, p, "task-20")
 	tr := &http.Transport{
-		Proxy:       http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword(g.TaskID, g.Token), Host: "proxy"}),
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+		Proxy: http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword(g.TaskID, g.Token), Host: "proxy"}),
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
 	}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(srv.URL)
