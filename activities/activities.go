@@ -47,7 +47,8 @@ type Activities struct {
 	MinFreeSpace int64
 	// Egress is the proxy install runs reach the network through: a
 	// grant per run (with its language's Deps.Registries), whose Env at
-	// EgressAddr goes in the run's environment. nil: no run has a network.
+	// EgressAddr goes in the run's environment and whose Close gives the
+	// run's connections. nil: no run has a network.
 	Egress     *egress.Proxy
 	EgressAddr string
 

@@ -10,7 +10,8 @@ import (
 
 // Egress is the worker's egress proxy: one for every task the worker
 // runs, each install run let through by a grant of its own
-// (Proxy.Grant, then Grant.Env(Addr) in the run's environment).
+// (Proxy.Grant, then Grant.Env(Addr) in the run's environment, and
+// Grant.Close for its connections' record once the run has ended).
 type Egress struct {
 	Proxy *egress.Proxy
 	// Addr is host:port where the proxy listens.

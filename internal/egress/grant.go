@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -89,6 +90,26 @@ func (g *Grant) Revoke() {
 	g.proxy.mu.Lock()
 	defer g.proxy.mu.Unlock()
 	delete(g.proxy.grants, g.Token)
+}
+
+// Close revokes the grant and waits until its connections have ended,
+// or ctx does: a run that has ended leaves connections the proxy has yet
+// to see close, and each is recorded when it does. It returns the
+// grant's record, then complete unless the error says ctx ended first.
+func (g *Grant) Close(ctx context.Context) ([]Record, int, error) {
+	g.Revoke()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for g.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			recs, dropped := g.Records()
+			return recs, dropped, fmt.Errorf("egress grant of %s: %d connections still open: %w", g.TaskID, g.active.Load(), ctx.Err())
+		case <-tick.C:
+		}
+	}
+	recs, dropped := g.Records()
+	return recs, dropped, nil
 }
 
 // ProxyURL is the proxy's URL at addr (host:port) with the grant's

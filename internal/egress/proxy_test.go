@@ -684,6 +684,38 @@ func TestServesUnixSocket(t *testing.T) {
 	}
 }
 
+// TestGrantCloseWaits: Close returns once the grant's open tunnels have
+// ended and been recorded, and refuses the token from then on.
+func TestGrantCloseWaits(t *testing.T) {
+	_, port := registryServer(t)
+	target := "127.0.0.1:" + strconv.Itoa(port)
+	p, addr := startProxy(t, Config{Resolver: newResolver(nil), Registries: []string{target}})
+	g := grant(t, p, "task-21")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nProxy-Authorization: Basic %s\r\n\r\n", target, base64.StdEncoding.EncodeToString([]byte(g.TaskID+":"+g.Token)))
+	if resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"}); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, _, err := g.Close(short); err == nil {
+		t.Error("Close returned with a tunnel open")
+	}
+	time.AfterFunc(50*time.Millisecond, func() { c.Close() })
+	ctx, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	recs, _, err := g.Close(ctx)
+	if err != nil || len(recs) != 1 || recs[0].Verdict != Allowed {
+		t.Errorf("Close: %+v, %v; want the tunnel's record", recs, err)
+	}
+	if status, _ := rawRequest(t, addr, g, "CONNECT", target); status != http.StatusProxyAuthRequired {
+		t.Errorf("a closed grant's token: %d, want 407", status)
+	}
+}
+
 // TestGrantEnv: the environment a run gets names the proxy with the
 // grant's credentials, for every client's spelling.
 func TestGrantEnv(t *testing.T) {
