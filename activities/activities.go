@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/autocoder/autocoder/internal/egress"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -48,6 +49,12 @@ type Activities struct {
 	// Webhooks delivers notifications; nil means a client bounded by
 	// notify.DefaultTimeout.
 	Webhooks *http.Client
+	// Egress is the proxy install runs reach the network through: a
+	// grant per run (with its language's Deps.Registries), whose Env at
+	// EgressAddr goes in the run's environment and whose Close gives the
+	// run's connections. nil: no run has a network.
+	Egress     *egress.Proxy
+	EgressAddr string
 
 	snapshots snapshotCache // workspaces tool calls read
 }

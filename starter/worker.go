@@ -83,8 +83,17 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
 	}
-	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space")}
+	eg, err := worker.StartEgress(s.Egress(), "127.0.0.1:0")
+	if err != nil {
+		sb.Close()
+		return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
+	}
+	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
+		Egress: eg.Proxy, EgressAddr: eg.Addr}
 	return acts, func() {
+		if err := eg.Close(); err != nil {
+			slog.Warn("close egress proxy", "error", err)
+		}
 		if err := sb.Close(); err != nil {
 			slog.Warn("close sandbox", "error", err)
 		}

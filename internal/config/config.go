@@ -251,5 +251,8 @@ func (c *Config) Bytes(name string) int64 {
 	return n
 }
 
+// List is a list setting's items (validated by Load); unset is none.
+func (c *Config) List(name string) []string { return splitList(c.String(name)) }
+
 // DataDir is the absolute data dir.
 func (c *Config) DataDir() string { return c.String("data_dir") }

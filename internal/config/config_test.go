@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeFile(t *testing.T, dir, name, text string, mode os.FileMode) string {
@@ -231,5 +232,63 @@ func TestFingerprint(t *testing.T) {
 		if b[k] != v || strings.Contains(v, "sk-secret") {
 			t.Errorf("%s: %q from the file, %q from the environment", k, v, b[k])
 		}
+	}
+}
+
+// TestListKeys: a list is an array in the file and a comma-separated
+// variable; each item is checked, and a bad one names its line.
+func TestListKeys(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "c.toml", "[egress]\nallow = [\"*.example.test\", \"files.example.test:8443\"]\ndeny = [\"10.0.0.0/8\"]\n\n[registries]\nprivate = [\"http://127.0.0.1:3141/simple\"]\n", 0o600)
+	c, err := Load(Options{File: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.List("egress.allow"); len(got) != 2 || got[0] != "*.example.test" || got[1] != "files.example.test:8443" {
+		t.Errorf("egress.allow = %q", got)
+	}
+	if v := c.Get("registries.private"); c.List("registries.private")[0] != "http://127.0.0.1:3141/simple" || v.Source.Line != 6 {
+		t.Errorf("registries.private = %q from %s", c.List("registries.private"), v.Source)
+	}
+	c, err = Load(Options{File: p, Getenv: envOf(map[string]string{"AUTOCODER_EGRESS_DENY": " a.example.test, 192.168.0.0/16 ,"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.List("egress.deny"); len(got) != 2 || got[1] != "192.168.0.0/16" {
+		t.Errorf("egress.deny from the environment = %q", got)
+	}
+	if got := c.List("egress.allow"); len(c.List("registries.private")) != 1 || len(got) != 2 {
+		t.Errorf("the file's other lists: %q", got)
+	}
+	if _, err := Load(Options{Getenv: envOf(map[string]string{"AUTOCODER_EGRESS_ALLOW": "ok.example.test,*"})}); err == nil || !strings.Contains(err.Error(), "AUTOCODER_EGRESS_ALLOW") {
+		t.Errorf("a bad item in a variable: %v", err)
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"[egress]\n\nallow = [\"ok.example.test\", \"bad host\"]\n", "egress.allow"},
+		{"[egress]\nallow = \"ok.example.test\"\n", "want an array of strings"},
+		{"[egress]\ndeny = [\"10.0.0.0/40\"]\n", "address range"},
+		{"[egress]\ndeny = [3]\n", "item 1: want a string"},
+		{"[registries]\nprivate = [\"127.0.0.1\"]\n", "host:port"},
+		{"[egress]\nmax_connections = 0\n", "want 1 or more"},
+	} {
+		p := writeFile(t, t.TempDir(), "c.toml", tc.text, 0o600)
+		_, err := Load(Options{File: p})
+		line := strings.Count(tc.text[:strings.LastIndex(tc.text, "=")], "\n") + 1
+		if err == nil || !strings.HasPrefix(err.Error(), p+":"+itoa(line)+":") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want line %d naming %q", tc.text, err, line, tc.want)
+		}
+	}
+}
+
+// TestEgressConfig: the proxy gets the user's lists and limits.
+func TestEgressConfig(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "c.toml", "[egress]\nallow = [\"a.example.test\"]\ndeny = [\"b.example.test\"]\nidle_timeout = \"30s\"\nmax_connections = 4\n[registries]\nprivate = [\"127.0.0.1:3141\"]\n", 0o600)
+	c, err := Load(Options{File: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Egress()
+	if len(e.Allow) != 1 || e.Allow[0] != "a.example.test" || e.Deny[0] != "b.example.test" || e.Registries[0] != "127.0.0.1:3141" ||
+		e.IdleTimeout != 30*time.Second || e.ConnectTimeout != 10*time.Second || e.MaxConnsPerTask != 4 {
+		t.Errorf("Egress() = %+v", e)
 	}
 }

@@ -156,12 +156,34 @@ func (k Key) text(v any) (string, error) {
 			return strconv.FormatFloat(n, 'f', -1, 64), nil
 		}
 		return "", fmt.Errorf("want a number, not %s", tomlType(v))
+	case kindList:
+		return listText(v)
 	}
 	s, ok := v.(string)
 	if !ok {
 		return "", fmt.Errorf("want a string in quotes, not %s", tomlType(v))
 	}
 	return s, nil
+}
+
+// listText is an array of strings as a list's text.
+func listText(v any) (string, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return "", fmt.Errorf("want an array of strings such as [\"a\", \"b\"], not %s", tomlType(v))
+	}
+	items := make([]string, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			return "", fmt.Errorf("item %d: want a string in quotes, not %s", i+1, tomlType(e))
+		}
+		if strings.Contains(s, ",") || strings.TrimSpace(s) == "" {
+			return "", fmt.Errorf("item %d: %q is not one item", i+1, s)
+		}
+		items[i] = strings.TrimSpace(s)
+	}
+	return strings.Join(items, ","), nil
 }
 
 func tomlType(v any) string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/bytesize"
+	"github.com/autocoder/autocoder/internal/egress"
 	"github.com/autocoder/autocoder/internal/llm"
 )
 
@@ -20,6 +21,9 @@ const (
 	kindInt
 	kindFloat
 	kindDuration // a string such as "90s"
+	// kindList is an array of strings in the file and a comma-separated
+	// list in a variable; its check applies to each item.
+	kindList
 )
 
 // Key is one setting: its dotted name in the file, the environment
@@ -40,7 +44,7 @@ type Key struct {
 
 // Reserved sections, tables for what comes later; a key inside one is
 // not understood yet and is an error like any unknown key.
-var reserved = []string{"registries", "mcp_servers"}
+var reserved = []string{"mcp_servers"}
 
 // Keys is every setting, in the order `config show` prints them.
 var Keys = []Key{
@@ -82,6 +86,18 @@ var Keys = []Key{
 	{Name: "server.port", Env: "AUTOCODER_DEV_PORT", Default: "7233", kind: kindInt, check: port},
 	{Name: "server.ui_port", Env: "AUTOCODER_UI_PORT", Default: "8233", kind: kindInt, check: port},
 	{Name: "worker.min_free_space", Env: "AUTOCODER_MIN_FREE_SPACE", Default: "64MiB", Fingerprint: true, check: checkBytes},
+	{Name: "egress.allow", Env: "AUTOCODER_EGRESS_ALLOW", Fingerprint: true, kind: kindList, check: egress.ParseRule,
+		Help: "hosts dependency installs may reach besides their language's default registries: host, *.domain, IP, each with an optional :port"},
+	{Name: "egress.deny", Env: "AUTOCODER_EGRESS_DENY", Fingerprint: true, kind: kindList, check: egress.ParseDenyRule,
+		Help: "hosts and address ranges (10.0.0.0/8) installs never reach, whatever allows them"},
+	{Name: "egress.connect_timeout", Default: "10s", Fingerprint: true, kind: kindDuration,
+		Help: "how long the egress proxy waits for a name's lookup and a connection"},
+	{Name: "egress.idle_timeout", Default: "2m", Fingerprint: true, kind: kindDuration,
+		Help: "how long an install's connection may go without a byte either way"},
+	{Name: "egress.max_connections", Default: "32", Fingerprint: true, kind: kindInt, check: atLeast(1),
+		Help: "connections a task's install may have open at once"},
+	{Name: "registries.private", Env: "AUTOCODER_PRIVATE_REGISTRIES", Fingerprint: true, kind: kindList, check: egress.ParseRegistry,
+		Help: "registries (host:port or URL) installs may reach even at a loopback or private address"},
 }
 
 // lookupKey finds a key by its dotted name.
@@ -123,10 +139,30 @@ func (k Key) validate(text string) error {
 			return fmt.Errorf("%q is not a duration such as \"90s\" or \"5m\"", text)
 		}
 	}
-	if k.check != nil {
-		return k.check(text)
+	if k.check == nil {
+		return nil
 	}
-	return nil
+	if k.kind == kindList {
+		for _, item := range splitList(text) {
+			if err := k.check(item); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return k.check(text)
+}
+
+// splitList reads a list's text: items separated by commas, blanks
+// around them ignored.
+func splitList(text string) []string {
+	var items []string
+	for _, item := range strings.Split(text, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
 }
 
 func checkSpec(s string) error {

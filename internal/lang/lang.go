@@ -48,6 +48,18 @@ type Language struct {
 
 	// Sandbox is how its code runs, on either backend.
 	Sandbox Sandbox
+
+	// Deps is how the language's third-party dependencies are fetched.
+	Deps Deps
+}
+
+// Deps is how a language's third-party dependencies are fetched.
+type Deps struct {
+	// Registries are the hosts the ecosystem's client fetches packages
+	// from when nothing configures another, as the egress proxy's allow
+	// rules (host, or host:port): only what the ecosystem documents as its
+	// default. The user's own registries come from the configuration.
+	Registries []string
 }
 
 // IsTestSource reports a test file of the language's own source (not a

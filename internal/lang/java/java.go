@@ -116,6 +116,9 @@ Name a test as Class#method (or Class for all its tests).`,
 			Failing: failing,
 		},
 		Policy: lang.Policy{LineRules: policy.Java},
+		// Maven Central as Maven's super POM and Gradle's mavenCentral()
+		// name it (https://repo.maven.apache.org/maven2).
+		Deps: lang.Deps{Registries: []string{"repo.maven.apache.org"}},
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-java:1",
 			Env: map[string]string{

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autocoder/autocoder/internal/egress"
 	"github.com/autocoder/autocoder/internal/lang/langtest"
 )
 
@@ -52,6 +53,18 @@ func TestEveryLanguageIsComplete(t *testing.T) {
 		if l.Title == "" || l.Guide == "" || len(l.Tests.Command) == 0 || l.Tests.IsTestFile == nil ||
 			len(l.Extensions) == 0 || len(l.Detect.Markers) == 0 || l.Sandbox.Image == "" || l.Sandbox.Install == "" {
 			t.Errorf("%s: incomplete: %+v", l.Name, l)
+		}
+	}
+}
+
+// TestRegistriesAreEgressRules: each language's default registries are
+// rules the egress proxy takes, and name hosts, never whole domains.
+func TestRegistriesAreEgressRules(t *testing.T) {
+	for _, l := range All() {
+		for _, r := range l.Deps.Registries {
+			if err := egress.ParseRule(r); err != nil || strings.Contains(r, "*") {
+				t.Errorf("%s: registry %q: %v", l.Name, r, err)
+			}
 		}
 	}
 }

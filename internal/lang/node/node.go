@@ -25,6 +25,10 @@ const image = "autocoder/sandbox-node:1"
 // nodeCommands are the programs a test command of either language runs.
 var nodeCommands = []string{"node", "nodejs", "npm", "npx", "jest", "yarn", "pnpm"}
 
+// deps: npm's default registry (https://registry.npmjs.org/), which
+// serves the packages' tarballs too.
+var deps = lang.Deps{Registries: []string{"registry.npmjs.org"}}
+
 // JavaScript returns JavaScript on Node.js.
 func JavaScript() lang.Language {
 	return lang.Language{
@@ -52,6 +56,7 @@ They run with node --test. If package.json has a "test" script, npm test runs th
 		Extensions: []string{".js", ".mjs", ".cjs", ".jsx"},
 		Failure:    failure,
 		Policy:     lang.Policy{LineRules: policy.JavaScript},
+		Deps:       deps,
 		Sandbox:    sandbox(jsPrewarm, []string{"node", "--version"}, "install Node.js 18 or later (apt-get install nodejs)"),
 	}
 }
@@ -87,6 +92,7 @@ tsc compiles the project into a separate build directory and node --test runs th
 		Extensions: []string{".ts", ".mts", ".cts", ".tsx"},
 		Failure:    failure,
 		Policy:     lang.Policy{LineRules: policy.JavaScript},
+		Deps:       deps,
 		Sandbox: sandbox(jsPrewarm+` && printf 'export const w: number = 1;\n' > w.ts && tsc --noEmit w.ts`,
 			sh(tsHostCheck),
 			"apt-get install nodejs node-typescript node-undici, and Node's type declarations (the @types/node package) in /usr/local/lib/node_modules/@types or /usr/lib/node_modules/@types (npm install -g @types/node)"),

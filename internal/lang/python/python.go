@@ -51,6 +51,9 @@ Tests are pytest files named test_*.py next to the code; import the code under t
 			},
 		},
 		Policy: lang.Policy{Checker: lang.CheckerPython},
+		// pip's default index (https://pypi.org/simple) and the host
+		// PyPI serves that index's files from.
+		Deps: lang.Deps{Registries: []string{"pypi.org", "files.pythonhosted.org"}},
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-python:1",
 			Env: map[string]string{

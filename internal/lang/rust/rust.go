@@ -57,6 +57,10 @@ func Language() lang.Language {
 			},
 		},
 		Policy: lang.Policy{LineRules: policy.Rust},
+		// Cargo's default registry, crates.io: its sparse index
+		// (sparse+https://index.crates.io/) and the download host that
+		// index's config.json names.
+		Deps: lang.Deps{Registries: []string{"index.crates.io", "static.crates.io"}},
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-rust:1",
 			Env: map[string]string{
