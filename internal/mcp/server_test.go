@@ -77,7 +77,9 @@ func (f *fakeTasks) Answer(_ context.Context, id string, a workflows.Answer, tex
 func (f *fakeTasks) Cancel(_ context.Context, id string, s workflows.CancelSignal) error {
 	return f.record("cancel " + id)
 }
-func (f *fakeTasks) CancelNow(_ context.Context, id string) error { return f.record("cancel now " + id) }
+func (f *fakeTasks) CancelNow(_ context.Context, id string) error {
+	return f.record("cancel now " + id)
+}
 func (f *fakeTasks) Rollback(_ context.Context, id string, r workflows.RollbackRequest) (workflows.Status, error) {
 	return workflows.Status{}, &taskclient.RejectedError{Op: "rollback", Message: "the task has checkpoints 1 to 2"}
 }
@@ -98,7 +100,7 @@ func (textView) Place(st workflows.Status) string {
 	return fmt.Sprintf("[%s] step %d turn %d: %s", st.Phase, st.Step, st.Turn, st.Doing)
 }
 func (textView) Progress(st workflows.Status) float64 { return float64(st.Step) / 4 }
-func (textView) Message(m llm.Message) string       { return string(m.Role) + ": " + m.Text }
+func (textView) Message(m llm.Message) string         { return string(m.Role) + ": " + m.Text }
 
 // connect serves tasks in memory and returns a client session, with the
 // progress notifications it receives.
