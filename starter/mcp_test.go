@@ -1,6 +1,7 @@
 package starter
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"os"
@@ -133,4 +134,35 @@ func TestMCPPatchAndStatus(t *testing.T) {
 	if !isErr || !strings.Contains(out, "no task nope here") {
 		t.Errorf("approve_task of an unknown task: %v %q", isErr, out)
 	}
+}
+
+func TestMCPOverHTTP(t *testing.T) {
+	c := newFakeClient()
+	c.statuses["t1"] = working
+	f, _, _ := fakeFactory(t, c)
+	errR, errW := io.Pipe()
+	f.IO.ErrOut = errW
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	done := make(chan int, 1)
+	go func() { done <- execute(ctx, f, []string{"mcp", "--listen", "127.0.0.1:0"}) }()
+	line, err := bufio.NewReader(errR).ReadString('\n')
+	go io.Copy(io.Discard, errR)
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "serving MCP (streamable HTTP) at ")
+	if err != nil || !ok {
+		t.Fatalf("mcp --listen said %q (%v); want the address it serves", line, err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, isErr := mcpCall(t, cs, "task_status", map[string]any{"id": "t1"})
+	if isErr || !strings.Contains(out, "now:       turn 4: read app/models.py") {
+		t.Errorf("task_status over HTTP: %v\n%s", isErr, out)
+	}
+	cs.Close()
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("mcp --listen exited %d when stopped, want a clean stop", code)
+	}
+	errW.Close()
 }

@@ -9,15 +9,19 @@ import (
 	"testing"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
 // mcpSession is an MCP client session with `autocoder mcp` running as a
 // process of its own, over stdio, and the progress messages it received.
+// The client is mark3labs/mcp-go, another implementation than the
+// server's (the official SDK), as an IDE's would be.
 type mcpSession struct {
 	t   *testing.T
 	cmd *exec.Cmd
-	cs  *sdk.ClientSession
+	c   *mcpclient.Client
 
 	mu       sync.Mutex
 	progress []string
@@ -25,21 +29,44 @@ type mcpSession struct {
 
 func (c *cluster) mcp(ctx context.Context) *mcpSession {
 	c.t.Helper()
-	s := &mcpSession{t: c.t, cmd: exec.Command(c.bin, "mcp")}
-	s.cmd.Env = c.env
-	client := sdk.NewClient(&sdk.Implementation{Name: "e2e"}, &sdk.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.progress = append(s.progress, r.Params.Message)
-		},
-	})
-	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: s.cmd}, nil)
+	s := &mcpSession{t: c.t}
+	var stderr syncBuffer
+	client, err := mcpclient.NewStdioMCPClientWithOptions(c.bin, nil, []string{"mcp"},
+		transport.WithCommandStderrWriter(&stderr),
+		transport.WithCommandFunc(func(ctx context.Context, command string, _, args []string) (*exec.Cmd, error) {
+			s.cmd = exec.CommandContext(ctx, command, args...)
+			s.cmd.Env = c.env // the cluster's, and nothing of this process's
+			return s.cmd, nil
+		}))
 	if err != nil {
-		c.t.Fatalf("connect to autocoder mcp: %v", err)
+		c.t.Fatalf("start autocoder mcp: %v", err)
 	}
-	s.cs = cs
-	c.t.Cleanup(func() { cs.Close() })
+	c.t.Cleanup(func() {
+		client.Close()
+		if c.t.Failed() {
+			c.t.Logf("autocoder mcp stderr:\n%s", stderr.String())
+		}
+	})
+	client.OnNotification(func(n mcpgo.JSONRPCNotification) {
+		if n.Method != "notifications/progress" {
+			return
+		}
+		msg, _ := n.Params.AdditionalFields["message"].(string)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.progress = append(s.progress, msg)
+	})
+	// The transport already runs; Start installs the notification handlers.
+	if err := client.Start(ctx); err != nil {
+		c.t.Fatalf("start the MCP client: %v", err)
+	}
+	init := mcpgo.InitializeRequest{}
+	init.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "e2e", Version: "1"}
+	if _, err := client.Initialize(ctx, init); err != nil {
+		c.t.Fatalf("initialize autocoder mcp: %v\n%s", err, stderr.String())
+	}
+	s.c = client
 	return s
 }
 
@@ -47,15 +74,17 @@ func (c *cluster) mcp(ctx context.Context) *mcpSession {
 // whether it is a tool error; a protocol error fails the test.
 func (s *mcpSession) call(ctx context.Context, name string, args map[string]any) (string, bool) {
 	s.t.Helper()
-	p := &sdk.CallToolParams{Name: name, Arguments: args}
-	p.SetProgressToken(name)
-	res, err := s.cs.CallTool(ctx, p)
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	req.Params.Meta = &mcpgo.Meta{ProgressToken: name}
+	res, err := s.c.CallTool(ctx, req)
 	if err != nil {
 		s.t.Fatalf("%s %v: %v", name, args, err)
 	}
 	var b strings.Builder
 	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
+		if tc, ok := mcpgo.AsTextContent(c); ok {
 			b.WriteString(tc.Text)
 		}
 	}
@@ -89,9 +118,9 @@ func TestMCPServerEndToEnd(t *testing.T) {
 	c := newCluster(t, pythonScenario.script(), "AUTOCODER_SANDBOX=bwrap")
 	first := c.mcp(ctx)
 
-	tools, err := first.cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) < 12 {
-		t.Fatalf("tools/list: %v, %d tools", err, len(tools.Tools))
+	tools, err := first.c.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil || len(tools.Tools) != 12 {
+		t.Fatalf("tools/list: %v, %+v", err, tools)
 	}
 	if out, isErr := first.call(ctx, "task_status", map[string]any{"id": ""}); !isErr || !strings.Contains(out, "id is empty") {
 		t.Errorf("task_status with an empty id: isError %v, %q", isErr, out)

@@ -106,6 +106,11 @@ func (textView) Message(m llm.Message) string         { return string(m.Role) + 
 // progress notifications it receives.
 func connect(t *testing.T, tasks *fakeTasks) (*sdk.ClientSession, *notes) {
 	t.Helper()
+	return connectWith(t, tasks, &sdk.ClientOptions{})
+}
+
+func connectWith(t *testing.T, tasks *fakeTasks, opts *sdk.ClientOptions) (*sdk.ClientSession, *notes) {
+	t.Helper()
 	ctx := context.Background()
 	srv := New(Options{Tasks: tasks, View: textView{}, Poll: time.Millisecond})
 	st, ct := sdk.NewInMemoryTransports()
@@ -115,11 +120,10 @@ func connect(t *testing.T, tasks *fakeTasks) (*sdk.ClientSession, *notes) {
 	}
 	t.Cleanup(func() { ss.Close() })
 	got := &notes{}
-	client := sdk.NewClient(&sdk.Implementation{Name: "test"}, &sdk.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
-			got.add(r.Params)
-		},
-	})
+	opts.ProgressNotificationHandler = func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+		got.add(r.Params)
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "test"}, opts)
 	cs, err := client.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -358,5 +362,39 @@ func TestListStripsControlCharacters(t *testing.T) {
 	out, isErr := callTool(t, cs, toolList, map[string]any{})
 	if isErr || !strings.Contains(out, "autocoder-t1  running") || strings.ContainsAny(out, "\x1b\x07") {
 		t.Errorf("list: %v %q", isErr, out)
+	}
+}
+
+func TestWaitAsksTheUserWhereTheClientCan(t *testing.T) {
+	gate := &workflows.Approval{Kind: workflows.GatePlan, Question: "Approve the plan?", Details: "1. add",
+		Answers: []workflows.Answer{
+			{Words: []string{"yes"}, Signal: workflows.SignalApprove, Means: "approve the plan"},
+			{Words: []string{"no"}, Signal: workflows.SignalReject, Means: "reject it"},
+		}}
+	waiting := workflows.Status{Phase: workflows.PhaseWaiting, Step: 1, Pending: gate}
+	for _, tc := range []struct {
+		reply, action string
+		want          string
+		sent          []string
+	}{
+		{"yes", "accept", "phase: succeeded", []string{"approve autocoder-t1"}},
+		{"", "decline", "WAITING FOR A PERSON", nil},
+		{"perhaps", "accept", "WAITING FOR A PERSON", nil},
+	} {
+		var asked []string
+		tasks := &fakeTasks{statuses: []workflows.Status{waiting, waiting, waiting, {Phase: workflows.PhaseSucceeded}}}
+		cs, _ := connectWith(t, tasks, &sdk.ClientOptions{
+			ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				asked = append(asked, r.Params.Message)
+				return &sdk.ElicitResult{Action: tc.action, Content: map[string]any{"reply": tc.reply}}, nil
+			},
+		})
+		out, isErr := callTool(t, cs, toolWait, map[string]any{"id": "autocoder-t1"})
+		if isErr || !strings.Contains(out, tc.want) || !slices.Equal(tasks.sent, tc.sent) {
+			t.Errorf("reply %q (%s): %v %q, sent %q; want %q and %q sent", tc.reply, tc.action, isErr, out, tasks.sent, tc.want, tc.sent)
+		}
+		if len(asked) != 1 || !strings.Contains(asked[0], "Approve the plan?") || !strings.Contains(asked[0], "yes: approve the plan") {
+			t.Errorf("reply %q: the user was asked %q; want the question once, with its answers", tc.reply, asked)
+		}
 	}
 }

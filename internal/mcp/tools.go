@@ -179,6 +179,10 @@ func (s *server) addTools(srv *sdk.Server) {
 }
 
 func (s *server) start(ctx context.Context, req *sdk.CallToolRequest, a StartArgs) (*sdk.CallToolResult, any, error) {
+	if req.Params.RequestState != "" {
+		// The user answered a question of the task this call started.
+		return s.waitAgain(ctx, req, a.MaxWaitSeconds)
+	}
 	a.Task = strings.TrimSpace(a.Task)
 	if a.Task == "" {
 		return nil, nil, errors.New("task is empty: say what to build or fix")
@@ -206,15 +210,18 @@ func (s *server) start(ctx context.Context, req *sdk.CallToolRequest, a StartArg
 		fmt.Fprintf(&b, "follow it with %s {\"id\": %q}", toolWait, started.ID)
 		return text(b.String()), nil, nil
 	}
-	res, err := s.follow(ctx, req, started.ID, wait)
-	if err != nil {
-		return nil, nil, err
+	res, err := s.follow(ctx, req, started.ID, wait, "")
+	if err != nil || res.InputRequests != nil {
+		return res, nil, err
 	}
-	b.WriteString("\n" + res)
-	return text(b.String()), nil, nil
+	res.Content = append([]sdk.Content{&sdk.TextContent{Text: b.String()}}, res.Content...)
+	return res, nil, nil
 }
 
 func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, a waitArgs) (*sdk.CallToolResult, any, error) {
+	if req.Params.RequestState != "" {
+		return s.waitAgain(ctx, req, a.MaxWaitSeconds)
+	}
 	if err := checkID(a.ID); err != nil {
 		return nil, nil, err
 	}
@@ -222,11 +229,23 @@ func (s *server) wait(ctx context.Context, req *sdk.CallToolRequest, a waitArgs)
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := s.follow(ctx, req, a.ID, wait)
+	res, err := s.follow(ctx, req, a.ID, wait, "")
+	return res, nil, err
+}
+
+// waitAgain follows a task again once its user answered the question a
+// wait put to them (see askUser).
+func (s *server) waitAgain(ctx context.Context, req *sdk.CallToolRequest, seconds int) (*sdk.CallToolResult, any, error) {
+	wait, err := waitFor(seconds)
 	if err != nil {
 		return nil, nil, err
 	}
-	return text(res), nil, nil
+	id, answered, done, err := s.resume(ctx, req)
+	if err != nil || done != nil {
+		return done, nil, err
+	}
+	res, err := s.follow(ctx, req, id, wait, answered)
+	return res, nil, err
 }
 
 // waitFor is max_wait_seconds as a duration, the default for 0.

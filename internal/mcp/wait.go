@@ -18,10 +18,14 @@ import (
 
 // follow reads the task's status until it ends, waits for a person, or
 // wait passes, sending a progress notification whenever its place changes
-// (when the client asked for them with a progress token). A server that
+// (when the client asked for them with a progress token). A question ends
+// the wait: as a result that names the answers and their tools, or, when
+// the client can ask its user (elicitation), as the question put to the
+// user, after which the tool runs again with the answer (resume) and the
+// wait goes on. answered is the question already answered. A server that
 // stops answering for a while is reported as lost contact, never as the
 // task failing.
-func (s *server) follow(ctx context.Context, req *sdk.CallToolRequest, id string, wait time.Duration) (string, error) {
+func (s *server) follow(ctx context.Context, req *sdk.CallToolRequest, id string, wait time.Duration, answered string) (*sdk.CallToolResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	p := progress{req: req}
@@ -32,29 +36,38 @@ func (s *server) follow(ctx context.Context, req *sdk.CallToolRequest, id string
 		st, err := s.tasks.Status(ctx, id)
 		switch {
 		case ctx.Err() != nil && err != nil:
-			return s.stillRunning(id, nil, wait), nil
+			return text(s.stillRunning(id, nil, wait)), nil
 		case errors.Is(err, taskclient.ErrUnreachable):
 			if unreachable.IsZero() {
 				unreachable = time.Now()
 			}
 			if time.Since(unreachable) > lostContact {
-				return "", explain(err, id)
+				return nil, explain(err, id)
 			}
 		case err != nil:
-			return "", explain(err, id)
+			return nil, explain(err, id)
 		default:
 			unreachable = time.Time{}
 			p.send(ctx, s.view.Progress(st), s.view.Place(st))
-			if st.Phase.Done() || st.Pending != nil {
-				return s.describe(id, st), nil
+			if st.Phase.Done() {
+				return text(s.describe(id, st)), nil
+			}
+			if q := st.Pending; q != nil {
+				if questionKey(q) == answered {
+					break // the user's answer is on its way to the task
+				}
+				if canAsk(req) {
+					return askUser(id, q), nil
+				}
+				return text(s.describe(id, st)), nil
 			}
 		}
 		select {
 		case <-ctx.Done():
 			if st, err := s.tasks.Status(context.WithoutCancel(ctx), id); err == nil {
-				return s.stillRunning(id, &st, wait), nil
+				return text(s.stillRunning(id, &st, wait)), nil
 			}
-			return s.stillRunning(id, nil, wait), nil
+			return text(s.stillRunning(id, nil, wait)), nil
 		case <-tick.C:
 		}
 	}
@@ -142,4 +155,84 @@ func detailsOf(d string) string {
 		return d
 	}
 	return truncate.Head(d, statusDetailsBytes) + "\n… (cut)"
+}
+
+// answerInput names the elicitation whose answer a question's retry
+// carries.
+const answerInput = "answer"
+
+// questionKey tells one question of a task from the next.
+func questionKey(q *workflows.Approval) string {
+	return q.Kind + "@" + q.Since.UTC().Format(time.RFC3339Nano)
+}
+
+// canAsk says whether the client can put a question to its user.
+func canAsk(req *sdk.CallToolRequest) bool {
+	if req.Session == nil {
+		return false
+	}
+	ip := req.Session.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+}
+
+// askUser is a result that asks the client's user the task's question; the
+// client calls the tool again with the answer, and with the task and the
+// question as its request state (resume reads them).
+func askUser(id string, q *workflows.Approval) *sdk.CallToolResult {
+	var b strings.Builder
+	fmt.Fprintf(&b, "autocoder task %s asks (%s): %s\n", id, q.Kind, termsafe.Line(q.Question))
+	if d := strings.TrimRight(q.Details, "\n"); d != "" {
+		b.WriteString(termsafe.Text(detailsOf(d)) + "\n")
+	}
+	var choices []string
+	for _, a := range q.Answers {
+		words := "other text"
+		if len(a.Words) > 0 {
+			words = strings.Join(a.Words, "/")
+		}
+		choices = append(choices, words+": "+termsafe.Line(a.Means))
+	}
+	fmt.Fprintf(&b, "answers: %s\n", strings.Join(choices, "; "))
+	return &sdk.CallToolResult{
+		InputRequests: sdk.InputRequestMap{answerInput: &sdk.ElicitParams{
+			Message: strings.TrimRight(b.String(), "\n"),
+			RequestedSchema: map[string]any{"type": "object", "required": []string{"reply"}, "properties": map[string]any{
+				"reply": map[string]any{"type": "string", "title": "Your answer", "description": strings.Join(choices, "; ")},
+			}},
+		}},
+		RequestState: id + "\n" + questionKey(q),
+	}
+}
+
+// resume handles a tool's call again after askUser: it sends the answer
+// the user gave to the question, if the task still asks it, and returns
+// the task and the question answered, to wait on. A user who declined, or
+// gave no answer the question accepts, ends the call with the question as
+// its result (done).
+func (s *server) resume(ctx context.Context, req *sdk.CallToolRequest) (id, answered string, done *sdk.CallToolResult, err error) {
+	id, key, ok := strings.Cut(req.Params.RequestState, "\n")
+	if !ok || checkID(id) != nil {
+		return "", "", nil, fmt.Errorf("the request state %q is not one this server gave; call the tool again without it", req.Params.RequestState)
+	}
+	st, err := s.tasks.Status(ctx, id)
+	if err != nil {
+		return "", "", nil, explain(err, id)
+	}
+	q := st.Pending
+	if q == nil || questionKey(q) != key {
+		return id, "", nil, nil // answered meanwhile, elsewhere: wait on
+	}
+	res, _ := req.Params.InputResponses[answerInput].(*sdk.ElicitResult)
+	reply := ""
+	if res != nil && res.Action == "accept" {
+		reply, _ = res.Content["reply"].(string)
+	}
+	a, ok := q.Match(reply)
+	if !ok || a.Signal == "" {
+		return id, "", text(s.describe(id, st)), nil
+	}
+	if err := s.tasks.Answer(ctx, id, a, strings.TrimSpace(reply)); err != nil {
+		return "", "", nil, explain(err, id)
+	}
+	return id, key, nil, nil
 }
