@@ -12,6 +12,8 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/autocoder/autocoder/internal/llmtest"
 )
 
 // mcpSession is an MCP client session with `autocoder mcp` running as a
@@ -115,7 +117,14 @@ func (s *mcpSession) progressSeen() []string {
 func TestMCPServerEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := newCluster(t, pythonScenario.script(), "AUTOCODER_SANDBOX=bwrap")
+	began := time.Now()
+	// Right at once: the test is about the MCP server, not about retries.
+	sc := pythonScenario
+	c := newCluster(t, llmtest.Rules(
+		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: sc.plan}},
+		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: sc.fixed + fence("test_calc.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")}},
+	), "AUTOCODER_SANDBOX=bwrap")
+	t.Logf("%s: binary built, Temporal and a worker up", time.Since(began).Round(time.Millisecond))
 	first := c.mcp(ctx)
 
 	tools, err := first.c.ListTools(ctx, mcpgo.ListToolsRequest{})
@@ -130,7 +139,7 @@ func TestMCPServerEndToEnd(t *testing.T) {
 	}
 
 	out := first.mustCall(ctx, "start_task", map[string]any{
-		"task": pythonScenario.task, "language": "python", "approve_plan": true, "wait": true})
+		"task": sc.task, "language": "python", "approve_plan": true, "wait": true})
 	m := regexp.MustCompile(`task (\S+) started`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("start_task does not name the task:\n%s", out)
@@ -145,6 +154,8 @@ func TestMCPServerEndToEnd(t *testing.T) {
 		t.Error("start_task with wait sent no progress notification")
 	}
 
+	t.Logf("%s: at the plan gate", time.Since(began).Round(time.Millisecond))
+
 	// The IDE goes away mid-task; the task waits on.
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -158,6 +169,7 @@ func TestMCPServerEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "phase:     succeeded") || !strings.Contains(out, "get_patch") {
 		t.Fatalf("wait_task did not end in success:\n%s", out)
 	}
+	t.Logf("%s: succeeded", time.Since(began).Round(time.Millisecond))
 	seen := strings.Join(second.progressSeen(), "\n")
 	for _, want := range []string{"[generating]", "[checking]"} {
 		if !strings.Contains(seen, want) {
@@ -166,7 +178,7 @@ func TestMCPServerEndToEnd(t *testing.T) {
 	}
 
 	out = second.mustCall(ctx, "get_patch", map[string]any{"id": id})
-	for _, want := range []string{"checkpoint #2 of task " + id, "+++ b/calc.py", "+    return a + b", "+++ b/test_calc.py"} {
+	for _, want := range []string{"checkpoint #1 of task " + id, "+++ b/calc.py", "+    return a + b", "+++ b/test_calc.py"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("get_patch does not hold %q:\n%s", want, out)
 		}
