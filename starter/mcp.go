@@ -164,11 +164,22 @@ func (t *mcpTasks) Start(ctx context.Context, a mcp.StartArgs) (mcp.Started, err
 	f.IO.ErrOut = &notes
 	defer func() { f.IO.ErrOut = errOut }()
 	_, run, err := startTask(ctx, f, o)
+	if errors.Is(err, errUsage) {
+		// Said of run's flags: name the tool's arguments instead.
+		return mcp.Started{}, errors.New(argNames.Replace(err.Error()) + notesSuffix(notes.String()))
+	}
 	if err != nil {
 		return mcp.Started{}, fmt.Errorf("%w%s", err, notesSuffix(notes.String()))
 	}
 	return mcp.Started{ID: run.ID, URL: f.cfg.workflowURL(run.ID), Notes: notes.String()}, nil
 }
+
+// argNames turns run's flags, as its errors name them, into start_task's
+// arguments.
+var argNames = strings.NewReplacer("usage: ", "", "--max-iterations", "max_iterations", "--max-turns", "max_turns",
+	"--lang", "language", "--dir", "dir", "--test-cmd", "test_cmd", "--model", "model", "--policy", "policy",
+	"--budget-tokens", "budget_tokens", "--budget-usd", "budget_usd", "--approve-commands", "approve_commands",
+	"--allow-command", "allow_commands", "--approval-timeout", "the approval timeout")
 
 // notesSuffix adds what was said before a failed start to its error.
 func notesSuffix(notes string) string {

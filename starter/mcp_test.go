@@ -83,11 +83,11 @@ func TestMCPStartsAsRunDoes(t *testing.T) {
 	}
 
 	out, isErr = mcpCall(t, cs, "start_task", map[string]any{"task": "fix add", "max_iterations": -1})
-	if !isErr || !strings.Contains(out, "must be at least 1") {
+	if !isErr || !strings.HasPrefix(out, "max_iterations must be at least 1") {
 		t.Errorf("start_task with max_iterations -1: %v %q", isErr, out)
 	}
 	out, isErr = mcpCall(t, cs, "start_task", map[string]any{"task": "fix add", "language": "cobol"})
-	if !isErr || !strings.Contains(out, `unknown language`) {
+	if !isErr || !strings.HasPrefix(out, `language "cobol": unknown language`) {
 		t.Errorf("start_task in cobol: %v %q", isErr, out)
 	}
 }
