@@ -171,11 +171,11 @@ func (t *mcpTasks) Start(ctx context.Context, a mcp.StartArgs) (mcp.Started, err
 	if err != nil {
 		return mcp.Started{}, fmt.Errorf("%w%s", err, notesSuffix(notes.String()))
 	}
-	return mcp.Started{ID: run.ID, URL: f.cfg.workflowURL(run.ID), Notes: notes.String()}, nil
+	return mcp.Started{ID: run.ID, URL: f.cfg.workflowURL(run.ID), Notes: argNames.Replace(notes.String())}, nil
 }
 
-// argNames turns run's flags, as its errors name them, into start_task's
-// arguments.
+// argNames turns run's flags, as its errors and notes name them, into
+// start_task's arguments.
 var argNames = strings.NewReplacer("usage: ", "", "--max-iterations", "max_iterations", "--max-turns", "max_turns",
 	"--lang", "language", "--dir", "dir", "--test-cmd", "test_cmd", "--model", "model", "--policy", "policy",
 	"--budget-tokens", "budget_tokens", "--budget-usd", "budget_usd", "--approve-commands", "approve_commands",
