@@ -133,7 +133,9 @@ func (s *server) addTools(srv *sdk.Server) {
 			"running after this session ends. Returns the task id at once, or with wait=true follows it with progress " +
 			"notifications until it ends or waits for a person (then the result gives the question and how to answer it)."},
 		s.start)
-	sdk.AddTool(srv, &sdk.Tool{Name: toolWait, Title: "Follow a task", Annotations: readOnly,
+	// Not read-only: where the client can ask its user, a wait sends the
+	// answer to the task's question.
+	sdk.AddTool(srv, &sdk.Tool{Name: toolWait, Title: "Follow a task",
 		Description: "Follow a task with progress notifications (phase, plan step, iteration, the model's current tool " +
 			"call) until it ends, waits for a person, or max_wait_seconds pass. The result is its status; a waiting " +
 			"question comes with the answers it accepts and the tool that sends each."},
