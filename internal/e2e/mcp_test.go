@@ -29,24 +29,27 @@ type mcpSession struct {
 	progress []string
 }
 
-func (c *cluster) mcp(ctx context.Context) *mcpSession {
-	c.t.Helper()
-	s := &mcpSession{t: c.t}
+func (c *cluster) mcp(ctx context.Context) *mcpSession { return startMCP(ctx, c.t, c.bin, c.env) }
+
+// startMCP runs `autocoder mcp` (the binary bin) with env, and connects.
+func startMCP(ctx context.Context, t *testing.T, bin string, env []string) *mcpSession {
+	t.Helper()
+	s := &mcpSession{t: t}
 	var stderr syncBuffer
-	client, err := mcpclient.NewStdioMCPClientWithOptions(c.bin, nil, []string{"mcp"},
+	client, err := mcpclient.NewStdioMCPClientWithOptions(bin, nil, []string{"mcp"},
 		transport.WithCommandStderrWriter(&stderr),
 		transport.WithCommandFunc(func(ctx context.Context, command string, _, args []string) (*exec.Cmd, error) {
 			s.cmd = exec.CommandContext(ctx, command, args...)
-			s.cmd.Env = c.env // the cluster's, and nothing of this process's
+			s.cmd.Env = env // nothing of this process's own
 			return s.cmd, nil
 		}))
 	if err != nil {
-		c.t.Fatalf("start autocoder mcp: %v", err)
+		t.Fatalf("start autocoder mcp: %v", err)
 	}
-	c.t.Cleanup(func() {
+	t.Cleanup(func() {
 		client.Close()
-		if c.t.Failed() {
-			c.t.Logf("autocoder mcp stderr:\n%s", stderr.String())
+		if t.Failed() {
+			t.Logf("autocoder mcp stderr:\n%s", stderr.String())
 		}
 	})
 	client.OnNotification(func(n mcpgo.JSONRPCNotification) {
@@ -60,13 +63,13 @@ func (c *cluster) mcp(ctx context.Context) *mcpSession {
 	})
 	// The transport already runs; Start installs the notification handlers.
 	if err := client.Start(ctx); err != nil {
-		c.t.Fatalf("start the MCP client: %v", err)
+		t.Fatalf("start the MCP client: %v", err)
 	}
 	init := mcpgo.InitializeRequest{}
 	init.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcpgo.Implementation{Name: "e2e", Version: "1"}
 	if _, err := client.Initialize(ctx, init); err != nil {
-		c.t.Fatalf("initialize autocoder mcp: %v\n%s", err, stderr.String())
+		t.Fatalf("initialize autocoder mcp: %v\n%s", err, stderr.String())
 	}
 	s.c = client
 	return s
@@ -190,5 +193,32 @@ func TestMCPServerEndToEnd(t *testing.T) {
 	out = second.mustCall(ctx, "get_patch", map[string]any{"id": id, "write_to": dir})
 	if got := readProject(t, dir); !strings.Contains(out, "wrote 2 changed file(s)") || !strings.Contains(got["calc.py"], "return a + b") {
 		t.Errorf("get_patch with write_to wrote %v:\n%s", got, out)
+	}
+}
+
+// TestMCPInLocalMode: with no Temporal address, `autocoder mcp` starts the
+// data dir's local server on its first call, as every command does, and a
+// task started through it runs there to success.
+func TestMCPInLocalMode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sc := pythonScenario
+	l := newLocal(t, llmtest.New(t, llmtest.Rules(
+		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: sc.plan}},
+		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: sc.fixed + fence("test_calc.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")}},
+	)), "AUTOCODER_SANDBOX=bwrap")
+	s := startMCP(ctx, t, l.bin, l.env)
+	if out := s.mustCall(ctx, "list_tasks", map[string]any{}); out != "no tasks" {
+		t.Errorf("list_tasks on a new data dir: %q", out)
+	}
+	if _, err := l.address(); err != nil {
+		t.Fatalf("no local server after the first call: %v", err)
+	}
+	out := s.mustCall(ctx, "start_task", map[string]any{"task": sc.task, "language": "python", "wait": true, "max_wait_seconds": 150})
+	if !strings.Contains(out, "phase:     succeeded") {
+		t.Fatalf("the task did not succeed in the local server:\n%s", out)
+	}
+	if n := l.serversStarted(); n != 1 {
+		t.Errorf("%d local servers started, want 1", n)
 	}
 }
