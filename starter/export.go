@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +81,6 @@ func exportTask(ctx context.Context, f *Factory, o ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	load := func(snapshot string) ([]workspace.File, error) { return loadSnapshot(ctx, store, snapshot) }
 	if o.Dir != "" {
 		if o.Git {
 			err = exportGit(ctx, o.Dir, st, cp.N, store)
@@ -96,17 +96,23 @@ func exportTask(ctx context.Context, f *Factory, o ExportOptions) error {
 		reviewWarnings(f.IO.ErrOut, cp)
 	}
 	if o.Patch {
-		before, err := load(st.InputSnapshot)
-		if err != nil {
-			return err
-		}
-		after, err := load(cp.SnapshotID)
-		if err != nil {
-			return err
-		}
-		return writePatch(ctx, f.IO.Out, f.IO.OutTTY, st, before, after)
+		return writeCheckpointPatch(ctx, f.IO.Out, f.IO.OutTTY, st, cp, store)
 	}
 	return nil
+}
+
+// writeCheckpointPatch writes checkpoint cp's changes against the task's
+// input as a unified diff (see writePatch).
+func writeCheckpointPatch(ctx context.Context, w io.Writer, forTerminal bool, st workflows.Status, cp workflows.Checkpoint, snapshots snapshotReader) error {
+	before, err := loadSnapshot(ctx, snapshots, st.InputSnapshot)
+	if err != nil {
+		return err
+	}
+	after, err := loadSnapshot(ctx, snapshots, cp.SnapshotID)
+	if err != nil {
+		return err
+	}
+	return writePatch(ctx, w, forTerminal, st, before, after)
 }
 
 func pickCheckpoint(st workflows.Status, n int) (workflows.Checkpoint, error) {

@@ -85,7 +85,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Task = strings.TrimSpace(args[0])
-			o.fromSettings(cmd, f.cfg.settings)
+			o.fromSettings(cmd.Flags().Changed, f.cfg.settings)
 			if runF != nil {
 				return runF(&o)
 			}
@@ -120,9 +120,9 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	return cmd
 }
 
-// fromSettings takes the limits and the policy mode that no flag set from
-// the configuration (file or default).
-func (o *RunOptions) fromSettings(cmd *cobra.Command, s *conf.Config) {
+// fromSettings takes the limits and the policy mode whose flag is not set
+// (changed says which are) from the configuration (file or default).
+func (o *RunOptions) fromSettings(changed func(flag string) bool, s *conf.Config) {
 	for flag, set := range map[string]func(key string){
 		"max-iterations": func(k string) { o.MaxIterations = s.Int(k) },
 		"max-turns":      func(k string) { o.MaxTurns = s.Int(k) },
@@ -130,78 +130,14 @@ func (o *RunOptions) fromSettings(cmd *cobra.Command, s *conf.Config) {
 		"budget-usd":     func(k string) { o.BudgetUSD = s.Float(k) },
 		"policy":         func(k string) { o.Policy = s.String(k) },
 	} {
-		if !cmd.Flags().Changed(flag) {
+		if !changed(flag) {
 			set(conf.KeyOfFlag(flag))
 		}
 	}
 }
 
 func runTask(ctx context.Context, f *Factory, o RunOptions) error {
-	in, err := taskInput(o)
-	if err != nil {
-		return err
-	}
-	targets, err := notifyTargets(f.cfg.settings, o.Notify)
-	if err != nil {
-		return err
-	}
-	if l, reason, _ := taskLanguage(o); reason != "" {
-		fmt.Fprintf(f.IO.ErrOut, "language: %s (%s; --lang chooses another)\n", l.Title, reason)
-	}
-	if o.Model != "" {
-		if _, err := llm.ParseSpec(o.Model); err != nil {
-			return usageError("--model: %v", err)
-		}
-	}
-	// The task runs with the settings of the local server's worker: they
-	// must be this shell's.
-	f.need = needOwnSettings
-	if o.Model != "" {
-		f.settingsIgnored = []string{"model"}
-	}
-	if !o.Detach && f.useEmbedded() {
-		// The worker runs in the local server, which a first command starts
-		// with its environment: a missing model would only fail the task
-		// later, so say it before starting anything.
-		if in.Model == "" {
-			if _, err := f.cfg.settings.DefaultModel(); err != nil {
-				return usageError("%v", err)
-			}
-		}
-		stop, err := f.hostIfNeeded(ctx)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	c, err := f.TaskClient(ctx)
-	if err != nil {
-		return err
-	}
-	if o.Dir != "" {
-		var files []workspace.File
-		if in.InputSnapshot, files, err = uploadDir(ctx, f, o.Dir); err != nil {
-			return err
-		}
-		if in, err = judgedByUsersTests(in, files); err != nil {
-			return err
-		}
-		announceUsersTests(f.IO.ErrOut, in, files)
-	}
-	if ok, err := c.EnsureSearchAttributes(ctx); err != nil {
-		slog.Debug("search attributes unavailable; the Web UI list will not filter by phase", "error", err)
-	} else {
-		in.SearchAttributes = ok
-	}
-	project, err := absDir(o.Dir)
-	if err != nil {
-		return err
-	}
-	start := taskclient.StartOptions{Dir: project, ID: taskclient.IDFor(in.Task)}
-	if in.Notify, err = saveTargets(ctx, f, start.ID, targets); err != nil {
-		return err
-	}
-	run, err := c.Start(ctx, in, start)
+	c, run, err := startTask(ctx, f, o)
 	if err != nil {
 		return err
 	}
@@ -222,6 +158,79 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 		return nil
 	}
 	return follow(ctx, f, c, id, followOptions{out: out, json: o.JSON, interactive: true})
+}
+
+// startTask checks o, uploads its project and starts the task on a server
+// with this shell's settings, saying on f.IO.ErrOut what it chose on the
+// way (the language, the files uploaded, whose tests judge).
+func startTask(ctx context.Context, f *Factory, o RunOptions) (TaskClient, taskclient.Started, error) {
+	var none taskclient.Started
+	in, err := taskInput(o)
+	if err != nil {
+		return nil, none, err
+	}
+	targets, err := notifyTargets(f.cfg.settings, o.Notify)
+	if err != nil {
+		return nil, none, err
+	}
+	if l, reason, _ := taskLanguage(o); reason != "" {
+		fmt.Fprintf(f.IO.ErrOut, "language: %s (%s; --lang chooses another)\n", l.Title, reason)
+	}
+	if o.Model != "" {
+		if _, err := llm.ParseSpec(o.Model); err != nil {
+			return nil, none, usageError("--model: %v", err)
+		}
+	}
+	// The task runs with the settings of the local server's worker: they
+	// must be this shell's.
+	f.need = needOwnSettings
+	if o.Model != "" {
+		f.settingsIgnored = []string{"model"}
+	}
+	if !o.Detach && f.useEmbedded() {
+		// The worker runs in the local server, which a first command starts
+		// with its environment: a missing model would only fail the task
+		// later, so say it before starting anything.
+		if in.Model == "" {
+			if _, err := f.cfg.settings.DefaultModel(); err != nil {
+				return nil, none, usageError("%v", err)
+			}
+		}
+		stop, err := f.hostIfNeeded(ctx)
+		if err != nil {
+			return nil, none, err
+		}
+		defer stop()
+	}
+	c, err := f.TaskClient(ctx)
+	if err != nil {
+		return nil, none, err
+	}
+	if o.Dir != "" {
+		var files []workspace.File
+		if in.InputSnapshot, files, err = uploadDir(ctx, f, o.Dir); err != nil {
+			return nil, none, err
+		}
+		if in, err = judgedByUsersTests(in, files); err != nil {
+			return nil, none, err
+		}
+		announceUsersTests(f.IO.ErrOut, in, files)
+	}
+	if ok, err := c.EnsureSearchAttributes(ctx); err != nil {
+		slog.Debug("search attributes unavailable; the Web UI list will not filter by phase", "error", err)
+	} else {
+		in.SearchAttributes = ok
+	}
+	project, err := absDir(o.Dir)
+	if err != nil {
+		return nil, none, err
+	}
+	start := taskclient.StartOptions{Dir: project, ID: taskclient.IDFor(in.Task)}
+	if in.Notify, err = saveTargets(ctx, f, start.ID, targets); err != nil {
+		return nil, none, err
+	}
+	run, err := c.Start(ctx, in, start)
+	return c, run, err
 }
 
 // taskLanguage is the language --lang names, or with auto (the default)
