@@ -70,11 +70,11 @@ type Factory struct {
 	TaskClient func(context.Context) (TaskClient, error)
 	Store      func(context.Context) (store.Store, error)
 
-	sdk   client.Client
+	sdk client.Client
 	// metrics, set before a worker's client is dialled, receive the SDK's
 	// metrics and autocoder's (observe.go).
 	metrics *metrics.Registry
-	store store.Store
+	store   store.Store
 	// ran is set once a command's own code starts; an error before that
 	// came from cobra's argument checks and is a usage error.
 	ran bool

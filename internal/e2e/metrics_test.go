@@ -19,6 +19,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/devserver"
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/workflows"
 )
@@ -38,7 +39,7 @@ func TestWorkerMetricsAndHealth(t *testing.T) {
 
 	db := newTCPProxy(t, parseURL(t, freshDatabase(t)))
 	opts := devserver.Options{DataDir: t.TempDir(), FrontendPort: testenv.FreePort(t), UIPort: devserver.NoUI,
-		Logger: slog.New(slog.DiscardHandler)}
+		SearchAttributes: taskclient.SearchAttributes, Logger: slog.New(slog.DiscardHandler)}
 	srv, err := devserver.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start temporal: %v", err)
@@ -77,7 +78,7 @@ func TestWorkerMetricsAndHealth(t *testing.T) {
 	}{
 		{"autocoder_tasks_finished_total", map[string]string{"outcome": "succeeded"}, 1},
 		{"autocoder_iterations_total", map[string]string{"language": "python", "result": "passed"}, 1},
-		{"autocoder_tool_calls_total", map[string]string{"tool": "write"}, 1},
+		{"autocoder_tool_calls_total", map[string]string{"tool": "write"}, 2},
 		{"autocoder_tool_calls_total", map[string]string{"tool": "run_tests"}, 1},
 		{"autocoder_tool_calls_total", map[string]string{"tool": "finish"}, 1},
 		{"autocoder_model_calls_total", map[string]string{"model": modelName}, 4}, // the plan and three turns
