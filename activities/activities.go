@@ -55,8 +55,43 @@ type Activities struct {
 	// run's connections. nil: no run has a network.
 	Egress     *egress.Proxy
 	EgressAddr string
+	// Metrics counts model calls, tool calls and checks; nil counts
+	// nothing.
+	Metrics Metrics
 
 	snapshots snapshotCache // workspaces tool calls read
+}
+
+// Metrics is what the activities count. Each is counted where it is paid
+// for or done once: a model answer or a check reused after a retry is not
+// counted again.
+type Metrics interface {
+	// ModelCall is an answered model call, by "provider:model".
+	ModelCall(model string, promptTokens, completionTokens int, costUSD float64)
+	// ToolCall is a call the model made, by tool name.
+	ToolCall(tool string)
+	// Iteration is an attempt's check and whether it passed.
+	Iteration(language string, passed bool)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) ModelCall(string, int, int, float64) {}
+func (noMetrics) ToolCall(string)                     {}
+func (noMetrics) Iteration(string, bool)              {}
+
+func (a *Activities) metrics() Metrics {
+	if a.Metrics == nil {
+		return noMetrics{}
+	}
+	return a.Metrics
+}
+
+// countModelCall counts an answered call to spec and returns its usage.
+func (a *Activities) countModelCall(spec llm.Spec, in, out int) Usage {
+	u := callUsage(spec.Model, in, out)
+	a.metrics().ModelCall(spec.String(), in, out, u.CostUSD)
+	return u
 }
 
 func (a *Activities) limits() sandbox.Limits {
@@ -127,7 +162,7 @@ func (a *Activities) completeOnce(ctx context.Context, key string, model llm.Mod
 	if err := a.putMemo(ctx, key, raw); err != nil {
 		activity.GetLogger(ctx).Warn("model answer not memoized", "error", err)
 	}
-	return resp, usageOf(spec, resp), nil
+	return resp, a.countModelCall(spec, resp.PromptTokens, resp.CompletionTokens), nil
 }
 
 func usageOf(spec llm.Spec, r llm.Response) Usage {

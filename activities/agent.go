@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -194,6 +195,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 		if res, err = a.turn(ctx, model, key, request, msgs[:in.Position], offered, in.MaxOutputTokens); err != nil {
 			return ModelTurnOutput{}, err
 		}
+		a.countTurn(spec, res, offered)
 	}
 	if err := a.appendMessages(ctx, in.Transcript, in.Position, res.Message()); err != nil {
 		return ModelTurnOutput{}, err
@@ -210,6 +212,20 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 		}
 	}
 	return out, nil
+}
+
+// countTurn counts a turn the model answered and the calls it made, by
+// tool; a call to a tool not offered is "unknown", so the model cannot
+// make up label values.
+func (a *Activities) countTurn(spec llm.Spec, res llm.TurnResult, offered []llm.Tool) {
+	a.countModelCall(spec, res.Usage.InputTokens, res.Usage.OutputTokens)
+	for _, c := range res.ToolCalls {
+		name := "unknown"
+		if slices.ContainsFunc(offered, func(t llm.Tool) bool { return t.Name == c.Name }) {
+			name = c.Name
+		}
+		a.metrics().ToolCall(name)
+	}
 }
 
 // earlierTurn finds the answer an earlier try of this turn got: in the

@@ -65,6 +65,7 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, err
 	if in.Scope == ScopeStep {
 		s = namedTestsRan(s, in, l)
 	}
+	a.metrics().Iteration(l.Name, s.Passed)
 	return a.withLessons(ctx, in, s), nil
 }
 

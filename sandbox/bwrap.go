@@ -27,6 +27,7 @@ type bwrapRunner struct {
 	bwrap   string
 	prlimit string
 	log     *slog.Logger
+	metrics Metrics
 	// A root worker drops to an unprivileged host uid before bwrap starts:
 	// one of its own per sandbox, from uids, so that no sandbox shares a
 	// per-user limit with another; or cred, one for all, when the range
@@ -67,7 +68,7 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: prlimit not found (apt-get install util-linux): %w", ErrUnavailable, err)
 	}
-	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger, pools: map[bwrapKey]*warmPool[*proc]{}, limits: cfg.PoolLimits.withDefaults().forPool()}
+	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger, metrics: cfg.Metrics, pools: map[bwrapKey]*warmPool[*proc]{}, limits: cfg.PoolLimits.withDefaults().forPool()}
 	if r.dir, err = cacheDir(cfg.CacheDir); err != nil {
 		return nil, err
 	}
@@ -156,6 +157,14 @@ func (r *bwrapRunner) credential() (*syscall.Credential, *uidLease, error) {
 		return nil, nil, err
 	}
 	return l.credential(), l, nil
+}
+
+// check starts a sandbox that runs /bin/true, as at start (probe).
+func (r *bwrapRunner) check(ctx context.Context) error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	return r.probe(ctx)
 }
 
 // probe checks that user namespaces work for the sandbox user.
@@ -320,11 +329,13 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 		if p, ok := pl.take(); ok {
 			res, err := r.exec(ctx, p, j)
 			if !errors.Is(err, errStale) {
+				r.metrics.WarmPool(j.profile.Name, true)
 				return res, err
 			}
 			r.log.Warn("sandbox: warm bwrap sandbox was unusable; starting another", "err", err)
 		}
 	}
+	r.metrics.WarmPool(j.profile.Name, false)
 	p, err := r.launch(ctx, j.profile, j.limits)
 	if err != nil {
 		return Result{}, err

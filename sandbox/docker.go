@@ -86,6 +86,7 @@ type box struct {
 type dockerRunner struct {
 	cli      dockerAPI
 	log      *slog.Logger
+	metrics  Metrics
 	owner    string
 	id       string // labelRunner value: tells this runner's containers from its siblings'
 	pools    map[poolKey]*warmPool[*box]
@@ -117,7 +118,7 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	d := &dockerRunner{cli: cli, log: cfg.Logger, owner: owner.ID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{},
+	d := &dockerRunner{cli: cli, log: cfg.Logger, metrics: cfg.Metrics, owner: owner.ID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{},
 		limits: cfg.PoolLimits.withDefaults(), images: newImageBuilder(cli, cfg.Logger, cfg.Images), tools: map[string]*toolchain{},
 		stop: make(chan struct{}), reaped: make(chan struct{})}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
@@ -141,6 +142,17 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	}
 	go d.reapLoop()
 	return d, nil
+}
+
+// check pings the daemon.
+func (d *dockerRunner) check(ctx context.Context) error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	if _, err := d.cli.Ping(ctx, client.PingOptions{}); err != nil {
+		return fmt.Errorf("docker ping: %w", err)
+	}
+	return nil
 }
 
 // warm fills the profile's toolchain volumes, once, and its pool.
@@ -250,11 +262,13 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 		if b, ok := pl.take(); ok {
 			res, err := d.exec(ctx, b, j)
 			if !errors.Is(err, errStale) {
+				d.metrics.WarmPool(j.profile.Name, true)
 				return res, err
 			}
 			d.log.Warn("sandbox: warm container was unusable; running cold", "id", short(b.id), "err", err)
 		}
 	}
+	d.metrics.WarmPool(j.profile.Name, false)
 	if err := d.ensureImage(ctx, j); err != nil {
 		return Result{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"time"
 )
 
 // Config selects and sizes a Runner.
@@ -41,6 +42,9 @@ type Config struct {
 	// image finds Debian.
 	Images ImageOptions
 	Logger *slog.Logger
+	// Metrics receives run durations and warm-pool hits; nil records
+	// nothing.
+	Metrics Metrics
 	// noSeccomp runs bwrap sandboxes without their seccomp filter; only
 	// the benchmark sets it, to measure what the filter costs.
 	noSeccomp bool
@@ -62,8 +66,25 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Metrics == nil {
+		c.Metrics = noMetrics{}
+	}
 	return c
 }
+
+// Metrics is what the sandbox measures, by language (the spec's profile).
+type Metrics interface {
+	// SandboxRun is a run's time, from the start of its sandbox (or the
+	// take of a warm one) to its result.
+	SandboxRun(language string, took time.Duration)
+	// WarmPool says whether a warm sandbox served a run.
+	WarmPool(language string, hit bool)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) SandboxRun(string, time.Duration) {}
+func (noMetrics) WarmPool(string, bool)            {}
 
 // backend is a Runner without the slot limit.
 type backend interface {
@@ -73,6 +94,8 @@ type backend interface {
 	// warm starts the profile's warm-ups in the background, once; it
 	// never blocks.
 	warm(p Profile)
+	// check says whether the backend can run sandboxes now.
+	check(ctx context.Context) error
 }
 
 // New builds a Runner for the configured backend. With "auto" it uses
@@ -120,13 +143,14 @@ func New(ctx context.Context, cfg Config) (Runner, error) {
 		b.warm(p)
 	}
 	cfg.Logger.Info("sandbox: ready", "backend", b.Name(), "slots", cfg.Slots, "pool", cfg.PoolSize, "warm", cfg.Warm)
-	return &slotted{backend: b, slots: make(chan struct{}, cfg.Slots)}, nil
+	return &slotted{backend: b, slots: make(chan struct{}, cfg.Slots), metrics: cfg.Metrics}, nil
 }
 
 // slotted bounds concurrent runs of a backend with a semaphore.
 type slotted struct {
 	backend
-	slots chan struct{}
+	slots   chan struct{}
+	metrics Metrics
 }
 
 func (s *slotted) Slots() int { return cap(s.slots) }
@@ -138,5 +162,14 @@ func (s *slotted) Run(ctx context.Context, spec Spec) (Result, error) {
 		return Result{}, fmt.Errorf("sandbox slot: %w", ctx.Err())
 	}
 	defer func() { <-s.slots }()
-	return s.backend.Run(ctx, spec)
+	start := time.Now()
+	res, err := s.backend.Run(ctx, spec)
+	if err == nil {
+		s.metrics.SandboxRun(spec.Profile, time.Since(start))
+	}
+	return res, err
 }
+
+// Check says whether the backend can run sandboxes now: the docker daemon
+// answers, or bwrap starts a sandbox.
+func (s *slotted) Check(ctx context.Context) error { return s.backend.check(ctx) }

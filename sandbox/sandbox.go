@@ -86,4 +86,6 @@ type Runner interface {
 	Close() error
 	// Slots is how many runs execute at once; more wait for a slot.
 	Slots() int
+	// Check says whether sandboxes can run now, for a readiness probe.
+	Check(ctx context.Context) error
 }

@@ -17,6 +17,7 @@ const (
 	envTemporalAddress = "TEMPORAL_ADDRESS"
 	envDataDir         = "AUTOCODER_DATA_DIR"
 	envIdleTimeout     = "AUTOCODER_IDLE_TIMEOUT"
+	envMetricsAddress  = "AUTOCODER_METRICS_ADDRESS"
 )
 
 // config is what the commands use of the resolved configuration.
@@ -29,6 +30,9 @@ type config struct {
 	Sandbox         string
 	// Images say how a missing sandbox image is built offline.
 	Images sandbox.ImageOptions
+	// MetricsAddress is where a worker serves its metrics and health;
+	// empty: nowhere.
+	MetricsAddress string
 	// Ports of the embedded Temporal frontend and Web UI (local mode).
 	devPort int
 	uiPort  int
@@ -47,6 +51,7 @@ func configFrom(s *conf.Config) config {
 		Namespace:       s.String("temporal.namespace"),
 		UIURL:           s.String("temporal.ui_url"),
 		DatabaseURL:     s.String("store.url"),
+		MetricsAddress:  s.String("worker.metrics_address"),
 		DataDir:         s.DataDir(),
 		Sandbox:         s.String("sandbox.backend"),
 		Images: sandbox.ImageOptions{Base: s.String("sandbox.image_base"), Workdir: s.String("sandbox.image_workdir"),

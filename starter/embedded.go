@@ -74,6 +74,9 @@ func (f *Factory) startEmbedded(ctx context.Context, sc sandbox.Config, settings
 		}
 		return nil, err
 	}
+	if err := f.startMetrics(); err != nil {
+		return fail(err)
+	}
 	c, err := f.temporalClient(ctx)
 	if err != nil {
 		return fail(err)
@@ -82,12 +85,21 @@ func (f *Factory) startEmbedded(ctx context.Context, sc sandbox.Config, settings
 	if err != nil {
 		return fail(err)
 	}
-	w := worker.New(c, acts, worker.Options{Namespace: f.cfg.Namespace, InFlightDir: f.cfg.inFlightDir(), WorkflowsOnly: settingsless})
+	opts := worker.Options{Namespace: f.cfg.Namespace, InFlightDir: f.cfg.inFlightDir(), WorkflowsOnly: settingsless}
+	f.instrument(acts, &opts)
+	w := worker.New(c, acts, opts)
 	if err := w.Start(); err != nil {
 		closeActs()
 		return fail(fmt.Errorf("start worker: %w", err))
 	}
+	stopEndpoints, err := f.serveEndpoints(c, acts)
+	if err != nil {
+		w.Stop()
+		closeActs()
+		return fail(err)
+	}
 	e.stop = func() {
+		stopEndpoints()
 		w.Stop()
 		closeActs()
 		f.closeClient()

@@ -162,7 +162,7 @@ func (e *settingsError) Is(target error) bool { return target == errUsage }
 // openTasksOn counts the open tasks of the server a, through a connection
 // of its own: the factory's is made for the server the command ends up on.
 func (f *Factory) openTasksOn(ctx context.Context, a devserver.Address) (int64, error) {
-	c, err := dial(ctx, a.Frontend, a.Namespace)
+	c, err := dial(ctx, a.Frontend, a.Namespace, nil)
 	if err != nil {
 		return 0, err
 	}

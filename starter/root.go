@@ -19,6 +19,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	conf "github.com/autocoder/autocoder/internal/config"
+	"github.com/autocoder/autocoder/internal/metrics"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/termsafe"
@@ -69,8 +70,11 @@ type Factory struct {
 	TaskClient func(context.Context) (TaskClient, error)
 	Store      func(context.Context) (store.Store, error)
 
-	sdk   client.Client
-	store store.Store
+	sdk client.Client
+	// metrics, set before a worker's client is dialled, receive the SDK's
+	// metrics and autocoder's (observe.go).
+	metrics *metrics.Registry
+	store   store.Store
 	// ran is set once a command's own code starts; an error before that
 	// came from cobra's argument checks and is a usage error.
 	ran bool
@@ -143,7 +147,7 @@ func (f *Factory) temporalClient(ctx context.Context) (client.Client, error) {
 			return nil, err
 		}
 	}
-	c, err := dial(ctx, f.cfg.TemporalAddress, f.cfg.Namespace)
+	c, err := dial(ctx, f.cfg.TemporalAddress, f.cfg.Namespace, f.metrics.TemporalHandler())
 	if err != nil && f.useEmbedded() {
 		return nil, fmt.Errorf("%w: cannot reach the local server at %s (%v); see `autocoder dev status` and %s",
 			errUnavailable, f.cfg.TemporalAddress, err, f.cfg.logFile())
@@ -157,14 +161,16 @@ func (f *Factory) temporalClient(ctx context.Context) (client.Client, error) {
 	return c, nil
 }
 
-// dial connects to the Temporal frontend at hostPort.
-func dial(ctx context.Context, hostPort, namespace string) (client.Client, error) {
+// dial connects to the Temporal frontend at hostPort; the SDK's metrics go
+// to m (nil: nowhere).
+func dial(ctx context.Context, hostPort, namespace string, m client.MetricsHandler) (client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return client.DialContext(ctx, client.Options{
-		HostPort:  hostPort,
-		Namespace: namespace,
-		Logger:    sdklog.NewStructuredLogger(slog.Default()),
+		HostPort:       hostPort,
+		Namespace:      namespace,
+		Logger:         sdklog.NewStructuredLogger(slog.Default()),
+		MetricsHandler: m,
 	})
 }
 

@@ -32,6 +32,9 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 				return runF(&o)
 			}
 			ctx := cmd.Context()
+			if err := f.startMetrics(); err != nil {
+				return err
+			}
 			c, err := f.temporalClient(ctx)
 			if err != nil {
 				return err
@@ -42,10 +45,19 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 			}
 			defer closeActs()
 			o.Worker.Namespace, o.Worker.InFlightDir = f.cfg.Namespace, f.cfg.inFlightDir()
+			f.instrument(acts, &o.Worker)
+			stopEndpoints, err := f.serveEndpoints(c, acts)
+			if err != nil {
+				return err
+			}
+			defer stopEndpoints()
 			return worker.Run(ctx, c, acts, o.Worker)
 		},
 	}
 	cmd.Flags().IntVar(&o.Worker.MaxConcurrentActivities, "max-activities", 0, "activities run at once (0: SDK default)")
+	// Read through the configuration (worker.metrics_address), like the
+	// local server, which has no flag for it.
+	cmd.Flags().String("metrics", "", "serve /metrics, /healthz and /readyz on this address (host:port)")
 	cmd.Flags().IntVar(&o.Pool, "sandbox-pool", 0, "warm sandboxes kept per language (0: 2, negative: none)")
 	cmd.Flags().IntVar(&o.Slots, "sandbox-slots", 0, "sandbox runs at once (0: number of CPUs)")
 	// Warming a language fills its toolchain volumes and starts its pool:
@@ -79,6 +91,9 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		slog.Info("reaped leaked sandbox containers", "count", n)
 	}
 	sc.Profiles = sandbox.ProfilesOf(languages.All())
+	if f.metrics != nil {
+		sc.Metrics = f.metrics
+	}
 	sb, err := sandbox.New(ctx, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)

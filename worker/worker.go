@@ -36,6 +36,8 @@ type Options struct {
 	// while their model calls and sandbox runs wait in the server for a
 	// worker that has the settings to run them.
 	WorkflowsOnly bool
+	// Metrics counts the tasks that end; nil counts nothing.
+	Metrics TaskMetrics
 }
 
 // Worker serves the task queue (the workflow, model and store activities)
@@ -57,6 +59,9 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
 	if opts.InFlightDir != "" {
 		w.inFlight = newInFlight(c, opts.InFlightDir)
 		interceptors = append(interceptors, w.inFlight)
+	}
+	if opts.Metrics != nil {
+		interceptors = append(interceptors, &countOutcomes{metrics: opts.Metrics})
 	}
 	main := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
 		Interceptors:                       interceptors,

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -86,6 +87,8 @@ var Keys = []Key{
 	{Name: "server.port", Env: "AUTOCODER_DEV_PORT", Default: "7233", kind: kindInt, check: port},
 	{Name: "server.ui_port", Env: "AUTOCODER_UI_PORT", Default: "8233", kind: kindInt, check: port},
 	{Name: "worker.min_free_space", Env: "AUTOCODER_MIN_FREE_SPACE", Default: "64MiB", Fingerprint: true, check: checkBytes},
+	{Name: "worker.metrics_address", Env: "AUTOCODER_METRICS_ADDRESS", Flag: "metrics", check: checkHostPort,
+		Help: "host:port where the worker (and the local server's) serves /metrics, /healthz and /readyz; empty: none"},
 	{Name: "egress.allow", Env: "AUTOCODER_EGRESS_ALLOW", Fingerprint: true, kind: kindList, check: egress.ParseRule,
 		Help: "hosts dependency installs may reach besides their language's default registries: host, *.domain, IP, each with an optional :port"},
 	{Name: "egress.deny", Env: "AUTOCODER_EGRESS_DENY", Fingerprint: true, kind: kindList, check: egress.ParseDenyRule,
@@ -174,6 +177,14 @@ func checkURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return fmt.Errorf("%q is not a URL such as http://host:port/path", s)
+	}
+	return nil
+}
+
+func checkHostPort(s string) error {
+	_, p, err := net.SplitHostPort(s)
+	if n, perr := strconv.Atoi(p); err != nil || perr != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q is not an address such as 127.0.0.1:9090 or :9090", s)
 	}
 	return nil
 }
