@@ -37,6 +37,10 @@ type Config struct {
 	// CacheDir holds the bwrap backend's pre-built Go cache; empty means a
 	// directory under os.TempDir().
 	CacheDir string
+	// Forwarder is the host path of the static egress-forward program
+	// (sandbox/cmd/egress-forward, built with CGO_ENABLED=0), mounted
+	// read-only into NetworkEgress runs; without it they are refused.
+	Forwarder string
 	// Images say where the docker backend's offline build of a missing
 	// image finds Debian.
 	Images ImageOptions
