@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"debug/elf"
 	"fmt"
 	"io/fs"
 	"os"
@@ -98,4 +99,23 @@ func egressRoute(spec Spec, forwarder string) (*route, error) {
 // wrap runs argv under the forwarder.
 func (r *route) wrap(argv []string) []string {
 	return append([]string{egressForwarder, EgressListen, egressSocket, "--"}, argv...)
+}
+
+// checkForwarder makes sure the forwarder at path runs in any sandbox: a
+// static executable, which needs no loader or libraries of the image's.
+func checkForwarder(path string) error {
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("%w: egress forwarder %q is not an absolute path", ErrInvalidSpec, path)
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("%w: egress forwarder %s: %w (build it: CGO_ENABLED=0 go build ./sandbox/cmd/egress-forward)", ErrInvalidSpec, path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%w: egress forwarder %s is dynamically linked; build it with CGO_ENABLED=0", ErrInvalidSpec, path)
+		}
+	}
+	return nil
 }

@@ -315,3 +315,17 @@ func TestEgressSpecRefused(t *testing.T) {
 		t.Errorf("the run's proxy variables: %v", j.route.env)
 	}
 }
+
+// TestForwarderMustBeStatic: a runner refuses a forwarder that needs the
+// host's loader and libraries, which an image may not have.
+func TestForwarderMustBeStatic(t *testing.T) {
+	if err := checkForwarder(testForwarder(t)); err != nil {
+		t.Fatalf("the static forwarder: %v", err)
+	}
+	if err := checkForwarder("/bin/sh"); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("a dynamic forwarder: %v", err)
+	}
+	if _, err := New(context.Background(), Config{Backend: "bwrap", Profiles: testProfiles("python"), Forwarder: "/nonexistent/egress-forward"}); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("a missing forwarder: %v", err)
+	}
+}

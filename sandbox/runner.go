@@ -83,6 +83,11 @@ type backend interface {
 // docker when the daemon answers a ping, else bwrap.
 func New(ctx context.Context, cfg Config) (Runner, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Forwarder != "" {
+		if err := checkForwarder(cfg.Forwarder); err != nil {
+			return nil, err
+		}
+	}
 	var (
 		b   backend
 		err error

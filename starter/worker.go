@@ -79,6 +79,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		slog.Info("reaped leaked sandbox containers", "count", n)
 	}
 	sc.Profiles = sandbox.ProfilesOf(languages.All())
+	sc.Forwarder = s.String("sandbox.forwarder")
 	sb, err := sandbox.New(ctx, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)

@@ -67,6 +67,8 @@ var Keys = []Key{
 		Help: "the Debian base image a missing sandbox image is built on offline"},
 	{Name: "sandbox.image_workdir", Env: "AUTOCODER_IMAGE_WORKDIR", Fingerprint: true,
 		Help: "where the offline image build caches its Debian root file system"},
+	{Name: "sandbox.forwarder", Env: "AUTOCODER_SANDBOX_FORWARDER", Fingerprint: true,
+		Help: "the static egress-forward program (CGO_ENABLED=0 go build ./sandbox/cmd/egress-forward) that egress-network sandbox runs reach the proxy through"},
 	{Name: "sandbox.debian_mirror", Env: "DEBIAN_MIRROR", Fingerprint: true, check: checkURL,
 		Help: "the Debian mirror the offline image build installs from (default: the host's)"},
 	{Name: "limits.iterations", Flag: "max-iterations", Default: "6", kind: kindInt, check: atLeast(1)},
