@@ -95,13 +95,14 @@ func testForwarder(t *testing.T) string {
 	return forwarderPath
 }
 
-// egressRunner is a runner of the backend with the forwarder and no pool.
+// egressRunner is a runner of the backend with the forwarder and a warm
+// pool, which egress runs must pass by: its sandboxes have no route.
 func egressRunner(t *testing.T, backend string) Runner {
 	t.Helper()
 	fwd := testForwarder(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := New(ctx, Config{Backend: backend, PoolSize: -1, Slots: 2, Profiles: testProfiles("python"), Forwarder: fwd})
+	r, err := New(ctx, Config{Backend: backend, PoolSize: 1, Slots: 2, Profiles: testProfiles("python"), Warm: []string{"python"}, Forwarder: fwd})
 	if err != nil {
 		testenv.RequireService(t, backend+" backend", err)
 	}
@@ -189,6 +190,7 @@ func TestEgressReachesTheProxyAlone(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
 			r := egressRunner(t, backend)
+			waitWarm(t, r)
 			p, err := egress.New(egress.Config{Registries: []string{reg, tls}})
 			if err != nil {
 				t.Fatal(err)
