@@ -244,7 +244,9 @@ func (r *bwrapRunner) baseArgs(p Profile, lim Limits, rt *route) []string {
 	if rt != nil {
 		// --unshare-all leaves the network namespace its loopback alone;
 		// the proxy comes through its socket.
-		a = append(a, "--ro-bind", rt.socket, egressSocket, "--ro-bind", rt.forwarder, egressForwarder)
+		for _, m := range rt.mounts() {
+			a = append(a, "--ro-bind", m[0], m[1])
+		}
 	}
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",

@@ -429,9 +429,10 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 	if rt != nil {
 		// The network stays "none": the proxy comes through its socket.
 		cfg.Env = append(cfg.Env, rt.env...)
-		host.Mounts = append(slices.Clone(host.Mounts),
-			mount.Mount{Type: mount.TypeBind, Source: rt.socket, Target: egressSocket, ReadOnly: true},
-			mount.Mount{Type: mount.TypeBind, Source: rt.forwarder, Target: egressForwarder, ReadOnly: true})
+		host.Mounts = slices.Clone(host.Mounts)
+		for _, m := range rt.mounts() {
+			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m[0], Target: m[1], ReadOnly: true})
+		}
 	}
 	return cfg, host
 }

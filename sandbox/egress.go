@@ -35,7 +35,15 @@ const EgressListen = "127.0.0.1:3128"
 const (
 	egressSocket    = "/run/autocoder/egress.sock"
 	egressForwarder = "/run/autocoder/egress-forward"
+	egressCABundle  = "/run/autocoder/ca-bundle.pem"
 )
+
+// caBundleVars are the variables through which the ecosystems' clients
+// take a CA bundle in place of the system's: Go, OpenSSL and Python's
+// ssl (SSL_CERT_FILE), pip, requests, curl, git, cargo, and Node (which
+// adds it to its own).
+var caBundleVars = []string{"SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+	"GIT_SSL_CAINFO", "CARGO_HTTP_CAINFO", "NODE_EXTRA_CA_CERTS"}
 
 // ProxyEnv gives the environment that sends a run's traffic to the proxy
 // at addr, credentials included; *egress.Grant is one.
@@ -52,13 +60,19 @@ type Egress struct {
 	Socket string
 	// Proxy gives the run's proxy variables (with the grant's token).
 	Proxy ProxyEnv
+	// CABundle, when set, is the host path of a PEM bundle of the CAs the
+	// run trusts instead of its image's: a site whose TLS goes through an
+	// inspecting gateway, or whose private registry has its own CA. It is
+	// mounted read-only and named in caBundleVars.
+	CABundle string
 }
 
 // route is a validated egress route, ready for a backend.
 type route struct {
 	socket    string   // host path of the proxy's socket
 	forwarder string   // host path of the forwarder
-	env       []string // the proxy variables, KEY=VALUE
+	caBundle  string   // host path of the CA bundle, or ""
+	env       []string // the proxy (and CA bundle) variables, KEY=VALUE
 }
 
 // egressRoute checks a spec's network against the runner's forwarder;
@@ -88,12 +102,29 @@ func egressRoute(spec Spec, forwarder string) (*route, error) {
 		return nil, fmt.Errorf("%w: egress socket %s is not a socket", ErrInvalidSpec, spec.Egress.Socket)
 	}
 	vars := spec.Egress.Proxy.Env(EgressListen)
+	if ca := spec.Egress.CABundle; ca != "" {
+		if fi, err := os.Stat(ca); err != nil || !fi.Mode().IsRegular() || !filepath.IsAbs(ca) {
+			return nil, fmt.Errorf("%w: egress CA bundle %q is not an absolute path to a PEM file", ErrInvalidSpec, ca)
+		}
+		for _, k := range caBundleVars {
+			vars[k] = egressCABundle
+		}
+	}
 	env := make([]string, 0, len(vars))
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}
 	sort.Strings(env)
-	return &route{socket: spec.Egress.Socket, forwarder: forwarder, env: env}, nil
+	return &route{socket: spec.Egress.Socket, forwarder: forwarder, caBundle: spec.Egress.CABundle, env: env}, nil
+}
+
+// mounts are the route's host paths and where the sandbox sees them.
+func (r *route) mounts() [][2]string {
+	m := [][2]string{{r.socket, egressSocket}, {r.forwarder, egressForwarder}}
+	if r.caBundle != "" {
+		m = append(m, [2]string{r.caBundle, egressCABundle})
+	}
+	return m
 }
 
 // wrap runs argv under the forwarder.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/egress"
+	"github.com/autocoder/autocoder/internal/lang/golang"
 	"github.com/autocoder/autocoder/internal/testenv"
 )
 
@@ -97,12 +98,12 @@ func testForwarder(t *testing.T) string {
 
 // egressRunner is a runner of the backend with the forwarder and a warm
 // pool, which egress runs must pass by: its sandboxes have no route.
-func egressRunner(t *testing.T, backend string) Runner {
+func egressRunner(t *testing.T, backend string, profiles ...string) Runner {
 	t.Helper()
 	fwd := testForwarder(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := New(ctx, Config{Backend: backend, PoolSize: 1, Slots: 2, Profiles: testProfiles("python"), Warm: []string{"python"}, Forwarder: fwd})
+	r, err := New(ctx, Config{Backend: backend, PoolSize: 1, Slots: 2, Profiles: testProfiles(profiles...), Warm: profiles, Forwarder: fwd})
 	if err != nil {
 		testenv.RequireService(t, backend+" backend", err)
 	}
@@ -189,7 +190,7 @@ func TestEgressReachesTheProxyAlone(t *testing.T) {
 
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
-			r := egressRunner(t, backend)
+			r := egressRunner(t, backend, "python")
 			waitWarm(t, r)
 			p, err := egress.New(egress.Config{Registries: []string{reg, tls}})
 			if err != nil {
@@ -300,6 +301,8 @@ func TestEgressSpecRefused(t *testing.T) {
 		{"relative socket", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: "proxy.sock", Proxy: g}}, "absolute"},
 		{"missing socket", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: sock + ".gone", Proxy: g}}, "no such file"},
 		{"not a socket", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: plain, Proxy: g}}, "not a socket"},
+		{"missing CA bundle", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g, CABundle: plain + ".gone"}}, "CA bundle"},
+		{"CA bundle not a file", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g, CABundle: filepath.Dir(plain)}}, "CA bundle"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.spec.Profile, tc.spec.Cmd = "python", sh("true")
@@ -329,5 +332,63 @@ func TestForwarderMustBeStatic(t *testing.T) {
 	}
 	if _, err := New(context.Background(), Config{Backend: "bwrap", Profiles: testProfiles("python"), Forwarder: "/nonexistent/egress-forward"}); !errors.Is(err, ErrInvalidSpec) {
 		t.Errorf("a missing forwarder: %v", err)
+	}
+}
+
+// hostCABundle is the CAs this host trusts, Debian's bundle.
+const hostCABundle = "/etc/ssl/certs/ca-certificates.crt"
+
+// TestEgressGoModDownload: the go command in a sandbox downloads a module
+// from the Go module proxy through the egress route, with the Go
+// plug-in's default registries as the grant's allow rules, over real
+// HTTPS (CONNECT tunnels); each connection is in the task's record. The
+// run trusts the host's CA bundle, as a site whose TLS goes through an
+// inspecting gateway configures it (egress.ca_bundle); without it such a
+// site's downloads fail on the certificate.
+func TestEgressGoModDownload(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://proxy.golang.org/golang.org/x/sync/@v/list", nil)
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	testenv.RequireService(t, "the Go module proxy", err)
+
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			r := egressRunner(t, backend, "go")
+			p, err := egress.New(egress.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sock := proxySocket(t, p)
+			g, err := p.Grant("go-"+backend, golang.Language().Deps.Registries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			route := Egress{Socket: sock, Proxy: g, CABundle: hostCABundle}
+			res := run(t, r, Spec{Profile: "go", Network: NetworkEgress, Egress: route, Limits: Limits{Timeout: 45 * time.Second},
+				Cmd: sh("GOPROXY=https://proxy.golang.org GOSUMDB=sum.golang.org GOFLAGS=-modcacherw go mod download -json golang.org/x/sync@v0.1.0 && ls $GOMODCACHE/golang.org/x/")})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			recs, _, err := g.Close(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ExitCode != 0 || !strings.Contains(res.Stdout, "sync@v0.1.0") {
+				t.Fatalf("go mod download exited %d:\n%s\n%s", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			var down int64
+			for _, rec := range recs {
+				if rec.TaskID != g.TaskID || rec.Method != http.MethodConnect || rec.Verdict != egress.Allowed {
+					t.Errorf("record %+v", rec)
+				}
+				down += rec.Down
+			}
+			if down < 10000 {
+				t.Errorf("%d bytes down in %d records: the module did not come through the proxy", down, len(recs))
+			}
+		})
 	}
 }

@@ -89,6 +89,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		sb.Close()
 		return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
 	}
+	eg.CABundle = s.String("egress.ca_bundle")
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
 		Egress: eg.Proxy, EgressAddr: eg.Addr}
 	return acts, func() {

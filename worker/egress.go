@@ -21,7 +21,10 @@ type Egress struct {
 	Proxy *egress.Proxy
 	// Addr is host:port where the proxy listens.
 	Addr string
-	done chan error
+	// CABundle, when set, is the PEM bundle routed runs trust
+	// (sandbox.Egress.CABundle).
+	CABundle string
+	done     chan error
 }
 
 // StartEgress starts the egress proxy on listen (host:port; port 0 picks
@@ -54,11 +57,12 @@ func (e *Egress) Close() error {
 // the task's own allow rules, served on a unix socket of the run's own,
 // which the sandbox mounts (sandbox.NetworkEgress).
 type Route struct {
-	Grant  *egress.Grant
-	Socket string
-	dir    string
-	l      net.Listener
-	done   chan error
+	Grant    *egress.Grant
+	Socket   string
+	CABundle string
+	dir      string
+	l        net.Listener
+	done     chan error
 }
 
 // Route opens the proxy to one run of taskID, with allow rules on top of
@@ -78,7 +82,7 @@ func (e *Egress) Route(taskID string, allow []string) (_ *Route, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("egress route: %w", err)
 	}
-	r := &Route{Grant: g, Socket: filepath.Join(dir, "proxy.sock"), dir: dir, done: make(chan error, 1)}
+	r := &Route{Grant: g, Socket: filepath.Join(dir, "proxy.sock"), CABundle: e.CABundle, dir: dir, done: make(chan error, 1)}
 	if r.l, err = net.Listen("unix", r.Socket); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("egress route: listen: %w", err)
@@ -99,7 +103,7 @@ func (e *Egress) Route(taskID string, allow []string) (_ *Route, err error) {
 // Sandbox is what a sandbox.Spec with Network sandbox.NetworkEgress
 // takes as its Egress.
 func (r *Route) Sandbox() sandbox.Egress {
-	return sandbox.Egress{Socket: r.Socket, Proxy: r.Grant}
+	return sandbox.Egress{Socket: r.Socket, Proxy: r.Grant, CABundle: r.CABundle}
 }
 
 // Close stops the route's socket, waits until its connections have ended

@@ -71,6 +71,7 @@ func TestRouteServesOneRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	e.CABundle = "/etc/ssl/certs/ca-certificates.crt"
 	r, err := e.Route("task-1", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestRouteServesOneRun(t *testing.T) {
 	if fi, err := os.Stat(r.Socket); err != nil || fi.Mode()&0o777 != 0o666 {
 		t.Fatalf("the route's socket: %v %v", fi, err)
 	}
-	if got := r.Sandbox(); got.Socket != r.Socket || got.Proxy != r.Grant {
+	if got := r.Sandbox(); got.Socket != r.Socket || got.Proxy != r.Grant || got.CABundle != e.CABundle {
 		t.Errorf("Sandbox() = %+v", got)
 	}
 	get := func() (*http.Response, error) {

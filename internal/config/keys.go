@@ -98,6 +98,8 @@ var Keys = []Key{
 		Help: "how long an install's connection may go without a byte either way"},
 	{Name: "egress.max_connections", Default: "32", Fingerprint: true, kind: kindInt, check: atLeast(1),
 		Help: "connections a task's install may have open at once"},
+	{Name: "egress.ca_bundle", Env: "AUTOCODER_EGRESS_CA_BUNDLE", Fingerprint: true,
+		Help: "a PEM bundle of the CAs installs trust instead of their image's (a TLS-inspecting gateway's, a private registry's)"},
 	{Name: "registries.private", Env: "AUTOCODER_PRIVATE_REGISTRIES", Fingerprint: true, kind: kindList, check: egress.ParseRegistry,
 		Help: "registries (host:port or URL) installs may reach even at a loopback or private address"},
 }
