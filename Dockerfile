@@ -24,10 +24,12 @@ COPY go.mod go.sum /src/
 RUN cd /src && if [ "$GOPROXY" != off ]; then go mod download; fi
 COPY . /src/
 # GOTOOLCHAIN=auto lets an older Go image fetch the toolchain go.mod asks for.
-# /out is the runtime image's tree: the binary and the CA bundle (model
+# /out is the runtime image's tree: the binary, the egress forwarder sandboxes
+# mount, and the CA bundle (model
 # providers are reached over HTTPS; slim and distroless bases may lack one).
 RUN cd /src \
 	&& CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS= go build -trimpath -ldflags='-s -w' -o /out/usr/local/bin/autocoder . \
+	&& CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS= go build -trimpath -ldflags='-s -w' -o /out/usr/local/libexec/autocoder/egress-forward ./sandbox/cmd/egress-forward \
 	&& mkdir -p /out/etc/ssl/certs /data \
 	&& cp /etc/ssl/certs/ca-certificates.crt /out/etc/ssl/certs/
 
@@ -37,7 +39,8 @@ COPY --from=build /out/ /
 # scratch work too); it owns only the data directory (SQLite when no
 # AUTOCODER_DATABASE_URL is set).
 COPY --from=build --chown=10001:10001 /data /var/lib/autocoder
-ENV HOME=/var/lib/autocoder AUTOCODER_DATA_DIR=/var/lib/autocoder
+ENV HOME=/var/lib/autocoder AUTOCODER_DATA_DIR=/var/lib/autocoder \
+	AUTOCODER_SANDBOX_FORWARDER=/usr/local/libexec/autocoder/egress-forward
 USER 10001:10001
 WORKDIR /var/lib/autocoder
 ENTRYPOINT ["autocoder"]

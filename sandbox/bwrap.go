@@ -41,6 +41,7 @@ type bwrapRunner struct {
 	// profiles are the languages served; hostChecks whether each one's
 	// toolchain is on the host, checked on first use.
 	profiles   profileSet
+	forward    string                  // Config.Forwarder
 	hostChecks sync.Map                // profile name -> *hostCheck
 	goCache    atomic.Pointer[goCache] // nil until the go profile is first used
 	goOnce     sync.Once
@@ -86,11 +87,12 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 		return nil, err
 	}
 	r.profiles = newProfileSet(cfg.Profiles)
+	r.forward = cfg.Forwarder
 	if cfg.PoolSize > 0 {
 		lim := cfg.PoolLimits.withDefaults()
 		for _, p := range cfg.Profiles {
 			r.pools[bwrapKey{p.Name, r.limits}] = newWarmPool(p.Name, cfg.PoolSize, r.log,
-				func(ctx context.Context) (*proc, error) { return r.launch(ctx, p, lim) }, r.discard)
+				func(ctx context.Context) (*proc, error) { return r.launch(ctx, p, lim, nil) }, r.discard)
 		}
 	}
 	return r, nil
@@ -176,7 +178,7 @@ func (r *bwrapRunner) probe(ctx context.Context) error {
 		return err
 	}
 	defer lease.release()
-	args := append(r.baseArgs(Profile{}, nil, Limits{}.withDefaults()), "/bin/true")
+	args := append(r.baseArgs(Profile{}, Limits{}.withDefaults(), nil), "/bin/true")
 	cmd := exec.CommandContext(ctx, r.bwrap, args...)
 	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -192,8 +194,13 @@ func (r *bwrapRunner) probe(ctx context.Context) error {
 	return nil
 }
 
-// baseArgs builds the bwrap command line up to the program to run.
-func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
+// baseArgs builds the bwrap command line up to the program to run. With a
+// route the run reaches the egress proxy.
+func (r *bwrapRunner) baseArgs(p Profile, lim Limits, rt *route) []string {
+	var env []string
+	if p.Name != "" {
+		env = p.environ(p.hostPATH())
+	}
 	a := []string{
 		"--unshare-all", "--die-with-parent", "--new-session",
 		"--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxUID),
@@ -204,6 +211,9 @@ func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
 	}
 	if r.seccomp != nil {
 		a = append(a, "--seccomp", strconv.Itoa(seccompFD))
+	}
+	if rt != nil {
+		env = append(env, rt.env...)
 	}
 	a = append(a, "--clearenv")
 	for _, kv := range env {
@@ -239,6 +249,13 @@ func (r *bwrapRunner) baseArgs(p Profile, env []string, lim Limits) []string {
 	if p.GoCache != "" {
 		// launch clears GoCache unless the cache is built.
 		a = append(a, "--ro-bind", r.goCache.Load().dir, p.GoCache)
+	}
+	if rt != nil {
+		// --unshare-all leaves the network namespace its loopback alone;
+		// the proxy comes through its socket.
+		for _, m := range rt.mounts() {
+			a = append(a, "--ro-bind", m[0], m[1])
+		}
 	}
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",
@@ -318,14 +335,14 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	r.running.Add(1)
 	defer r.running.Done()
-	j, err := prepare(r.profiles, spec)
+	j, err := prepare(r.profiles, r.forward, spec)
 	if err != nil {
 		return Result{}, err
 	}
 	// Warm-ups start once the run is over: they would compete with it for
 	// the CPU.
 	defer r.warm(j.profile)
-	if pl := r.pools[bwrapKey{j.profile.Name, j.limits.forPool()}]; pl != nil {
+	if pl := r.pools[bwrapKey{j.profile.Name, j.limits.forPool()}]; pl != nil && j.route == nil {
 		if p, ok := pl.take(); ok {
 			res, err := r.exec(ctx, p, j)
 			if !errors.Is(err, errStale) {
@@ -336,7 +353,7 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 		}
 	}
 	r.metrics.WarmPool(j.profile.Name, false)
-	p, err := r.launch(ctx, j.profile, j.limits)
+	p, err := r.launch(ctx, j.profile, j.limits, j.route)
 	if err != nil {
 		return Result{}, err
 	}
@@ -372,7 +389,7 @@ type proc struct {
 // for its input; it returns once the sandbox says it is ready. A go
 // sandbox waits for the Go cache, starting its build if none has begun:
 // without it the run would compile the same standard library itself.
-func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc, error) {
+func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits, rt *route) (*proc, error) {
 	if err := r.hostToolchain(ctx, p); err != nil {
 		return nil, err
 	}
@@ -382,7 +399,7 @@ func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits) (*proc,
 		}
 	}
 	args := append(rlimitArgs(lim, r.cgroups.limitsMemory()), "--", r.bwrap)
-	args = append(args, r.baseArgs(p, p.environ(p.hostPATH()), lim)...)
+	args = append(args, r.baseArgs(p, lim, rt)...)
 	args = append(args, "/bin/sh", "-c", entryScript, "sbx", p.GoCache, "", readyMarker)
 
 	cred, lease, err := r.credential()

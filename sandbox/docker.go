@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,7 @@ type dockerRunner struct {
 	toolsMu  sync.Mutex
 	tools    map[string]*toolchain // toolchain volumes by image, filled on first use
 	profiles profileSet
+	forward  string         // Config.Forwarder
 	bg       sync.WaitGroup // pending removals and volume fills
 	closed   atomic.Bool
 	ctx      context.Context // ends at Close: stops volume fills
@@ -126,6 +128,7 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	// reported at start and built on its language's first run. Its
 	// language has no warm pool.
 	d.profiles = newProfileSet(cfg.Profiles)
+	d.forward = cfg.Forwarder
 	for _, p := range cfg.Profiles {
 		if err := d.checkImage(ctx, p.Image); err != nil {
 			if !errors.Is(err, ErrImageMissing) {
@@ -251,14 +254,14 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if d.closed.Load() {
 		return Result{}, ErrClosed
 	}
-	j, err := prepare(d.profiles, spec)
+	j, err := prepare(d.profiles, d.forward, spec)
 	if err != nil {
 		return Result{}, err
 	}
 	// Warm-ups start once the run is over: they would compete with it for
 	// the CPU.
 	defer d.warm(j.profile)
-	if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; pl != nil {
+	if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; pl != nil && j.route == nil {
 		if b, ok := pl.take(); ok {
 			res, err := d.exec(ctx, b, j)
 			if !errors.Is(err, errStale) {
@@ -272,7 +275,7 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err := d.ensureImage(ctx, j); err != nil {
 		return Result{}, err
 	}
-	b, err := d.launch(ctx, j.profile, j.image, j.limits, false)
+	b, err := d.launch(ctx, j.profile, j.image, j.limits, false, j.route)
 	if err != nil {
 		return Result{}, err
 	}
@@ -308,7 +311,7 @@ func (d *dockerRunner) warmLauncher(p Profile, lim Limits) func(context.Context)
 			}
 		}
 		prewarm := !warmed || len(d.mounts(p.Image)) == 0
-		b, err := d.launch(ctx, p, p.Image, lim, prewarm)
+		b, err := d.launch(ctx, p, p.Image, lim, prewarm, nil)
 		if err == nil && prewarm {
 			warmed = true
 		}
@@ -321,9 +324,10 @@ var errStale = errors.New("warm container not accepting input")
 
 // launch creates, attaches and starts a container that waits for its input.
 // Attaching before start guarantees no output is lost. With prewarm the
-// container runs the profile's Prewarm first.
-func (d *dockerRunner) launch(ctx context.Context, p Profile, image string, lim Limits, prewarm bool) (_ *box, err error) {
-	cfg, host := d.containerConfig(p, image, lim, prewarm)
+// container runs the profile's Prewarm first. With a route it reaches the
+// egress proxy.
+func (d *dockerRunner) launch(ctx context.Context, p Profile, image string, lim Limits, prewarm bool, rt *route) (_ *box, err error) {
+	cfg, host := d.containerConfig(p, image, lim, prewarm, rt)
 	name := namePrefix + p.Name + "-" + randomHex(6)
 	created, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host, Name: name})
 	if err != nil {
@@ -382,7 +386,7 @@ func awaitReady(ctx context.Context, b *box) error {
 	return nil
 }
 
-func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prewarm bool) (*container.Config, *container.HostConfig) {
+func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prewarm bool, rt *route) (*container.Config, *container.HostConfig) {
 	warmup := ""
 	if prewarm {
 		warmup = p.Prewarm
@@ -435,6 +439,14 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 			NanoCPUs:   lim.NanoCPUs,
 			PidsLimit:  &pids,
 		},
+	}
+	if rt != nil {
+		// The network stays "none": the proxy comes through its socket.
+		cfg.Env = append(cfg.Env, rt.env...)
+		host.Mounts = slices.Clone(host.Mounts)
+		for _, m := range rt.mounts() {
+			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m[0], Target: m[1], ReadOnly: true})
+		}
 	}
 	return cfg, host
 }

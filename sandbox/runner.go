@@ -38,6 +38,10 @@ type Config struct {
 	// CacheDir holds the bwrap backend's pre-built Go cache; empty means a
 	// directory under os.TempDir().
 	CacheDir string
+	// Forwarder is the host path of the static egress-forward program
+	// (sandbox/cmd/egress-forward, built with CGO_ENABLED=0), mounted
+	// read-only into NetworkEgress runs; without it they are refused.
+	Forwarder string
 	// Images say where the docker backend's offline build of a missing
 	// image finds Debian.
 	Images ImageOptions
@@ -102,6 +106,11 @@ type backend interface {
 // docker when the daemon answers a ping, else bwrap.
 func New(ctx context.Context, cfg Config) (Runner, error) {
 	cfg = cfg.withDefaults()
+	if cfg.Forwarder != "" {
+		if err := checkForwarder(cfg.Forwarder); err != nil {
+			return nil, err
+		}
+	}
 	var (
 		b   backend
 		err error

@@ -1,5 +1,6 @@
 // Package sandbox runs untrusted code: a command over the files of a
-// workspace, with no network, no host environment and hard resource limits.
+// workspace, with no network (or the egress proxy alone), no host
+// environment and hard resource limits.
 package sandbox
 
 import (
@@ -49,6 +50,10 @@ type Spec struct {
 	Limits  Limits
 	// Collect asks for the workdir as the run left it (Result.Files).
 	Collect bool
+	// Network is none (the default) or egress: the proxy at Egress and
+	// nothing else. An egress run starts a sandbox of its own.
+	Network Network
+	Egress  Egress
 }
 
 // Result is what the program did. A failing, timed-out or OOM-killed program

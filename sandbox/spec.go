@@ -147,11 +147,12 @@ type job struct {
 	collect string
 	files   workspace.Limits // of the collected workdir
 	input   []workspace.File // the files the run starts with, when it collects
+	route   *route           // nil unless the run reaches the egress proxy
 }
 
 // prepare validates the spec and encodes its input. Nothing touches disk
 // before this succeeds.
-func prepare(profiles profileSet, spec Spec) (job, error) {
+func prepare(profiles profileSet, forwarder string, spec Spec) (job, error) {
 	p, err := profiles.lookup(spec.Profile)
 	if err != nil {
 		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
@@ -178,6 +179,13 @@ func prepare(profiles profileSet, spec Spec) (job, error) {
 	if err != nil {
 		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
+	rt, err := egressRoute(spec, forwarder)
+	if err != nil {
+		return job{}, err
+	}
+	if rt != nil {
+		argv = rt.wrap(argv)
+	}
 	quoted := shellQuote(argv)
 	token, collect, input := "-", "", []workspace.File(nil)
 	if spec.Collect {
@@ -198,7 +206,7 @@ func prepare(profiles profileSet, spec Spec) (job, error) {
 	if image == "" {
 		image = p.Image
 	}
-	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes(), collect: collect, files: collectLimits(lim), input: input}, nil
+	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes(), collect: collect, files: collectLimits(lim), input: input, route: rt}, nil
 }
 
 // tarRecord is GNU tar's default record size (20 blocks of 512 bytes).

@@ -94,6 +94,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	if f.metrics != nil {
 		sc.Metrics = f.metrics
 	}
+	sc.Forwarder = s.String("sandbox.forwarder")
 	sb, err := sandbox.New(ctx, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
@@ -103,6 +104,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		sb.Close()
 		return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
 	}
+	eg.CABundle = s.String("egress.ca_bundle")
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
 		Egress: eg.Proxy, EgressAddr: eg.Addr}
 	return acts, func() {

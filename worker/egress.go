@@ -1,22 +1,30 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 
 	"github.com/autocoder/autocoder/internal/egress"
+	"github.com/autocoder/autocoder/sandbox"
 )
 
 // Egress is the worker's egress proxy: one for every task the worker
-// runs, each install run let through by a grant of its own
-// (Proxy.Grant, then Grant.Env(Addr) in the run's environment, and
-// Grant.Close for its connections' record once the run has ended).
+// runs, each install run let through by a route of its own (Route, then
+// Route.Sandbox() as the run's sandbox.Spec Egress, and Route.Close for
+// its connections' record once the run has ended). A process outside a
+// sandbox reaches it at Addr with a grant's Env.
 type Egress struct {
 	Proxy *egress.Proxy
 	// Addr is host:port where the proxy listens.
 	Addr string
-	done chan error
+	// CABundle, when set, is the PEM bundle routed runs trust
+	// (sandbox.Egress.CABundle).
+	CABundle string
+	done     chan error
 }
 
 // StartEgress starts the egress proxy on listen (host:port; port 0 picks
@@ -43,4 +51,66 @@ func (e *Egress) Close() error {
 		err = serveErr
 	}
 	return err
+}
+
+// Route is the proxy opened to one sandbox run of a task: a grant with
+// the task's own allow rules, served on a unix socket of the run's own,
+// which the sandbox mounts (sandbox.NetworkEgress).
+type Route struct {
+	Grant    *egress.Grant
+	Socket   string
+	CABundle string
+	dir      string
+	l        net.Listener
+	done     chan error
+}
+
+// Route opens the proxy to one run of taskID, with allow rules on top of
+// the proxy's (its language's registries). The run uses Sandbox(); Close
+// ends the route once the run has ended.
+func (e *Egress) Route(taskID string, allow []string) (_ *Route, err error) {
+	g, err := e.Proxy.Grant(taskID, allow)
+	if err != nil {
+		return nil, fmt.Errorf("egress route: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			g.Revoke()
+		}
+	}()
+	dir, err := os.MkdirTemp("", "autocoder-egress-")
+	if err != nil {
+		return nil, fmt.Errorf("egress route: %w", err)
+	}
+	r := &Route{Grant: g, Socket: filepath.Join(dir, "proxy.sock"), CABundle: e.CABundle, dir: dir, done: make(chan error, 1)}
+	if r.l, err = net.Listen("unix", r.Socket); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("egress route: listen: %w", err)
+	}
+	// The sandbox's user is not this process's: it needs to reach the
+	// socket, and the token keeps every other user out.
+	for path, mode := range map[string]os.FileMode{dir: 0o755, r.Socket: 0o666} {
+		if err = os.Chmod(path, mode); err != nil {
+			r.l.Close()
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("egress route: %w", err)
+		}
+	}
+	go func() { r.done <- e.Proxy.Serve(r.l) }()
+	return r, nil
+}
+
+// Sandbox is what a sandbox.Spec with Network sandbox.NetworkEgress
+// takes as its Egress.
+func (r *Route) Sandbox() sandbox.Egress {
+	return sandbox.Egress{Socket: r.Socket, Proxy: r.Grant, CABundle: r.CABundle}
+}
+
+// Close stops the route's socket, waits until its connections have ended
+// (or ctx does), and returns the run's connection record (Grant.Close).
+func (r *Route) Close(ctx context.Context) ([]egress.Record, int, error) {
+	r.l.Close()
+	<-r.done
+	defer os.RemoveAll(r.dir)
+	return r.Grant.Close(ctx)
 }

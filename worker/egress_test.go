@@ -1,11 +1,14 @@
 package worker
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -53,5 +56,59 @@ func TestEgressServesGrants(t *testing.T) {
 func TestEgressRefusesBadRules(t *testing.T) {
 	if _, err := StartEgress(egress.Config{Allow: []string{"bad host"}}, "127.0.0.1:0"); err == nil {
 		t.Error("started with a bad allow rule")
+	}
+}
+
+// TestRouteServesOneRun: a route's socket, which a sandbox user can
+// reach, carries the run's requests with its grant; Close returns their
+// record, and the socket and its token are gone after it.
+func TestRouteServesOneRun(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "index") }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	e, err := StartEgress(egress.Config{Registries: []string{u.Host}}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.CABundle = "/etc/ssl/certs/ca-certificates.crt"
+	r, err := e.Route("task-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(r.Socket); err != nil || fi.Mode()&0o777 != 0o666 {
+		t.Fatalf("the route's socket: %v %v", fi, err)
+	}
+	if got := r.Sandbox(); got.Socket != r.Socket || got.Proxy != r.Grant || got.CABundle != e.CABundle {
+		t.Errorf("Sandbox() = %+v", got)
+	}
+	get := func() (*http.Response, error) {
+		pu, _ := url.Parse(r.Grant.ProxyURL("sandbox:3128"))
+		tr := &http.Transport{Proxy: http.ProxyURL(pu), DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", r.Socket)
+		}}
+		defer tr.CloseIdleConnections()
+		return (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(srv.URL + "/simple/")
+	}
+	resp, err := get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "index" {
+		t.Errorf("through the route: %d %q", resp.StatusCode, b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	recs, _, err := r.Close(ctx)
+	if err != nil || len(recs) != 1 || recs[0].TaskID != "task-1" || recs[0].Verdict != egress.Allowed {
+		t.Errorf("the route's record: %+v %v", recs, err)
+	}
+	if _, err := os.Stat(filepath.Dir(r.Socket)); !os.IsNotExist(err) {
+		t.Errorf("the socket's directory after Close: %v", err)
+	}
+	if _, err := get(); err == nil {
+		t.Error("the route still carries requests after Close")
 	}
 }

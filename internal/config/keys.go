@@ -68,6 +68,8 @@ var Keys = []Key{
 		Help: "the Debian base image a missing sandbox image is built on offline"},
 	{Name: "sandbox.image_workdir", Env: "AUTOCODER_IMAGE_WORKDIR", Fingerprint: true,
 		Help: "where the offline image build caches its Debian root file system"},
+	{Name: "sandbox.forwarder", Env: "AUTOCODER_SANDBOX_FORWARDER", Fingerprint: true,
+		Help: "the static egress-forward program (CGO_ENABLED=0 go build ./sandbox/cmd/egress-forward) that egress-network sandbox runs reach the proxy through"},
 	{Name: "sandbox.debian_mirror", Env: "DEBIAN_MIRROR", Fingerprint: true, check: checkURL,
 		Help: "the Debian mirror the offline image build installs from (default: the host's)"},
 	{Name: "limits.iterations", Flag: "max-iterations", Default: "6", kind: kindInt, check: atLeast(1)},
@@ -99,6 +101,8 @@ var Keys = []Key{
 		Help: "how long an install's connection may go without a byte either way"},
 	{Name: "egress.max_connections", Default: "32", Fingerprint: true, kind: kindInt, check: atLeast(1),
 		Help: "connections a task's install may have open at once"},
+	{Name: "egress.ca_bundle", Env: "AUTOCODER_EGRESS_CA_BUNDLE", Fingerprint: true,
+		Help: "a PEM bundle of the CAs installs trust instead of their image's (a TLS-inspecting gateway's, a private registry's)"},
 	{Name: "registries.private", Env: "AUTOCODER_PRIVATE_REGISTRIES", Fingerprint: true, kind: kindList, check: egress.ParseRegistry,
 		Help: "registries (host:port or URL) installs may reach even at a loopback or private address"},
 }
