@@ -66,6 +66,7 @@ func TestModelCallsAnMCPToolOnceAcrossAWorkerKill(t *testing.T) {
 	}, "AUTOCODER_SANDBOX=bwrap", "XDG_CONFIG_HOME="+home)
 	defer p.report(t)
 
+	ready := time.Now()
 	id := c.start("--lang", "python", "Write add(a, b) in calc.py, with a pytest test; look up how in the docs.")
 	select {
 	case <-held:
@@ -83,7 +84,8 @@ func TestModelCallsAnMCPToolOnceAcrossAWorkerKill(t *testing.T) {
 	close(release)
 	c.startWorker()
 	c.waitFor(id, "success", phase(workflows.PhaseSucceeded))
-	t.Logf("setup and first worker %s, recovery after the kill %s", killed.Sub(started).Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+	t.Logf("setup %s, task to the kill %s, recovery after it %s", ready.Sub(started).Round(time.Millisecond),
+		killed.Sub(ready).Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
 
 	if n := mcptest.Calls(t, callLog); n != 1 {
 		t.Errorf("the server logged %d lookups, want exactly 1", n)
