@@ -34,6 +34,8 @@ func (a *Activities) mcpToolDefs(ctx context.Context) []llm.Tool {
 	if a.MCP == nil {
 		return nil
 	}
+	stop := heartbeatWhile(ctx, ModelCall{Since: time.Now()}) // a server may take seconds to start
+	defer stop()
 	var out []llm.Tool
 	for _, t := range a.MCP.Tools(ctx) {
 		out = append(out, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Schema})
@@ -105,6 +107,11 @@ func (a *Activities) MCPCall(ctx context.Context, in MCPCallInput) (MCPCallOutpu
 	return MCPCallOutput{Length: in.Position + 1, IsError: m.IsError, Bytes: len(m.Text)}, nil
 }
 
+// mcpCallTimeout bounds one call, within MCPCall's own timeout: a call
+// that takes longer is a tool error the model reads, kept like any
+// result, rather than an activity retried into calling the server again.
+const mcpCallTimeout = 2 * time.Minute
+
 func (a *Activities) mcpCall(ctx context.Context, c llm.ToolCall) mcpCallMemo {
 	m := mcpCallMemo{Tool: c.Name, IsError: true}
 	switch {
@@ -114,7 +121,9 @@ func (a *Activities) mcpCall(ctx context.Context, c llm.ToolCall) mcpCallMemo {
 		m.Text = "no MCP servers are configured on this worker; use the other tools"
 	default:
 		stop := heartbeatWhile(ctx, ModelCall{Since: time.Now()})
-		res := a.MCP.Call(ctx, c.Name, json.RawMessage(c.Arguments))
+		callCtx, cancel := context.WithTimeout(ctx, mcpCallTimeout)
+		res := a.MCP.Call(callCtx, c.Name, json.RawMessage(c.Arguments))
+		cancel()
 		stop()
 		m.Text, m.IsError = res.Text, res.IsError
 	}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,6 +38,10 @@ const (
 	MaxDescriptionBytes = 1 << 10
 	MaxTools            = 64 // offered by one server
 )
+
+// setupTimeout bounds starting a server and listing its tools: a server
+// that hangs there offers nothing, rather than holding up the turn.
+const setupTimeout = 20 * time.Second
 
 // Server is one configured server, its secrets resolved.
 type Server struct {
@@ -140,6 +145,8 @@ func (p *Pool) serverTools(ctx context.Context, s Server) ([]Tool, error) {
 	if t, ok := p.tools[s.Name]; ok {
 		return t, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
 	cs, err := p.sessionLocked(ctx, s)
 	if err != nil {
 		return nil, err
@@ -228,7 +235,9 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) Resu
 		}
 	}
 	p.mu.Lock()
-	cs, err := p.sessionLocked(ctx, s)
+	setup, cancel := context.WithTimeout(ctx, setupTimeout)
+	cs, err := p.sessionLocked(setup, s)
+	cancel()
 	p.mu.Unlock()
 	if err != nil {
 		return Result{Text: fmt.Sprintf("the MCP server %s could not be reached: %v", s.Name, err), IsError: true}
@@ -282,7 +291,8 @@ func resultText(res *mcp.CallToolResult) string {
 }
 
 // sessionLocked returns the server's session, connecting when there is
-// none. The connection outlives ctx: it is the worker's, not the call's.
+// none; ctx bounds the handshake, and the session outlives it: it is the
+// worker's, not the call's.
 func (p *Pool) sessionLocked(ctx context.Context, s Server) (*mcp.ClientSession, error) {
 	if cs, ok := p.sessions[s.Name]; ok {
 		return cs, nil
@@ -300,7 +310,7 @@ func (p *Pool) sessionLocked(ctx context.Context, s Server) (*mcp.ClientSession,
 		transport = &mcp.CommandTransport{Command: cmd}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "autocoder", Version: "1"}, nil)
-	cs, err := client.Connect(context.WithoutCancel(ctx), transport, nil)
+	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
