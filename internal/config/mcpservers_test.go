@@ -49,6 +49,15 @@ ask = true
 		t.Errorf("config show would print %q", shown)
 	}
 
+	before := c.Fingerprint()["mcp_servers"]
+	c, err = Load(Options{File: p, Getenv: envOf(map[string]string{"HOME": "/home/w", "TRACKER_AUTH": "Bearer y"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := c.Fingerprint()["mcp_servers"]; before == "" || after == before || strings.Contains(after, "Bearer") {
+		t.Errorf("fingerprint %q, then with another header value %q: want a hash that changes", before, after)
+	}
+
 	c, err = Load(Options{File: p, Getenv: envOf(map[string]string{"HOME": "/home/w"})})
 	if err != nil {
 		t.Fatal(err)
