@@ -3,10 +3,14 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/autocoder/autocoder/internal/mcptools"
 	"github.com/autocoder/autocoder/internal/mcptools/mcptest"
@@ -97,5 +101,24 @@ func TestPoolDeadServerIsAToolErrorAndIsStartedAgain(t *testing.T) {
 	}
 	if n := mcptest.Calls(t, logPath); n != 1 {
 		t.Errorf("calls logged: %d, want 1", n)
+	}
+}
+
+// A server over streamable HTTP gets the configured headers on each
+// request; its text result comes back capped at MaxOutputBytes.
+func TestPoolOverHTTPSendsHeaders(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "tracker", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "The caller."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			text := "auth=" + req.Extra.Header.Get("Authorization") + "\n" + strings.Repeat("x", 2*mcptools.MaxOutputBytes)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer srv.Close()
+	pool := mcptools.NewPool([]mcptools.Server{{Name: "tracker", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer t0k"}, Tools: []string{"*"}}}, nil)
+	defer pool.Close()
+	res := pool.Call(context.Background(), "mcp__tracker__whoami", nil)
+	if res.IsError || !strings.HasPrefix(res.Text, "auth=Bearer t0k\n") || len(res.Text) > mcptools.MaxOutputBytes+100 || !strings.Contains(res.Text, "[output cut at") {
+		t.Errorf("whoami over HTTP: error %v, %d bytes: %.80q", res.IsError, len(res.Text), res.Text)
 	}
 }
