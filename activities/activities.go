@@ -58,6 +58,8 @@ type Activities struct {
 	// Metrics counts model calls, tool calls and checks; nil counts
 	// nothing.
 	Metrics Metrics
+	// MCP calls the tools of the user's MCP servers; nil offers none.
+	MCP MCPTools
 
 	snapshots snapshotCache // workspaces tool calls read
 }

@@ -90,6 +90,9 @@ type CallSummary struct {
 	// Command is a run call's whole command (up to commandBytes), for
 	// approval and the allow-list.
 	Command string `json:"command,omitempty"`
+	// Ask is set on a call to an MCP server whose entry asks a person
+	// before each call.
+	Ask bool `json:"ask,omitempty"`
 }
 
 // FinishArgs are the arguments of the model's finish call: what it did and
@@ -147,6 +150,9 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 			return ModelTurnOutput{}, err
 		}
 	}
+	if in.Tools == ToolSetAgent {
+		offered = append(offered, a.mcpToolDefs(ctx)...)
+	}
 	msgs, err := a.conversationTo(ctx, in.Transcript, in.Position)
 	if err != nil {
 		return ModelTurnOutput{}, err
@@ -203,7 +209,9 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	out.Reused, out.StopReason, out.Text = reused, res.StopReason, clip(res.Text, summaryBytes)
 	out.Usage = callUsage(spec.Model, res.Usage.InputTokens, res.Usage.OutputTokens)
 	for _, c := range res.ToolCalls {
-		out.Calls = append(out.Calls, callSummary(c))
+		s := callSummary(c)
+		s.Ask = s.Name != "" && IsMCPTool(s.Name) && a.MCP != nil && a.MCP.Ask(s.Name)
+		out.Calls = append(out.Calls, s)
 		if c.Name == ToolFinish && c.Problem == "" && out.Finish == nil {
 			out.Finish = &FinishArgs{}
 			if err := json.Unmarshal([]byte(c.Arguments), out.Finish); err != nil {
@@ -357,6 +365,10 @@ func CallLabel(name, args string) string {
 		label += " " + a.Command
 	case ToolRunTests:
 		label = "run the tests"
+	default:
+		if IsMCPTool(name) {
+			label += " " + args
+		}
 	}
 	label = strings.Join(strings.Fields(label), " ") // one line
 	if head := truncate.Head(label, labelBytes); len(head) < len(label) {

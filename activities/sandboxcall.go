@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"github.com/autocoder/autocoder/internal/bytesize"
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/llm"
-	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/tools"
 	"github.com/autocoder/autocoder/internal/truncate"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -46,7 +44,7 @@ func (a *Activities) SandboxCall(ctx context.Context, in SandboxCallInput) (Sand
 		return SandboxCallOutput{}, err
 	}
 	key := memoKey("sandbox-call", in.Transcript, strconv.Itoa(in.Position), in.CallID)
-	m, found, err := a.sandboxCallMemo(ctx, key)
+	m, found, err := readMemo[sandboxCallMemo](ctx, a.Store, key)
 	if err != nil {
 		return SandboxCallOutput{}, err
 	}
@@ -79,21 +77,6 @@ func (a *Activities) SandboxCall(ctx context.Context, in SandboxCallInput) (Sand
 		return SandboxCallOutput{}, err
 	}
 	return m.Output, nil
-}
-
-func (a *Activities) sandboxCallMemo(ctx context.Context, key string) (sandboxCallMemo, bool, error) {
-	var m sandboxCallMemo
-	raw, err := a.Store.GetMemo(ctx, key)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return m, false, nil
-	case err != nil:
-		return m, false, fmt.Errorf("read memo: %w", err)
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return m, false, fmt.Errorf("decode memo %s: %w", key, err)
-	}
-	return m, true, nil
 }
 
 // sandboxCall runs the call and describes its outcome for the model.

@@ -170,7 +170,7 @@ func TestSandboxCallRetryDoesNotRunAgain(t *testing.T) {
 	if _, err := e.tenv.ExecuteActivity(e.acts.SandboxCall, in); err == nil || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("first try: %v", err)
 	}
-	kept, _, err := e.acts.sandboxCallMemo(context.Background(), memoKey("sandbox-call", in.Transcript, strconv.Itoa(in.Position), in.CallID))
+	kept, _, err := readMemo[sandboxCallMemo](context.Background(), e.acts.Store, memoKey("sandbox-call", in.Transcript, strconv.Itoa(in.Position), in.CallID))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,6 +85,9 @@ func showConfig(f *Factory, s *conf.Config, asJSON bool) error {
 	for i, n := range s.FileNotifications() {
 		rows = append(rows, shownSetting{Key: fmt.Sprintf("notifications[%d]", i), Value: n.Masked(), Source: n.Source.String()})
 	}
+	for i, m := range s.FileMCPServers() {
+		rows = append(rows, shownSetting{Key: fmt.Sprintf("mcp_servers[%d]", i), Value: m.Masked(), Source: m.Source.String()})
+	}
 	if asJSON {
 		return writeJSON(f.IO.Out, map[string]any{"file": s.File, "settings": rows})
 	}

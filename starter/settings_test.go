@@ -74,7 +74,8 @@ func TestConfigShow(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "c.toml")
 	text := "model = \"openai:gpt-4.1-mini\"\n[providers.openai]\napi_key = \"sk-file-secret\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[limits]\nturns = 7\n" +
-		"[[notifications]]\nurl = \"https://hooks.slack.com/services/T0/B0/hook-secret\"\nevents = [\"gate\"]\n"
+		"[[notifications]]\nurl = \"https://hooks.slack.com/services/T0/B0/hook-secret\"\nevents = [\"gate\"]\n" +
+		"[[mcp_servers]]\nname = \"tracker\"\nurl = \"https://tracker.example/mcp\"\nheaders = { Authorization = \"Bearer mcp-secret\" }\ntools = [\"*\"]\nask = true\n"
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,8 @@ func TestConfigShow(t *testing.T) {
 	if code := execute(context.Background(), f, []string{"config", "show", "--json", "--config", file}); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	if strings.Contains(out.String(), "sk-file-secret") || strings.Contains(out.String(), "pw@") || strings.Contains(out.String(), "hook-secret") {
+	if strings.Contains(out.String(), "sk-file-secret") || strings.Contains(out.String(), "pw@") || strings.Contains(out.String(), "hook-secret") ||
+		strings.Contains(out.String(), "mcp-secret") {
 		t.Fatalf("a secret is shown: %s", out.String())
 	}
 	var got struct {
@@ -101,6 +103,7 @@ func TestConfigShow(t *testing.T) {
 		"store.url":                 {conf.MaskedSecret, "env AUTOCODER_DATABASE_URL"},
 		"notifications[0]":          {"https://hooks.slack.com/" + conf.MaskedSecret + ", format by host, gate", "file " + file + ":7"},
 		"limits.turns":              {"7", "file " + file + ":6"},
+		"mcp_servers[0]":            {"tracker: https://tracker.example/mcp, header Authorization: " + conf.MaskedSecret + ", tools *, each call asks", "file " + file + ":10"},
 		"sandbox.backend":           {"auto", "default"},
 		"data_dir":                  {filepath.Join(dir, ".local/share/autocoder"), "default (~/.local/share)"},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/lang/languages"
+	"github.com/autocoder/autocoder/internal/mcptools"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
 )
@@ -107,7 +108,24 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	eg.CABundle = s.String("egress.ca_bundle")
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
 		Egress: eg.Proxy, EgressAddr: eg.Addr}
+	// Their secrets are read here, on the worker, like the model keys.
+	servers, err := s.MCPServers()
+	if err != nil {
+		eg.Close()
+		sb.Close()
+		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	var pool *mcptools.Pool
+	if len(servers) > 0 {
+		pool = mcptools.NewPool(servers, slog.Default())
+		acts.MCP = pool
+	}
 	return acts, func() {
+		if pool != nil {
+			if err := pool.Close(); err != nil {
+				slog.Warn("close MCP sessions", "error", err)
+			}
+		}
 		if err := eg.Close(); err != nil {
 			slog.Warn("close egress proxy", "error", err)
 		}

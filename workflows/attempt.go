@@ -329,19 +329,23 @@ func (t *task) summarize(ctx workflow.Context, to int) error {
 // go to RunTools, sandbox calls to the sandbox, a finish is acknowledged.
 // It reports whether the model finished.
 func (t *task) route(ctx workflow.Context, calls []activities.CallSummary) (finished bool, err error) {
+	mcp := t.routesMCP(ctx, calls)
 	for i := 0; i < len(calls); {
-		switch call := calls[i]; call.Name {
-		case activities.ToolRun, activities.ToolRunTests:
+		switch call := calls[i]; {
+		case call.Name == activities.ToolRun || call.Name == activities.ToolRunTests:
 			err = t.sandboxCall(ctx, call)
 			i++
-		case activities.ToolFinish:
+		case mcp && activities.IsMCPTool(call.Name):
+			err = t.mcpCall(ctx, call)
+			i++
+		case call.Name == activities.ToolFinish:
 			t.doing(ctx, "finish")
 			err = t.appendResult(ctx, call, "finished", false)
 			finished = true
 			i++
 		default:
 			j := i + 1
-			for j < len(calls) && !routedElsewhere(calls[j].Name) {
+			for j < len(calls) && !routedElsewhere(calls[j].Name, mcp) {
 				j++
 			}
 			err = t.runTools(ctx, calls[i:j])
@@ -354,8 +358,53 @@ func (t *task) route(ctx workflow.Context, calls []activities.CallSummary) (fini
 	return finished, nil
 }
 
-func routedElsewhere(name string) bool {
-	return name == activities.ToolRun || name == activities.ToolRunTests || name == activities.ToolFinish
+func routedElsewhere(name string, mcp bool) bool {
+	return name == activities.ToolRun || name == activities.ToolRunTests || name == activities.ToolFinish ||
+		mcp && activities.IsMCPTool(name)
+}
+
+// versionMCPTools guards routing calls of MCP tools (mcp__<server>__<tool>)
+// to MCPCall: runs recorded before it were never offered those tools, and
+// a call by such a name went to RunTools, which answered it as unknown;
+// they replay through DefaultVersion. The version is asked only for a turn
+// with such a call. Retirement: once no run started before the change is
+// open or retained by the namespace, the DefaultVersion branch goes, and
+// the GetVersion call stays with 1 as its minimum.
+const versionMCPTools = "mcp-tools"
+
+// routesMCP says whether the turn's MCP calls go to MCPCall.
+func (t *task) routesMCP(ctx workflow.Context, calls []activities.CallSummary) bool {
+	if !slices.ContainsFunc(calls, func(c activities.CallSummary) bool { return activities.IsMCPTool(c.Name) }) {
+		return false
+	}
+	return workflow.GetVersion(ctx, versionMCPTools, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// mcpCall calls a tool of one of the user's MCP servers. When the server's
+// entry asks, or with ApproveCommands, the call waits for a person first;
+// declined, the model is told so instead.
+func (t *task) mcpCall(ctx workflow.Context, call activities.CallSummary) error {
+	if call.Ask || t.in.ApproveCommands {
+		d, err := t.ask(ctx, GateCommand, "Call this MCP tool?", describeCall(call))
+		if err != nil {
+			return err
+		}
+		if !d.approved {
+			return t.appendResult(ctx, call, "a person declined this call: "+orText(d.text, "no reason given"), true)
+		}
+	}
+	c := &t.Conversation
+	doing := describeCall(call)
+	t.doing(ctx, doing)
+	var out activities.MCPCallOutput
+	err := workflow.ExecuteActivity(mcpCtx(ctx, t.turnLabel(doing)), a.MCPCall, activities.MCPCallInput{
+		Transcript: c.Transcript, Position: c.Length, CallID: call.ID,
+	}).Get(ctx, &out)
+	if err != nil {
+		return fmt.Errorf("%s: %w", call.Name, err)
+	}
+	c.Length = out.Length
+	return nil
 }
 
 // runTools runs workspace tool calls as one local activity.

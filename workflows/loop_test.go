@@ -359,3 +359,42 @@ func TestDescribeCallsIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPCallsRouteToMCPCall: a call of an MCP tool runs as MCPCall, at
+// its position, between the workspace calls around it; one whose server
+// asks waits for a person, and declined, the model is told so.
+func (s *codingTaskSuite) TestMCPCallsRouteToMCPCall() {
+	const tr = "default-test-workflow-id/1"
+	s.onPlan("step")
+	s.onTurn(activities.ModelTurnOutput{Calls: []activities.CallSummary{
+		{ID: "r1", Name: "read", Label: "read a.py"},
+		{ID: "m1", Name: "mcp__docs__lookup", Label: `mcp__docs__lookup {"query":"split"}`},
+		{ID: "m2", Name: "mcp__tracker__close", Label: `mcp__tracker__close {"id":7}`, Ask: true},
+		{ID: "r2", Name: "read", Label: "read b.py"},
+		finishCall,
+	}})
+	s.env.OnActivity(a.RunTools, mock.Anything, activities.RunToolsInput{Transcript: tr, Position: 3, Snapshot: "in", CallIDs: []string{"r1"}}).
+		Return(activities.RunToolsOutput{Snapshot: "in", Length: 4}, nil).Once()
+	s.env.OnActivity(a.MCPCall, mock.Anything, activities.MCPCallInput{Transcript: tr, Position: 4, CallID: "m1"}).
+		Return(activities.MCPCallOutput{Length: 5}, nil).Once()
+	s.env.OnActivity(a.RunTools, mock.Anything, activities.RunToolsInput{Transcript: tr, Position: 6, Snapshot: "in", CallIDs: []string{"r2"}}).
+		Return(activities.RunToolsOutput{Snapshot: "in", Length: 7}, nil).Once()
+	s.onCheck("in", passing)
+	s.at(time.Minute, func() {
+		st := s.queryStatus()
+		s.Require().NotNil(st.Pending)
+		s.Equal(GateCommand, st.Pending.Kind)
+		s.Equal(`mcp__tracker__close {"id":7}`, st.Pending.Details)
+		s.env.SignalWorkflow(SignalReject, RejectSignal{Reason: "not yet"})
+	})
+	trace := s.traceStarts()
+	in := input
+	in.InputSnapshot = "in"
+	s.env.ExecuteWorkflow(CodingTask, in)
+
+	s.NoError(s.env.GetWorkflowError())
+	s.Contains(*trace, `MCPCall: mcp__docs__lookup {"query":"split"}`)
+	s.Require().Len(s.appended, 2)
+	s.Equal(5, s.appended[0].Position)
+	s.Equal(&llm.ToolResult{CallID: "m2", Name: "mcp__tracker__close", Content: "a person declined this call: not yet", IsError: true}, s.appended[0].Messages[0].Result)
+}

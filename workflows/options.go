@@ -88,6 +88,19 @@ func sandboxCtx(ctx workflow.Context, summary string) workflow.Context {
 	})
 }
 
+// MCP calls run on the worker that holds the sessions to the user's
+// servers; they heartbeat every second while the server works. A call is
+// memoized before its result is used, so a retry never repeats one that
+// ran.
+func mcpCtx(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
+		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
+		RetryPolicy:         shortRetry(),
+	})
+}
+
 // Webhook deliveries are bounded on every side: a try by the webhook
 // client's timeout (notify.DefaultTimeout, within StartToClose), all tries
 // by ScheduleToClose, after which a dead webhook is given up. A refusal

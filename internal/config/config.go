@@ -79,6 +79,7 @@ type Config struct {
 	File          string
 	values        map[string]Value
 	notifications []Notification // the file's [[notifications]]
+	mcpServers    []MCPServer    // the file's [[mcp_servers]]
 	getenv        func(string) string
 }
 
@@ -127,6 +128,7 @@ func Load(o Options) (*Config, error) {
 			c.values[name] = v
 		}
 		c.notifications = fr.notifications
+		c.mcpServers = fr.mcpServers
 	}
 	for _, k := range Keys {
 		text := o.Getenv(k.Env)

@@ -109,7 +109,6 @@ func TestFileErrorsNameTheLine(t *testing.T) {
 		{"bad model", "model = \"gemini:pro\"\n", 1, "provider must be openai"},
 		{"inline table", "providers = { openai = { base_url = \"nope\" } }\n", 1, "providers.openai.base_url"},
 		{"reserved not a table", "\nregistries = 3\n", 2, "registries must be a table"},
-		{"reserved with a key", "[mcp_servers]\nslack = \"x\"\n", 1, "[mcp_servers] is kept for a later version"},
 		{"syntax", "model = \n", 1, "TOML syntax"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

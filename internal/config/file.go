@@ -37,7 +37,7 @@ func readFile(path string) (*fileReader, error) {
 	if err := r.firstError(); err != nil {
 		return nil, err
 	}
-	if err := checkSecrets(path, r.values, r.notifications); err != nil {
+	if err := checkSecrets(path, r.values, r.notifications, r.mcpServers); err != nil {
 		return nil, err
 	}
 	if v, ok := r.values["data_dir"]; ok && !filepath.IsAbs(v.Text) {
@@ -54,6 +54,7 @@ type fileReader struct {
 	lines         map[string]int
 	values        map[string]Value
 	notifications []Notification
+	mcpServers    []MCPServer
 	errs          []lineError
 }
 
@@ -98,6 +99,8 @@ func (r *fileReader) walk(prefix string, table map[string]any) {
 		switch {
 		case full == "notifications":
 			r.readNotifications(v)
+		case full == "mcp_servers":
+			r.readMCPServers(v)
 		case slices.Contains(reserved, full):
 			if !isTable {
 				r.fail(full, "%s must be a table ([%s]), kept for a later version", full, full)
@@ -206,10 +209,16 @@ func tomlType(v any) string {
 
 // checkSecrets refuses a key written in a file others may read, and more
 // than one way to the same provider's key.
-func checkSecrets(path string, values map[string]Value, notifications []Notification) error {
+func checkSecrets(path string, values map[string]Value, notifications []Notification, servers []MCPServer) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("stat configuration: %w", err)
+	}
+	for _, s := range servers {
+		if s.hasSecrets() && st.Mode().Perm()&0o077 != 0 {
+			return fmt.Errorf("%s:%d: the MCP server %s's env and headers may hold secrets, and the file is readable by others (mode %04o): run chmod 600 %s, or pass them with env_from or headers_env (variables)",
+				path, s.Source.Line, s.Name, st.Mode().Perm(), path)
+		}
 	}
 	for _, n := range notifications {
 		if n.URL != "" && st.Mode().Perm()&0o077 != 0 {

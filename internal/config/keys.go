@@ -45,7 +45,7 @@ type Key struct {
 
 // Reserved sections, tables for what comes later; a key inside one is
 // not understood yet and is an error like any unknown key.
-var reserved = []string{"mcp_servers"}
+var reserved = []string{}
 
 // Keys is every setting, in the order `config show` prints them.
 var Keys = []Key{

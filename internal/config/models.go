@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +131,17 @@ func (c *Config) Fingerprint() map[string]string {
 			s[k.Name] = v.Text + " " + hash(c.getenv(v.Text))
 		default:
 			s[k.Name] = v.Text
+		}
+	}
+	// The worker runs the MCP servers: a local server started with other
+	// ones, or with other values for them, does not fit (secrets hashed).
+	if len(c.mcpServers) > 0 {
+		var resolved any = c.mcpServers
+		if servers, err := c.MCPServers(); err == nil {
+			resolved = servers
+		}
+		if raw, err := json.Marshal(resolved); err == nil {
+			s["mcp_servers"] = hash(string(raw))
 		}
 	}
 	// The sandbox reads these itself (see TestOnlyConfigReadsTheEnvironment).

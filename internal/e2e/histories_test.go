@@ -22,6 +22,8 @@ import (
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/mcptools"
+	"github.com/autocoder/autocoder/internal/mcptools/mcptest"
 	"github.com/autocoder/autocoder/internal/notify"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -40,6 +42,7 @@ type historyCase struct {
 	command  bool          // the model runs a command before the tests
 	slow     time.Duration // each turn's answer takes this long
 	notify   bool          // the task tells a webhook at its gates and its end
+	mcp      bool          // the model first looks a word up with an MCP server's tool
 	input    func(*workflows.TaskInput)
 	// drive plays the person while the task runs; it returns when the
 	// task needs nothing more from it.
@@ -64,6 +67,7 @@ var historyCases = []historyCase{
 		drive: feedbackAcrossRuns},
 	{name: "guidance_between_turns", slow: 400 * time.Millisecond, drive: guideMidAttempt},
 	{name: "notifications", notify: true, input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: answerGates(workflows.GatePlan)},
+	{name: "mcp_tools", mcp: true},
 }
 
 // TestRecordReplayHistories runs each story of historyCases on a real
@@ -84,6 +88,9 @@ func TestRecordReplayHistories(t *testing.T) {
 	tc := taskClient(c)
 	model := llmtest.New(t, historyScript())
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(llm.Env{OpenAIKey: "test-key", OpenAIBaseURL: model.URL()})}
+	pool := mcptools.NewPool([]mcptools.Server{{Name: "docs", Command: mcptest.LookupServer(t), Args: []string{filepath.Join(t.TempDir(), "calls.log")}, Tools: []string{"lookup"}}}, nil)
+	defer pool.Close()
+	acts.MCP = pool
 	w := worker.New(c, acts, worker.Options{})
 	if err := w.Start(); err != nil {
 		t.Fatalf("start worker: %v", err)
@@ -195,8 +202,11 @@ func historyScript() llmtest.Script {
 			// Unique in the conversation: its position and the call's index.
 			return llmtest.ToolCall{ID: fmt.Sprintf("call_%d_%d", len(req.Messages), len(calls)), Name: name, Arguments: string(raw)}
 		}
+		if hc.mcp && prevCall(req) == "" {
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{call("mcp__docs__lookup", map[string]any{"query": "add"})}}
+		}
 		switch prevCall(req) {
-		case "", "finish":
+		case "", "finish", "mcp__docs__lookup":
 			code := historyCode(finished >= hc.failures)
 			if hc.socket {
 				code = "import socket  # checks the host name\n\n" + code

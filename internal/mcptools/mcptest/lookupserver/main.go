@@ -1,0 +1,54 @@
+// Command lookupserver is an MCP server over stdio for tests. Its tools:
+// lookup (appends a line to the log file named by its one argument, then
+// answers), environ (its environment and working directory) and fail (an
+// error result).
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type lookupArgs struct {
+	Query string `json:"query" jsonschema:"what to look up"`
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		log.Fatal("usage: lookupserver LOGFILE")
+	}
+	logPath := os.Args[1]
+	s := mcp.NewServer(&mcp.Implementation{Name: "lookupserver", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "lookup", Description: "Looks a word up in the docs."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in lookupArgs) (*mcp.CallToolResult, any, error) {
+			f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				return nil, nil, err
+			}
+			_, err = fmt.Fprintf(f, "lookup %s\n", in.Query)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "docs for " + in.Query + ": use \x1b[31mstrings.Fields\x1b[0m"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "environ", Description: "Its environment."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			wd, _ := os.Getwd()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "cwd=" + wd + "\n" + strings.Join(os.Environ(), "\n")}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no such page"}}}, nil, nil
+		})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Fatal(err)
+	}
+}

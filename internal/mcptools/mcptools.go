@@ -1,0 +1,352 @@
+// Package mcptools is the MCP client of the tool loop: it connects to the
+// servers the user configured ([[mcp_servers]]), lists the tools they
+// allow, and calls them for the model. A server runs on the worker's host,
+// with only the environment its entry gives it, in its configured working
+// directory (the root directory otherwise), never in the sandbox.
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autocoder/autocoder/internal/termsafe"
+	"github.com/autocoder/autocoder/internal/truncate"
+)
+
+// Prefix starts the name the model knows an MCP tool by:
+// mcp__<server>__<tool>.
+const Prefix = "mcp__"
+
+// AllTools in a server's allow-list offers every tool it lists.
+const AllTools = "*"
+
+// Bounds on what a server may put before the model.
+const (
+	MaxOutputBytes      = 16 << 10 // a call's result
+	MaxSchemaBytes      = 8 << 10  // a tool's input schema
+	MaxDescriptionBytes = 1 << 10
+	MaxTools            = 64 // offered by one server
+)
+
+// setupTimeout bounds starting a server and listing its tools: a server
+// that hangs there offers nothing, rather than holding up the turn.
+const setupTimeout = 20 * time.Second
+
+// Server is one configured server, its secrets resolved.
+type Server struct {
+	Name string
+	// Stdio: the command, its arguments, its whole environment ("K=V")
+	// and its working directory.
+	Command string
+	Args    []string
+	Env     []string
+	Dir     string
+	// Streamable HTTP: the endpoint and the headers every request carries.
+	URL     string
+	Headers map[string]string
+	// Tools are the tool names the model may call; AllTools allows every one.
+	Tools []string
+	// Ask puts each call behind the command-approval gate.
+	Ask bool
+}
+
+// Tool is a tool offered to the model.
+type Tool struct {
+	Name        string // mcp__<server>__<tool>
+	Description string
+	Schema      json.RawMessage
+}
+
+// Result is a call's outcome for the model: untrusted text, capped and
+// made safe for terminals.
+type Result struct {
+	Text    string
+	IsError bool
+}
+
+// Pool holds one session per server, opened on first use and opened again
+// after a failure.
+type Pool struct {
+	servers []Server
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*mcp.ClientSession
+	tools    map[string][]Tool // by server, listed once per session
+}
+
+// NewPool returns a pool over the servers; it connects to none yet.
+func NewPool(servers []Server, log *slog.Logger) *Pool {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Pool{servers: servers, log: log, sessions: map[string]*mcp.ClientSession{}, tools: map[string][]Tool{}}
+}
+
+// ToolName is the name the model calls a server's tool by.
+func ToolName(server, tool string) string { return Prefix + server + "__" + tool }
+
+// IsTool reports whether name is an MCP tool's name.
+func IsTool(name string) bool { return strings.HasPrefix(name, Prefix) }
+
+// split parses mcp__<server>__<tool>; server names hold no "__".
+func split(name string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(name, Prefix)
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, "__")
+}
+
+func (p *Pool) server(name string) (Server, bool) {
+	i := slices.IndexFunc(p.servers, func(s Server) bool { return s.Name == name })
+	if i < 0 {
+		return Server{}, false
+	}
+	return p.servers[i], true
+}
+
+// Ask reports whether calls to the named tool wait for a person.
+func (p *Pool) Ask(name string) bool {
+	server, _, ok := split(name)
+	s, found := p.server(server)
+	return ok && found && s.Ask
+}
+
+// Tools lists the allowed tools of every server. A server that cannot be
+// reached is logged and offers nothing this time; the rest still do.
+func (p *Pool) Tools(ctx context.Context) []Tool {
+	var out []Tool
+	for _, s := range p.servers {
+		tools, err := p.serverTools(ctx, s)
+		if err != nil {
+			p.log.Warn("mcp server's tools not offered", "server", s.Name, "error", err)
+			continue
+		}
+		out = append(out, tools...)
+	}
+	return out
+}
+
+func (p *Pool) serverTools(ctx context.Context, s Server) ([]Tool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.tools[s.Name]; ok {
+		return t, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	cs, err := p.sessionLocked(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var tools []Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			p.dropLocked(s.Name)
+			return nil, fmt.Errorf("list tools: %w", err)
+		}
+		if !allowed(s, t.Name) {
+			continue
+		}
+		tool, err := offer(s.Name, t)
+		if err != nil {
+			p.log.Warn("mcp tool not offered", "server", s.Name, "tool", t.Name, "error", err)
+			continue
+		}
+		if len(tools) == MaxTools {
+			p.log.Warn("mcp server lists too many tools; the rest are not offered", "server", s.Name, "max", MaxTools)
+			break
+		}
+		tools = append(tools, tool)
+	}
+	p.tools[s.Name] = tools
+	return tools, nil
+}
+
+func allowed(s Server, tool string) bool {
+	return slices.Contains(s.Tools, AllTools) || slices.Contains(s.Tools, tool)
+}
+
+// offer checks a listed tool: a name the model's API takes, a bounded
+// schema.
+func offer(server string, t *mcp.Tool) (Tool, error) {
+	if !validName(t.Name) {
+		return Tool{}, fmt.Errorf("name %q: only letters, digits, _ and - are offered", termsafe.Clip(t.Name, 80))
+	}
+	schema, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		return Tool{}, fmt.Errorf("encode schema: %w", err)
+	}
+	if t.InputSchema == nil {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	if len(schema) > MaxSchemaBytes {
+		return Tool{}, fmt.Errorf("input schema of %d bytes, over %d", len(schema), MaxSchemaBytes)
+	}
+	return Tool{Name: ToolName(server, t.Name), Description: termsafe.Clip(t.Description, MaxDescriptionBytes), Schema: schema}, nil
+}
+
+// validName is a name that joins into one the model's APIs accept (at
+// most 64 of [A-Za-z0-9_-]) and splits back into server and tool.
+func validName(s string) bool {
+	if s == "" || len(s) > 40 || strings.Contains(s, "__") {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidServerName is the rule for a server's name in the configuration.
+func ValidServerName(s string) bool { return validName(s) && len(s) <= 16 }
+
+// Call calls the tool the model named. Every failure is a result for the
+// model, never an error: a tool not allowed, a server that cannot be
+// reached (its session is dropped, and the next call starts it again) or
+// a tool that failed.
+func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) Result {
+	server, tool, ok := split(name)
+	s, found := p.server(server)
+	if !ok || !found {
+		return Result{Text: fmt.Sprintf("no MCP server is configured for the tool %q", termsafe.Clip(name, 80)), IsError: true}
+	}
+	if !allowed(s, tool) {
+		return Result{Text: fmt.Sprintf("the tool %q of the MCP server %s is not on its allowed list; use the tools you were offered", termsafe.Clip(tool, 80), s.Name), IsError: true}
+	}
+	var arguments map[string]any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &arguments); err != nil {
+			return Result{Text: "the arguments are not a JSON object: " + err.Error(), IsError: true}
+		}
+	}
+	p.mu.Lock()
+	setup, cancel := context.WithTimeout(ctx, setupTimeout)
+	cs, err := p.sessionLocked(setup, s)
+	cancel()
+	p.mu.Unlock()
+	if err != nil {
+		return Result{Text: fmt.Sprintf("the MCP server %s could not be reached: %v", s.Name, err), IsError: true}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: arguments})
+	if err != nil {
+		if ctx.Err() == nil {
+			p.mu.Lock()
+			if p.sessions[s.Name] == cs {
+				p.dropLocked(s.Name)
+			}
+			p.mu.Unlock()
+		}
+		return Result{Text: fmt.Sprintf("the MCP server %s failed: %v", s.Name, err), IsError: true}
+	}
+	return Result{Text: resultText(res), IsError: res.IsError}
+}
+
+// resultText joins a result's content as text the model reads, capped.
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			b.WriteString(c.Text)
+		case *mcp.ImageContent:
+			fmt.Fprintf(&b, "[an image, %s, %d bytes, not shown]", c.MIMEType, len(c.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(&b, "[audio, %s, %d bytes, not shown]", c.MIMEType, len(c.Data))
+		case *mcp.ResourceLink:
+			fmt.Fprintf(&b, "[resource %s]", c.URI)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				b.WriteString(c.Resource.Text)
+			} else {
+				b.WriteString("[an embedded resource, not shown]")
+			}
+		}
+		b.WriteByte('\n')
+	}
+	if b.Len() == 0 && res.StructuredContent != nil {
+		if raw, err := json.Marshal(res.StructuredContent); err == nil {
+			b.Write(raw)
+		}
+	}
+	text := termsafe.Text(strings.TrimSuffix(b.String(), "\n"))
+	if head := truncate.Head(text, MaxOutputBytes); len(head) < len(text) {
+		return head + fmt.Sprintf("\n[output cut at %d of %d bytes]", len(head), len(text))
+	}
+	return text
+}
+
+// sessionLocked returns the server's session, connecting when there is
+// none; ctx bounds the handshake, and the session outlives it: it is the
+// worker's, not the call's.
+func (p *Pool) sessionLocked(ctx context.Context, s Server) (*mcp.ClientSession, error) {
+	if cs, ok := p.sessions[s.Name]; ok {
+		return cs, nil
+	}
+	var transport mcp.Transport
+	if s.URL != "" {
+		transport = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headers{s.Headers}}, DisableStandaloneSSE: true}
+	} else {
+		cmd := exec.Command(s.Command, s.Args...)
+		cmd.Env = append([]string{}, s.Env...) // never nil: nil would hand it the worker's environment
+		cmd.Dir = s.Dir
+		if cmd.Dir == "" {
+			cmd.Dir = "/"
+		}
+		transport = &mcp.CommandTransport{Command: cmd}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "autocoder", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	p.sessions[s.Name] = cs
+	return cs, nil
+}
+
+func (p *Pool) dropLocked(server string) {
+	if cs, ok := p.sessions[server]; ok {
+		_ = cs.Close() // the session failed already; its close error says nothing new
+	}
+	delete(p.sessions, server)
+	delete(p.tools, server)
+}
+
+// Close ends every session, stopping the servers' processes.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for name, cs := range p.sessions {
+		if err := cs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", name, err))
+		}
+		delete(p.sessions, name)
+	}
+	return errors.Join(errs...)
+}
+
+// headers adds the configured headers to each request.
+type headers struct{ h map[string]string }
+
+func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}

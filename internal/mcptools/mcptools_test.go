@@ -1,0 +1,124 @@
+package mcptools_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/autocoder/autocoder/internal/mcptools"
+	"github.com/autocoder/autocoder/internal/mcptools/mcptest"
+)
+
+func TestPoolOffersAllowedToolsAndCallsThem(t *testing.T) {
+	bin := mcptest.LookupServer(t)
+	logPath := filepath.Join(t.TempDir(), "calls.log")
+	t.Setenv("AUTOCODER_TEST_LEAK", "secret") // the worker's own environment must not reach the server
+	pool := mcptools.NewPool([]mcptools.Server{{
+		Name: "docs", Command: bin, Args: []string{logPath}, Env: []string{"GIVEN=yes"},
+		Tools: []string{"lookup", "environ", "fail"},
+	}}, nil)
+	defer pool.Close()
+	ctx := context.Background()
+
+	var names []string
+	for _, tool := range pool.Tools(ctx) {
+		names = append(names, tool.Name)
+		if !json.Valid(tool.Schema) {
+			t.Errorf("%s: schema %s", tool.Name, tool.Schema)
+		}
+	}
+	if got := strings.Join(names, " "); got != "mcp__docs__environ mcp__docs__fail mcp__docs__lookup" {
+		t.Fatalf("offered %q", got)
+	}
+
+	res := pool.Call(ctx, "mcp__docs__lookup", json.RawMessage(`{"query":"split"}`))
+	if res.IsError || !strings.HasPrefix(res.Text, "docs for split") || strings.Contains(res.Text, "\x1b") {
+		t.Errorf("lookup: %+v (want its text, the escape made visible)", res)
+	}
+	if n := mcptest.Calls(t, logPath); n != 1 {
+		t.Errorf("the server logged %d calls, want 1", n)
+	}
+
+	env := pool.Call(ctx, "mcp__docs__environ", nil)
+	if !strings.Contains(env.Text, "GIVEN=yes") || strings.Contains(env.Text, "AUTOCODER_TEST_LEAK") || !strings.Contains(env.Text, "cwd=/\n") {
+		t.Errorf("the server's environment: %s", env.Text)
+	}
+	if res := pool.Call(ctx, "mcp__docs__fail", nil); !res.IsError || res.Text != "no such page" {
+		t.Errorf("fail: %+v, want the server's error result", res)
+	}
+}
+
+func TestPoolRefusesWhatIsNotAllowed(t *testing.T) {
+	bin := mcptest.LookupServer(t)
+	logPath := filepath.Join(t.TempDir(), "calls.log")
+	pool := mcptools.NewPool([]mcptools.Server{
+		{Name: "docs", Command: bin, Args: []string{logPath}, Tools: []string{"environ"}},
+		{Name: "none", Command: bin, Args: []string{logPath}}, // no tools listed: none offered
+	}, nil)
+	defer pool.Close()
+	ctx := context.Background()
+	if tools := pool.Tools(ctx); len(tools) != 1 || tools[0].Name != "mcp__docs__environ" {
+		t.Fatalf("offered %+v, want only mcp__docs__environ", tools)
+	}
+	for _, name := range []string{"mcp__docs__lookup", "mcp__none__lookup", "mcp__other__lookup", "mcp__docs"} {
+		res := pool.Call(ctx, name, json.RawMessage(`{"query":"x"}`))
+		if !res.IsError {
+			t.Errorf("%s: %+v, want a tool error", name, res)
+		}
+	}
+	if n := mcptest.Calls(t, logPath); n != 0 {
+		t.Errorf("the server logged %d calls of refused tools", n)
+	}
+}
+
+func TestPoolDeadServerIsAToolErrorAndIsStartedAgain(t *testing.T) {
+	bin := mcptest.LookupServer(t)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "calls.log")
+	moved := filepath.Join(dir, "gone")
+	pool := mcptools.NewPool([]mcptools.Server{{Name: "docs", Command: moved, Args: []string{logPath}, Tools: []string{"*"}}}, nil)
+	defer pool.Close()
+	ctx := context.Background()
+	if tools := pool.Tools(ctx); len(tools) != 0 {
+		t.Fatalf("a server that does not start offered %v", tools)
+	}
+	res := pool.Call(ctx, "mcp__docs__lookup", json.RawMessage(`{"query":"x"}`))
+	if !res.IsError || !strings.Contains(res.Text, "could not be reached") {
+		t.Fatalf("call to a dead server: %+v", res)
+	}
+	if err := os.Rename(bin, moved); err != nil {
+		t.Fatal(err)
+	}
+	if res := pool.Call(ctx, "mcp__docs__lookup", json.RawMessage(`{"query":"x"}`)); res.IsError {
+		t.Fatalf("after the server came back: %+v", res)
+	}
+	if n := mcptest.Calls(t, logPath); n != 1 {
+		t.Errorf("calls logged: %d, want 1", n)
+	}
+}
+
+// A server over streamable HTTP gets the configured headers on each
+// request; its text result comes back capped at MaxOutputBytes.
+func TestPoolOverHTTPSendsHeaders(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "tracker", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "The caller."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			text := "auth=" + req.Extra.Header.Get("Authorization") + "\n" + strings.Repeat("x", 2*mcptools.MaxOutputBytes)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer srv.Close()
+	pool := mcptools.NewPool([]mcptools.Server{{Name: "tracker", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer t0k"}, Tools: []string{"*"}}}, nil)
+	defer pool.Close()
+	res := pool.Call(context.Background(), "mcp__tracker__whoami", nil)
+	if res.IsError || !strings.HasPrefix(res.Text, "auth=Bearer t0k\n") || len(res.Text) > mcptools.MaxOutputBytes+100 || !strings.Contains(res.Text, "[output cut at") {
+		t.Errorf("whoami over HTTP: error %v, %d bytes: %.80q", res.IsError, len(res.Text), res.Text)
+	}
+}
