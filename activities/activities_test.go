@@ -520,11 +520,11 @@ func TestSaveLessonsChargesFailedChecks(t *testing.T) {
 // price is counted as such, so its $0 is not taken for a cost.
 func TestCallUsageCountsUnpricedCalls(t *testing.T) {
 	var u Usage
-	u.Add(callUsage("gpt-4.1", 1000, 100))
+	u.Add(callUsage(llm.Spec{Provider: llm.ProviderOpenAI, Model: "gpt-4.1"}, 1000, 100))
 	if u.Unpriced != 0 || u.CostUSD == 0 {
 		t.Errorf("a priced call: %+v", u)
 	}
-	u.Add(callUsage("my-local-model", 1000, 100))
+	u.Add(callUsage(llm.Spec{Provider: llm.ProviderOllama, Model: "my-local-model"}, 1000, 100))
 	if u.Unpriced != 1 || u.Calls != 2 {
 		t.Errorf("after an unpriced call: %+v, want 1 unpriced of 2", u)
 	}

@@ -852,12 +852,16 @@ func TestCostOfUnpricedModel(t *testing.T) {
 	if s := statusLine(done); !strings.Contains(s, "cost unknown") || strings.Contains(s, "$") {
 		t.Errorf("status line %q, want cost unknown", s)
 	}
-	for u, want := range map[activities.Usage]string{
-		{CostUSD: 0.5, Calls: 1}:              "$0.5000",
-		{Calls: 1}:                            "$0.0000",
-		{CostUSD: 0.5, Calls: 2, Unpriced: 1}: "$0.5000 and unknown",
+	for _, c := range []struct {
+		u    activities.Usage
+		want string
+	}{
+		{activities.Usage{CostUSD: 0.5, Calls: 1}, "$0.5000"},
+		{activities.Usage{Calls: 1}, "$0.0000"},
+		{activities.Usage{CostUSD: 0.5, Calls: 2, Unpriced: 1}, "$0.5000 and unknown"},
 	} {
-		if got := costText(u); got != want {
+		if u, want := c.u, c.want; costText(u) != want {
+			got := costText(u)
 			t.Errorf("costText(%+v) = %q, want %q", u, got, want)
 		}
 	}

@@ -64,6 +64,7 @@ func (c *Config) modelEnv() llm.Env {
 		FirstByteTimeout: c.String("model_call.first_byte_timeout"),
 		IdleTimeout:      c.String("model_call.idle_timeout"),
 		MaxAnswer:        c.String("model_call.max_answer"),
+		BreakerCooldown:  c.String("model_call.breaker_cooldown"),
 	}
 }
 
