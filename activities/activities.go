@@ -58,6 +58,9 @@ type Activities struct {
 	// Metrics counts model calls, tool calls and checks; nil counts
 	// nothing.
 	Metrics Metrics
+	// Prices override or add to the list prices of models (the
+	// configuration's [prices]); nil: the list prices.
+	Prices llm.PriceTable
 
 	snapshots snapshotCache // workspaces tool calls read
 }
@@ -89,7 +92,7 @@ func (a *Activities) metrics() Metrics {
 
 // countModelCall counts an answered call to spec and returns its usage.
 func (a *Activities) countModelCall(spec llm.Spec, in, out int) Usage {
-	u := callUsage(spec, in, out)
+	u := a.callUsage(spec, in, out)
 	a.metrics().ModelCall(spec.String(), in, out, u.CostUSD)
 	return u
 }
@@ -131,7 +134,7 @@ func (a *Activities) completeOnce(ctx context.Context, key string, model llm.Mod
 	if raw, err := a.Store.GetMemo(ctx, key); err == nil {
 		if err := json.Unmarshal(raw, &resp); err == nil {
 			activity.GetLogger(ctx).Info("model answer reused from memo", "activity", info.ActivityType.Name)
-			return resp, callUsage(answered(spec, resp.Model), resp.PromptTokens, resp.CompletionTokens), nil
+			return resp, a.callUsage(answered(spec, resp.Model), resp.PromptTokens, resp.CompletionTokens), nil
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return llm.Response{}, Usage{}, fmt.Errorf("read memo: %w", err)
@@ -181,10 +184,10 @@ func answered(spec llm.Spec, model string) llm.Spec {
 	return s
 }
 
-// callUsage is the usage of one call to spec.
-func callUsage(spec llm.Spec, in, out int) Usage {
-	m := ModelUsage{Model: spec.String(), PromptTokens: in, CompletionTokens: out, Calls: 1, CostUSD: llm.Cost(spec.Model, in, out)}
-	if _, ok := llm.PriceOf(spec.Model); !ok {
+// callUsage is the usage of one call to spec, at the worker's prices.
+func (a *Activities) callUsage(spec llm.Spec, in, out int) Usage {
+	m := ModelUsage{Model: spec.String(), PromptTokens: in, CompletionTokens: out, Calls: 1, CostUSD: a.Prices.Cost(spec, in, out)}
+	if _, ok := a.Prices.Of(spec); !ok {
 		m.Unpriced = 1
 	}
 	return Usage{PromptTokens: in, CompletionTokens: out, Calls: 1, CostUSD: m.CostUSD, Unpriced: m.Unpriced, PerModel: []ModelUsage{m}}

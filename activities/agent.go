@@ -206,7 +206,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	}
 	out.Reused, out.StopReason, out.Text = reused, res.StopReason, clip(res.Text, summaryBytes)
 	by := answered(spec, res.Model)
-	out.Usage = callUsage(by, res.Usage.InputTokens, res.Usage.OutputTokens)
+	out.Usage = a.callUsage(by, res.Usage.InputTokens, res.Usage.OutputTokens)
 	out.Model, out.FellBack = by.String(), res.FellBack
 	for _, c := range res.ToolCalls {
 		out.Calls = append(out.Calls, callSummary(c))

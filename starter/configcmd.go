@@ -85,6 +85,9 @@ func showConfig(f *Factory, s *conf.Config, asJSON bool) error {
 	for i, n := range s.FileNotifications() {
 		rows = append(rows, shownSetting{Key: fmt.Sprintf("notifications[%d]", i), Value: n.Masked(), Source: n.Source.String()})
 	}
+	for _, p := range s.FilePrices() {
+		rows = append(rows, shownSetting{Key: fmt.Sprintf("prices.%q", p.Model), Value: p.Shown(), Source: p.Source.String()})
+	}
 	if asJSON {
 		return writeJSON(f.IO.Out, map[string]any{"file": s.File, "settings": rows})
 	}

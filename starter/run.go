@@ -40,7 +40,9 @@ type RunOptions struct {
 	Model   string
 	// Fallback are the models that answer when the one before fails with
 	// an outage (--fallback, else the configuration's fallback).
-	Fallback      []string
+	Fallback []string
+	// Prices are the configuration's, which a dollar budget needs.
+	Prices        llm.PriceTable
 	MaxIterations int
 	Detach        bool
 	JSON          bool
@@ -139,6 +141,7 @@ func (o *RunOptions) fromSettings(changed func(flag string) bool, s *conf.Config
 			set(conf.KeyOfFlag(flag))
 		}
 	}
+	o.Prices = s.Prices()
 }
 
 func runTask(ctx context.Context, f *Factory, o RunOptions) error {
@@ -298,7 +301,7 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	if o.BudgetUSD > 0 {
 		for _, name := range append([]string{o.Model}, o.Fallback...) {
 			if spec, err := llm.ParseSpec(name); name != "" && err == nil {
-				if _, ok := llm.PriceOf(spec.Model); !ok {
+				if _, ok := o.Prices.Of(spec); !ok {
 					return workflows.TaskInput{}, usageError("--budget-usd: the price of %s is unknown, so its cost is too and a dollar budget is never reached; use --budget-tokens, or give its price in the configuration file ([prices])", spec.Model)
 				}
 			}

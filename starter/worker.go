@@ -104,7 +104,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
 	}
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
-		Egress: eg.Proxy, EgressAddr: eg.Addr}
+		Egress: eg.Proxy, EgressAddr: eg.Addr, Prices: s.Prices()}
 	return acts, func() {
 		if err := eg.Close(); err != nil {
 			slog.Warn("close egress proxy", "error", err)

@@ -79,6 +79,7 @@ type Config struct {
 	File          string
 	values        map[string]Value
 	notifications []Notification // the file's [[notifications]]
+	prices        []ModelPrice   // the file's [prices."provider:model"]
 	getenv        func(string) string
 }
 
@@ -127,6 +128,7 @@ func Load(o Options) (*Config, error) {
 			c.values[name] = v
 		}
 		c.notifications = fr.notifications
+		c.prices = fr.prices
 	}
 	for _, k := range Keys {
 		text := o.Getenv(k.Env)

@@ -54,6 +54,7 @@ type fileReader struct {
 	lines         map[string]int
 	values        map[string]Value
 	notifications []Notification
+	prices        []ModelPrice
 	errs          []lineError
 }
 
@@ -98,6 +99,8 @@ func (r *fileReader) walk(prefix string, table map[string]any) {
 		switch {
 		case full == "notifications":
 			r.readNotifications(v)
+		case full == "prices":
+			r.readPrices(v)
 		case slices.Contains(reserved, full):
 			if !isTable {
 				r.fail(full, "%s must be a table ([%s]), kept for a later version", full, full)
