@@ -133,6 +133,10 @@ func (c *Config) Fingerprint() map[string]string {
 			s[k.Name] = v.Text
 		}
 	}
+	// The worker prices its tasks' model calls with the file's prices.
+	for _, p := range c.prices {
+		s["prices."+p.Model] = p.Shown()
+	}
 	// The sandbox reads these itself (see TestOnlyConfigReadsTheEnvironment).
 	for _, name := range []string{"AUTOCODER_IMAGE_PYTHON", "AUTOCODER_IMAGE_GO"} {
 		if v := c.getenv(name); v != "" {

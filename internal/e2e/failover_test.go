@@ -69,6 +69,9 @@ func TestFailoverToTheNextModelAndBack(t *testing.T) {
 	if !strings.Contains(text, "  "+fallback+": ") {
 		t.Errorf("status does not list the fallback's tokens:\n%s", text)
 	}
+	if _, errOut, code := c.cli("export", id, "--patch"); code != 0 || !strings.Contains(errOut, "  "+fallback+": ") {
+		t.Errorf("export --patch (exit %d) does not list the fallback's tokens:\n%s", code, errOut)
+	}
 	failed := c.model.Calls()
 	if failed == 0 {
 		t.Fatal("the primary was never asked")
