@@ -60,6 +60,9 @@ type Activities struct {
 	Metrics Metrics
 	// MCP calls the tools of the user's MCP servers; nil offers none.
 	MCP MCPTools
+	// Prices override or add to the list prices of models (the
+	// configuration's [prices]); nil: the list prices.
+	Prices llm.PriceTable
 
 	snapshots snapshotCache // workspaces tool calls read
 }
@@ -91,7 +94,7 @@ func (a *Activities) metrics() Metrics {
 
 // countModelCall counts an answered call to spec and returns its usage.
 func (a *Activities) countModelCall(spec llm.Spec, in, out int) Usage {
-	u := callUsage(spec.Model, in, out)
+	u := a.callUsage(spec, in, out)
 	a.metrics().ModelCall(spec.String(), in, out, u.CostUSD)
 	return u
 }
@@ -133,7 +136,7 @@ func (a *Activities) completeOnce(ctx context.Context, key string, model llm.Mod
 	if raw, err := a.Store.GetMemo(ctx, key); err == nil {
 		if err := json.Unmarshal(raw, &resp); err == nil {
 			activity.GetLogger(ctx).Info("model answer reused from memo", "activity", info.ActivityType.Name)
-			return resp, usageOf(spec, resp), nil
+			return resp, a.callUsage(answered(spec, resp.Model), resp.PromptTokens, resp.CompletionTokens), nil
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return llm.Response{}, Usage{}, fmt.Errorf("read memo: %w", err)
@@ -164,20 +167,32 @@ func (a *Activities) completeOnce(ctx context.Context, key string, model llm.Mod
 	if err := a.putMemo(ctx, key, raw); err != nil {
 		activity.GetLogger(ctx).Warn("model answer not memoized", "error", err)
 	}
-	return resp, a.countModelCall(spec, resp.PromptTokens, resp.CompletionTokens), nil
-}
-
-func usageOf(spec llm.Spec, r llm.Response) Usage {
-	return callUsage(spec.Model, r.PromptTokens, r.CompletionTokens)
-}
-
-// callUsage is the usage of one call to model.
-func callUsage(model string, in, out int) Usage {
-	u := Usage{PromptTokens: in, CompletionTokens: out, Calls: 1, CostUSD: llm.Cost(model, in, out)}
-	if _, ok := llm.PriceOf(model); !ok {
-		u.Unpriced = 1
+	if resp.FellBack != "" {
+		activity.GetLogger(ctx).Warn("model fell back", "answered", resp.Model, "fellBack", resp.FellBack)
 	}
-	return u
+	return resp, a.countModelCall(answered(spec, resp.Model), resp.PromptTokens, resp.CompletionTokens), nil
+}
+
+// answered is the model that answered: the one an answer names (a
+// fallback chain's), else spec, which was asked.
+func answered(spec llm.Spec, model string) llm.Spec {
+	if model == "" {
+		return spec
+	}
+	s, err := llm.ParseSpec(model)
+	if err != nil {
+		return spec
+	}
+	return s
+}
+
+// callUsage is the usage of one call to spec, at the worker's prices.
+func (a *Activities) callUsage(spec llm.Spec, in, out int) Usage {
+	m := ModelUsage{Model: spec.String(), PromptTokens: in, CompletionTokens: out, Calls: 1, CostUSD: a.Prices.Cost(spec, in, out)}
+	if _, ok := a.Prices.Of(spec); !ok {
+		m.Unpriced = 1
+	}
+	return Usage{PromptTokens: in, CompletionTokens: out, Calls: 1, CostUSD: m.CostUSD, Unpriced: m.Unpriced, PerModel: []ModelUsage{m}}
 }
 
 // modelError turns a provider failure into the error Temporal should see:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/autocoder/autocoder/internal/lang/languages"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -520,13 +521,35 @@ func TestSaveLessonsChargesFailedChecks(t *testing.T) {
 // price is counted as such, so its $0 is not taken for a cost.
 func TestCallUsageCountsUnpricedCalls(t *testing.T) {
 	var u Usage
-	u.Add(callUsage("gpt-4.1", 1000, 100))
+	u.Add((&Activities{}).callUsage(llm.Spec{Provider: llm.ProviderOpenAI, Model: "gpt-4.1"}, 1000, 100))
 	if u.Unpriced != 0 || u.CostUSD == 0 {
 		t.Errorf("a priced call: %+v", u)
 	}
-	u.Add(callUsage("my-local-model", 1000, 100))
+	u.Add((&Activities{}).callUsage(llm.Spec{Provider: llm.ProviderOllama, Model: "my-local-model"}, 1000, 100))
 	if u.Unpriced != 1 || u.Calls != 2 {
 		t.Errorf("after an unpriced call: %+v, want 1 unpriced of 2", u)
+	}
+}
+
+// TestCallUsageByModelAtTheConfiguredPrices: usage is split by the model
+// that answered, priced by the worker's price table first.
+func TestCallUsageByModelAtTheConfiguredPrices(t *testing.T) {
+	local := llm.Spec{Provider: llm.ProviderOllama, Model: "my-local-model"}
+	gpt := llm.Spec{Provider: llm.ProviderOpenAI, Model: "gpt-4.1"}
+	a := &Activities{Prices: llm.PriceTable{local.String(): {InputPerMTok: 1, OutputPerMTok: 2}}}
+	var u Usage
+	u.Add(a.callUsage(local, 1_000_000, 500_000))
+	u.Add(a.callUsage(gpt, 1_000_000, 0))
+	u.Add(a.callUsage(local, 0, 500_000))
+	if u.Unpriced != 0 || u.CostUSD != 1+1+2+1 || u.Calls != 3 {
+		t.Errorf("usage = %+v, want $5 over 3 priced calls", u)
+	}
+	want := []ModelUsage{
+		{Model: local.String(), PromptTokens: 1_000_000, CompletionTokens: 1_000_000, CostUSD: 3, Calls: 2},
+		{Model: gpt.String(), PromptTokens: 1_000_000, CostUSD: 2, Calls: 1},
+	}
+	if !reflect.DeepEqual(u.PerModel, want) {
+		t.Errorf("per model = %+v\nwant %+v", u.PerModel, want)
 	}
 }
 

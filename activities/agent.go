@@ -121,6 +121,10 @@ type ModelTurnOutput struct {
 	Elided int `json:"elided,omitempty"`
 	// Reused is set when the answer came from an earlier try of this turn.
 	Reused bool `json:"reused,omitempty"`
+	// Model is the "provider:model" that answered; FellBack says why the
+	// models before it in the task's chain did not ("anthropic:x: HTTP 503").
+	Model    string `json:"model,omitempty"`
+	FellBack string `json:"fellBack,omitempty"`
 	// NeedsSummary is set, and the model not called, when the request does
 	// not fit the context budget even with older tool outputs elided: the
 	// workflow summarizes the older turns (Summarize, with Position
@@ -201,13 +205,15 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 		if res, err = a.turn(ctx, model, key, request, msgs[:in.Position], offered, in.MaxOutputTokens); err != nil {
 			return ModelTurnOutput{}, err
 		}
-		a.countTurn(spec, res, offered)
+		a.countTurn(answered(spec, res.Model), res, offered)
 	}
 	if err := a.appendMessages(ctx, in.Transcript, in.Position, res.Message()); err != nil {
 		return ModelTurnOutput{}, err
 	}
 	out.Reused, out.StopReason, out.Text = reused, res.StopReason, clip(res.Text, summaryBytes)
-	out.Usage = callUsage(spec.Model, res.Usage.InputTokens, res.Usage.OutputTokens)
+	by := answered(spec, res.Model)
+	out.Usage = a.callUsage(by, res.Usage.InputTokens, res.Usage.OutputTokens)
+	out.Model, out.FellBack = by.String(), res.FellBack
 	for _, c := range res.ToolCalls {
 		s := callSummary(c)
 		s.Ask = s.Name != "" && IsMCPTool(s.Name) && a.MCP != nil && a.MCP.Ask(s.Name)
@@ -260,7 +266,7 @@ func (a *Activities) earlierTurn(ctx context.Context, key string, msgs []llm.Mes
 		if len(m.ToolCalls) > 0 {
 			stop = llm.StopToolUse
 		}
-		return llm.TurnResult{Text: m.Text, ToolCalls: m.ToolCalls, StopReason: stop}, true, nil
+		return llm.TurnResult{Text: m.Text, ToolCalls: m.ToolCalls, StopReason: stop, Model: m.Model, FellBack: m.FellBack}, true, nil
 	}
 	return res, false, nil
 }

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/autocoder/autocoder/internal/integrity"
@@ -83,6 +84,27 @@ type Usage struct {
 	// Unpriced counts the calls to models without a known price, whose
 	// cost CostUSD leaves out: with any, the cost is unknown.
 	Unpriced int `json:"unpricedCalls,omitempty"`
+	// PerModel splits the figures by the model that answered, in the
+	// order the models first answered.
+	PerModel []ModelUsage `json:"perModel,omitempty"`
+}
+
+// ModelUsage is the usage of one model, "provider:model".
+type ModelUsage struct {
+	Model            string  `json:"model"`
+	PromptTokens     int     `json:"promptTokens"`
+	CompletionTokens int     `json:"completionTokens"`
+	CostUSD          float64 `json:"costUsd"`
+	Calls            int     `json:"calls"`
+	Unpriced         int     `json:"unpricedCalls,omitempty"`
+}
+
+func (m *ModelUsage) add(o ModelUsage) {
+	m.PromptTokens += o.PromptTokens
+	m.CompletionTokens += o.CompletionTokens
+	m.CostUSD += o.CostUSD
+	m.Calls += o.Calls
+	m.Unpriced += o.Unpriced
 }
 
 // Add accumulates another call's usage.
@@ -92,6 +114,14 @@ func (u *Usage) Add(o Usage) {
 	u.CostUSD += o.CostUSD
 	u.Calls += o.Calls
 	u.Unpriced += o.Unpriced
+	for _, m := range o.PerModel {
+		i := slices.IndexFunc(u.PerModel, func(x ModelUsage) bool { return x.Model == m.Model })
+		if i < 0 {
+			u.PerModel = append(u.PerModel, ModelUsage{Model: m.Model})
+			i = len(u.PerModel) - 1
+		}
+		u.PerModel[i].add(m)
+	}
 }
 
 func more(n int) string {

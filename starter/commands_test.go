@@ -852,13 +852,36 @@ func TestCostOfUnpricedModel(t *testing.T) {
 	if s := statusLine(done); !strings.Contains(s, "cost unknown") || strings.Contains(s, "$") {
 		t.Errorf("status line %q, want cost unknown", s)
 	}
-	for u, want := range map[activities.Usage]string{
-		{CostUSD: 0.5, Calls: 1}:              "$0.5000",
-		{Calls: 1}:                            "$0.0000",
-		{CostUSD: 0.5, Calls: 2, Unpriced: 1}: "$0.5000 and unknown",
+	for _, c := range []struct {
+		u    activities.Usage
+		want string
+	}{
+		{activities.Usage{CostUSD: 0.5, Calls: 1}, "$0.5000"},
+		{activities.Usage{Calls: 1}, "$0.0000"},
+		{activities.Usage{CostUSD: 0.5, Calls: 2, Unpriced: 1}, "$0.5000 and unknown"},
 	} {
-		if got := costText(u); got != want {
+		if u, want := c.u, c.want; costText(u) != want {
+			got := costText(u)
 			t.Errorf("costText(%+v) = %q, want %q", u, got, want)
 		}
 	}
+}
+
+// TestStatusNamesTheFallbackAndTokensPerModel: status names the model that
+// answered the last turn and the one it stood in for, and each model's
+// tokens and cost.
+func TestStatusNamesTheFallbackAndTokensPerModel(t *testing.T) {
+	c := newFakeClient()
+	st := working
+	st.Model, st.FellBack = "openai:gpt-4.1", "anthropic:claude-sonnet-4-5: HTTP 503"
+	st.Usage = activities.Usage{PromptTokens: 300, CompletionTokens: 30, Calls: 3, CostUSD: 0.5, PerModel: []activities.ModelUsage{
+		{Model: "anthropic:claude-sonnet-4-5", PromptTokens: 100, CompletionTokens: 10, Calls: 1, CostUSD: 0.25},
+		{Model: "openai:gpt-4.1", PromptTokens: 200, CompletionTokens: 20, Calls: 2, CostUSD: 0.25},
+	}}
+	c.statuses["t1"] = st
+	runFake(t, c, "status", "t1").want(t, exitOK, []string{
+		"model:     openai:gpt-4.1 (fell back from anthropic:claude-sonnet-4-5: HTTP 503)\n",
+		"  anthropic:claude-sonnet-4-5: 100 in, 10 out (1 calls, cost $0.2500)\n",
+		"  openai:gpt-4.1: 200 in, 20 out (2 calls, cost $0.2500)\n",
+	}, nil)
 }

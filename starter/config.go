@@ -5,8 +5,10 @@ import (
 	"github.com/autocoder/autocoder/sandbox"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	conf "github.com/autocoder/autocoder/internal/config"
 )
@@ -93,7 +95,11 @@ func (f *Factory) loadConfig(cmd *cobra.Command) error {
 	}
 	for _, k := range conf.Keys {
 		if fl := cmd.Flags().Lookup(k.Flag); k.Flag != "" && fl != nil && fl.Changed {
-			o.Flags[k.Name] = conf.Value{Text: fl.Value.String()}
+			text := fl.Value.String()
+			if list, ok := fl.Value.(pflag.SliceValue); ok {
+				text = strings.Join(list.GetSlice(), ",") // String() would bracket it
+			}
+			o.Flags[k.Name] = conf.Value{Text: text}
 		}
 	}
 	s, err := conf.Load(o)

@@ -88,6 +88,9 @@ func showConfig(f *Factory, s *conf.Config, asJSON bool) error {
 	for i, m := range s.FileMCPServers() {
 		rows = append(rows, shownSetting{Key: fmt.Sprintf("mcp_servers[%d]", i), Value: m.Masked(), Source: m.Source.String()})
 	}
+	for _, p := range s.FilePrices() {
+		rows = append(rows, shownSetting{Key: fmt.Sprintf("prices.%q", p.Model), Value: p.Shown(), Source: p.Source.String()})
+	}
 	if asJSON {
 		return writeJSON(f.IO.Out, map[string]any{"file": s.File, "settings": rows})
 	}

@@ -32,12 +32,17 @@ import (
 
 // RunOptions are run's arguments.
 type RunOptions struct {
-	Task          string
-	Lang          string
-	Out           string
-	Dir           string
-	TestCmd       string
-	Model         string
+	Task    string
+	Lang    string
+	Out     string
+	Dir     string
+	TestCmd string
+	Model   string
+	// Fallback are the models that answer when the one before fails with
+	// an outage (--fallback, else the configuration's fallback).
+	Fallback []string
+	// Prices are the configuration's, which a dollar budget needs.
+	Prices        llm.PriceTable
 	MaxIterations int
 	Detach        bool
 	JSON          bool
@@ -98,6 +103,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	fl.StringVar(&o.Dir, "dir", "", "existing project to work on; uploaded as the starting workspace")
 	fl.StringVar(&o.TestCmd, "test-cmd", "", "shell command whose success decides the task (default: the --dir project's tests, run by the language's test command; without any, tests the model writes)")
 	fl.StringVar(&o.Model, "model", "", "model as provider:model, e.g. openai:gpt-4.1 (default: "+llm.EnvModel+", the configuration file's model, or the provider whose key is set)")
+	fl.StringSliceVar(&o.Fallback, "fallback", nil, "models (provider:model, repeatable or comma-separated) that answer a turn, in order, when the one before fails with a 5xx, a timeout or a rate limit (default: the configuration's fallback)")
 	fl.IntVar(&o.MaxIterations, "max-iterations", workflows.DefaultMaxIterations, "attempts allowed across all plan steps")
 	fl.BoolVar(&o.Detach, "detach", false, "start the task and return at once")
 	fl.BoolVar(&o.JSON, "json", false, "print the result as JSON on stdout")
@@ -129,11 +135,13 @@ func (o *RunOptions) fromSettings(changed func(flag string) bool, s *conf.Config
 		"budget-tokens":  func(k string) { o.BudgetTokens = s.Int(k) },
 		"budget-usd":     func(k string) { o.BudgetUSD = s.Float(k) },
 		"policy":         func(k string) { o.Policy = s.String(k) },
+		"fallback":       func(k string) { o.Fallback = s.List(k) },
 	} {
 		if !changed(flag) {
 			set(conf.KeyOfFlag(flag))
 		}
 	}
+	o.Prices = s.Prices()
 }
 
 func runTask(ctx context.Context, f *Factory, o RunOptions) error {
@@ -285,9 +293,18 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	if math.IsNaN(o.BudgetUSD) || math.IsInf(o.BudgetUSD, 0) || o.BudgetUSD < 0 {
 		return workflows.TaskInput{}, usageError("--budget-usd %v: want an amount of dollars, 0 (no limit) or more", o.BudgetUSD)
 	}
-	if spec, err := llm.ParseSpec(o.Model); o.Model != "" && err == nil && o.BudgetUSD > 0 {
-		if _, ok := llm.PriceOf(spec.Model); !ok {
-			return workflows.TaskInput{}, usageError("--budget-usd: the price of %s is unknown, so its cost is too and a dollar budget is never reached; use --budget-tokens", spec.Model)
+	for _, name := range o.Fallback {
+		if _, err := llm.ParseSpec(name); err != nil {
+			return workflows.TaskInput{}, usageError("--fallback: %v", err)
+		}
+	}
+	if o.BudgetUSD > 0 {
+		for _, name := range append([]string{o.Model}, o.Fallback...) {
+			if spec, err := llm.ParseSpec(name); name != "" && err == nil {
+				if _, ok := o.Prices.Of(spec); !ok {
+					return workflows.TaskInput{}, usageError("--budget-usd: the price of %s is unknown, so its cost is too and a dollar budget is never reached; use --budget-tokens, or give its price in the configuration file ([prices])", spec.Model)
+				}
+			}
 		}
 	}
 	if o.BudgetTokens < 0 || o.ApprovalTimeout <= 0 {
@@ -310,6 +327,7 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 		TestCmd:         o.TestCmd,
 		MaxIterations:   o.MaxIterations,
 		Model:           o.Model,
+		Fallback:        o.Fallback,
 		ApprovePlan:     o.ApprovePlan,
 		Policy:          o.Policy,
 		Allow:           o.Allow,

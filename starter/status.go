@@ -107,7 +107,11 @@ func printStatus(w io.Writer, id string, st workflows.Status) {
 		fmt.Fprintf(w, "instructions read: %s\n", termsafe.Line(strings.Join(st.Instructions, ", ")))
 	}
 	printTestGuard(w, st)
+	if m := modelLine(st); m != "" {
+		fmt.Fprintf(w, "model:     %s\n", m)
+	}
 	fmt.Fprintf(w, "tokens:    %d in, %d out (%d calls, cost %s)\n", st.Usage.PromptTokens, st.Usage.CompletionTokens, st.Usage.Calls, costText(st.Usage))
+	printModelUsage(w, "  ", st.Usage)
 	if len(st.Plan) > 0 {
 		fmt.Fprintln(w, "plan:")
 		for i, s := range st.Plan {

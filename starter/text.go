@@ -2,9 +2,12 @@ package starter
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/termsafe"
+	"github.com/autocoder/autocoder/workflows"
 )
 
 func tailLines(s string, n int) string {
@@ -29,4 +32,24 @@ func costText(u activities.Usage) string {
 		return "unknown"
 	}
 	return fmt.Sprintf("$%.4f and unknown", u.CostUSD)
+}
+
+// printModelUsage lists the tokens and cost of each model that answered.
+func printModelUsage(w io.Writer, prefix string, u activities.Usage) {
+	for _, m := range u.PerModel {
+		fmt.Fprintf(w, "%s%s: %d in, %d out (%d calls, cost %s)\n", prefix, termsafe.Line(m.Model), m.PromptTokens, m.CompletionTokens,
+			m.Calls, costText(activities.Usage{CostUSD: m.CostUSD, Unpriced: m.Unpriced}))
+	}
+}
+
+// modelLine names the model that answered the last turn, and the models
+// it stood in for: "openai:gpt-4.1 (fell back from anthropic:claude-sonnet-4-5: HTTP 503)".
+func modelLine(st workflows.Status) string {
+	if st.Model == "" {
+		return ""
+	}
+	if st.FellBack == "" {
+		return termsafe.Line(st.Model)
+	}
+	return termsafe.Line(st.Model + " (fell back from " + st.FellBack + ")")
 }

@@ -164,6 +164,9 @@ func (p *transcriptPrinter) message(m llm.Message) {
 		fmt.Fprintf(p.w, "  ← %s %s:\n%s\n", termsafe.Line(m.Result.Name), mark, indent(termsafe.Text(headTail(m.Result.Content, transcriptResultLines))))
 		return
 	}
+	if m.FellBack != "" {
+		fmt.Fprintf(p.w, "(answered by %s, fell back from %s)\n", termsafe.Line(m.Model), termsafe.Line(m.FellBack))
+	}
 	if text := strings.TrimSpace(m.Text); text != "" {
 		fmt.Fprintf(p.w, "%s:\n%s\n", m.Role, indent(termsafe.Text(text)))
 	}

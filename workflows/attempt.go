@@ -266,6 +266,15 @@ func (t *task) turns(ctx workflow.Context) (*attemptEnd, error) {
 	}
 }
 
+// models names the task's model and its fallback chain as the model
+// activities take it: "provider:model,provider:model".
+func (t *task) models() string {
+	if len(t.in.Fallback) == 0 {
+		return t.in.Model
+	}
+	return strings.Join(append([]string{t.in.Model}, t.in.Fallback...), llm.ChainSeparator)
+}
+
 func (t *task) maxTurns() int {
 	if n := t.in.Agent.MaxTurns; n > 0 {
 		return n
@@ -284,7 +293,7 @@ func (t *task) modelTurn(ctx workflow.Context) (*activities.ModelTurnOutput, err
 		t.doing(ctx, "waiting for the model")
 		var out activities.ModelTurnOutput
 		err := workflow.ExecuteActivity(modelCtx(ctx, t.turnLabel("model turn")), a.ModelTurn, activities.ModelTurnInput{
-			Transcript: c.Transcript, Position: c.Length, Tools: activities.ToolSetAgent, Model: t.in.Model,
+			Transcript: c.Transcript, Position: c.Length, Tools: activities.ToolSetAgent, Model: t.models(),
 			MaxOutputTokens: t.in.Agent.MaxOutputTokens, ContextTokens: t.in.Agent.ContextTokens, Summary: c.Summary,
 			TaskID: workflow.GetInfo(ctx).WorkflowExecution.ID, Step: t.Status.Step, Attempt: t.Status.Iteration,
 		}).Get(ctx, &out)
@@ -293,6 +302,9 @@ func (t *task) modelTurn(ctx workflow.Context) (*activities.ModelTurnOutput, err
 		}
 		if !out.NeedsSummary {
 			c.Length = out.Length
+			if out.Model != "" {
+				t.Status.Model, t.Status.FellBack = out.Model, out.FellBack
+			}
 			return &out, t.spend(ctx, out.Usage)
 		}
 		// ModelTurn asks for summaries reaching further each time (the
@@ -315,7 +327,7 @@ func (t *task) summarize(ctx workflow.Context, to int) error {
 	t.doing(ctx, "summarize older turns")
 	var out activities.SummarizeOutput
 	err := workflow.ExecuteActivity(modelCtx(ctx, t.label("summarize")), a.Summarize, activities.SummarizeInput{
-		Transcript: c.Transcript, Position: to, Model: t.in.Model, Previous: c.Summary,
+		Transcript: c.Transcript, Position: to, Model: t.models(), Previous: c.Summary,
 	}).Get(ctx, &out)
 	if err != nil {
 		return fmt.Errorf("summarize: %w", err)
@@ -561,8 +573,14 @@ func (t *task) doing(ctx workflow.Context, what string) {
 	t.showDetails(ctx)
 }
 
+// turnLabel names a turn's activity for the Web UI, with the model that
+// answered the turn before when it was a fallback.
 func (t *task) turnLabel(what string) string {
-	return fmt.Sprintf("%s — step %d attempt %d turn %d", what, t.Status.Step, t.Status.Iteration, t.Status.Turn)
+	label := fmt.Sprintf("%s — step %d attempt %d turn %d", what, t.Status.Step, t.Status.Iteration, t.Status.Turn)
+	if t.Status.FellBack != "" {
+		label += fmt.Sprintf(" (last answered by %s, fell back from %s)", t.Status.Model, t.Status.FellBack)
+	}
+	return label
 }
 
 // judged checkpoints an attempt's check and moves on: to the next step

@@ -104,7 +104,7 @@ func (t *task) plan(ctx workflow.Context) error {
 		var plan activities.PlanOutput
 		err := workflow.ExecuteActivity(modelCtx(ctx, "plan"), a.Plan, activities.PlanInput{
 			Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
-			InputSnapshot: t.in.InputSnapshot, Model: t.in.Model, Guidance: t.Status.Feedback,
+			InputSnapshot: t.in.InputSnapshot, Model: t.models(), Guidance: t.Status.Feedback,
 			Lessons: t.Memory.TaskLessons, RecallLessons: rejections == 0,
 		}).Get(ctx, &plan)
 		if err != nil {
@@ -267,6 +267,9 @@ func (t *task) showDetails(ctx workflow.Context) {
 	}
 	if lt := t.Status.LastTest; lt != nil {
 		details += "\n\nlast result: " + lt.Headline()
+	}
+	if t.Status.FellBack != "" {
+		details += fmt.Sprintf("\n\nmodel: %s (fell back from %s)", t.Status.Model, t.Status.FellBack)
 	}
 	workflow.SetCurrentDetails(ctx, details)
 }

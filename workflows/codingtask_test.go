@@ -68,7 +68,7 @@ func (s *codingTaskSuite) onPlan(steps ...string) {
 // onTurn expects one model turn answering with out, appended where the
 // workflow asks.
 func (s *codingTaskSuite) onTurn(out activities.ModelTurnOutput) *testsuite.MockCallWrapper {
-	if out.Usage == (activities.Usage{}) && !out.NeedsSummary {
+	if out.Usage.Calls == 0 && !out.NeedsSummary {
 		out.Usage = turnUsage
 	}
 	return s.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ModelTurnInput) (activities.ModelTurnOutput, error) {

@@ -36,7 +36,7 @@ func (t *task) generate(ctx workflow.Context) (activities.GenerateOutput, error)
 	in := activities.GenerateInput{
 		Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
 		Plan: t.Status.Plan, Step: t.Status.Step, Iteration: t.Status.Iteration,
-		BaseSnapshot: t.Base, Feedback: t.Reflection, Guidance: t.Status.Feedback, Model: t.in.Model,
+		BaseSnapshot: t.Base, Feedback: t.Reflection, Guidance: t.Status.Feedback, Model: t.models(),
 		Lessons: t.Memory.TaskLessons + t.Memory.FailureLessons,
 	}
 	phase, summary := PhaseGenerating, "generate"

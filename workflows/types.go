@@ -105,6 +105,9 @@ type TaskInput struct {
 	InputSnapshot string `json:"inputSnapshot,omitempty"`
 	MaxIterations int    `json:"maxIterations,omitempty"`
 	Model         string `json:"model,omitempty"` // provider:model; empty = the worker's default
+	// Fallback are the models (provider:model) that answer, in order, when
+	// the one before fails with an outage: Model's fallback chain.
+	Fallback []string `json:"fallback,omitempty"`
 
 	// Human gates.
 	ApprovePlan     bool          `json:"approvePlan,omitempty"`
@@ -365,6 +368,10 @@ type Status struct {
 	Doing        string          `json:"doing,omitempty"`
 	Transcripts  []TranscriptRef `json:"transcripts,omitempty"`
 	Instructions []string        `json:"instructions,omitempty"`
+	// Model is the model that answered the last turn, and FellBack why
+	// the models before it in the chain did not, when they did not.
+	Model    string `json:"model,omitempty"`
+	FellBack string `json:"fellBack,omitempty"`
 	// TestEditsAllowed: the task may change the user's tests.
 	TestEditsAllowed bool `json:"testEditsAllowed,omitempty"`
 	// TestEditsApproved is a person's word accepting an attempt that

@@ -80,6 +80,7 @@ type Config struct {
 	values        map[string]Value
 	notifications []Notification // the file's [[notifications]]
 	mcpServers    []MCPServer    // the file's [[mcp_servers]]
+	prices        []ModelPrice   // the file's [prices."provider:model"]
 	getenv        func(string) string
 }
 
@@ -129,6 +130,7 @@ func Load(o Options) (*Config, error) {
 		}
 		c.notifications = fr.notifications
 		c.mcpServers = fr.mcpServers
+		c.prices = fr.prices
 	}
 	for _, k := range Keys {
 		text := o.Getenv(k.Env)

@@ -55,6 +55,7 @@ type fileReader struct {
 	values        map[string]Value
 	notifications []Notification
 	mcpServers    []MCPServer
+	prices        []ModelPrice
 	errs          []lineError
 }
 
@@ -101,6 +102,8 @@ func (r *fileReader) walk(prefix string, table map[string]any) {
 			r.readNotifications(v)
 		case full == "mcp_servers":
 			r.readMCPServers(v)
+		case full == "prices":
+			r.readPrices(v)
 		case slices.Contains(reserved, full):
 			if !isTable {
 				r.fail(full, "%s must be a table ([%s]), kept for a later version", full, full)

@@ -51,6 +51,8 @@ var reserved = []string{}
 var Keys = []Key{
 	{Name: "model", Env: llm.EnvModel, Flag: "model", Fingerprint: true, check: checkSpec,
 		Help: "provider:model; empty: the first provider with credentials"},
+	{Name: "fallback", Env: "AUTOCODER_FALLBACK", Flag: "fallback", kind: kindList, check: checkSpec,
+		Help: "provider:model list: the models that answer, in order, when the one before fails with an outage"},
 	{Name: "providers.openai.base_url", Env: llm.EnvOpenAIBaseURL, Fingerprint: true, check: checkURL},
 	{Name: "providers.openai.api_key", Env: llm.EnvOpenAIKey, Secret: true, Fingerprint: true},
 	{Name: "providers.openai.api_key_env", Fingerprint: true, check: checkEnvName},
@@ -63,6 +65,8 @@ var Keys = []Key{
 	{Name: "model_call.first_byte_timeout", Env: llm.EnvFirstByteTimeout, Fingerprint: true, kind: kindDuration},
 	{Name: "model_call.idle_timeout", Env: llm.EnvIdleTimeout, Fingerprint: true, kind: kindDuration},
 	{Name: "model_call.max_answer", Env: llm.EnvMaxAnswer, Fingerprint: true, check: checkBytes},
+	{Name: "model_call.breaker_cooldown", Env: "AUTOCODER_BREAKER_COOLDOWN", Default: "2m", Fingerprint: true, kind: kindDuration,
+		Help: "how long a model of a fallback chain that failed is passed over"},
 	{Name: "sandbox.backend", Env: "AUTOCODER_SANDBOX", Default: "auto", Fingerprint: true, check: oneOf("auto", "docker", "bwrap")},
 	{Name: "sandbox.image_base", Env: "AUTOCODER_IMAGE_BASE", Fingerprint: true,
 		Help: "the Debian base image a missing sandbox image is built on offline"},

@@ -65,6 +65,7 @@ func (c *Config) modelEnv() llm.Env {
 		FirstByteTimeout: c.String("model_call.first_byte_timeout"),
 		IdleTimeout:      c.String("model_call.idle_timeout"),
 		MaxAnswer:        c.String("model_call.max_answer"),
+		BreakerCooldown:  c.String("model_call.breaker_cooldown"),
 	}
 }
 
@@ -143,6 +144,10 @@ func (c *Config) Fingerprint() map[string]string {
 		if raw, err := json.Marshal(resolved); err == nil {
 			s["mcp_servers"] = hash(string(raw))
 		}
+	}
+	// The worker prices its tasks' model calls with the file's prices.
+	for _, p := range c.prices {
+		s["prices."+p.Model] = p.Shown()
 	}
 	// The sandbox reads these itself (see TestOnlyConfigReadsTheEnvironment).
 	for _, name := range []string{"AUTOCODER_IMAGE_PYTHON", "AUTOCODER_IMAGE_GO"} {

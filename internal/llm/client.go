@@ -167,6 +167,7 @@ func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
 		return Response{}, c.emptyResponse(status)
 	}
 	c.logDone(stream, start, out.PromptTokens, out.CompletionTokens)
+	out.Model = c.spec.String()
 	return out, nil
 }
 

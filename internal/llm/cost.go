@@ -48,3 +48,26 @@ func Cost(model string, in, out int) float64 {
 	p, _ := PriceOf(model)
 	return (float64(in)*p.InputPerMTok + float64(out)*p.OutputPerMTok) / 1e6
 }
+
+// PriceTable holds prices that override or add to the list prices, by
+// "provider:model" or by model name.
+type PriceTable map[string]Price
+
+// Of is spec's price: the table's entry for "provider:model", else for
+// the model's name, else the list price (PriceOf).
+func (t PriceTable) Of(spec Spec) (Price, bool) {
+	if p, ok := t[spec.String()]; ok {
+		return p, true
+	}
+	if p, ok := t[spec.Model]; ok {
+		return p, true
+	}
+	return PriceOf(spec.Model)
+}
+
+// Cost is the price in US dollars of in prompt and out completion tokens
+// of spec; nothing for a model without a price.
+func (t PriceTable) Cost(spec Spec, in, out int) float64 {
+	p, _ := t.Of(spec)
+	return (float64(in)*p.InputPerMTok + float64(out)*p.OutputPerMTok) / 1e6
+}

@@ -25,6 +25,10 @@ type Response struct {
 	Text             string
 	PromptTokens     int
 	CompletionTokens int
+	// Model is the "provider:model" that answered; FellBack, from a
+	// Chain, says why the models before it did not.
+	Model    string `json:",omitempty"`
+	FellBack string `json:",omitempty"`
 }
 
 // Model completes prompts and takes turns of a tool-using conversation.

@@ -69,6 +69,10 @@ type Env struct {
 	FirstByteTimeout string
 	IdleTimeout      string
 	MaxAnswer        string
+	// BreakerCooldown is how long a model of a fallback chain that failed
+	// is passed over (model_call.breaker_cooldown); empty is
+	// DefaultBreakerCooldown.
+	BreakerCooldown string
 }
 
 // ParseSpec reads "provider:model" or just "provider" (the provider's

@@ -40,6 +40,10 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// Result is what a tool message answers.
 	Result *ToolResult `json:"result,omitempty"`
+	// Model is the "provider:model" that wrote an assistant message, and
+	// FellBack why the models before it in the task's chain did not.
+	Model    string `json:"model,omitempty"`
+	FellBack string `json:"fell_back,omitempty"`
 }
 
 // ToolCall is one call the model made.
@@ -112,11 +116,15 @@ type TurnResult struct {
 	StopReason StopReason `json:"stop_reason"`
 	// ProviderStop is the provider's own word for StopReason, for logs.
 	ProviderStop string `json:"provider_stop,omitempty"`
+	// Model is the "provider:model" that answered; FellBack, from a
+	// Chain, says why the models before it did not ("anthropic:x: HTTP 503").
+	Model    string `json:"model,omitempty"`
+	FellBack string `json:"fell_back,omitempty"`
 }
 
 // Message is the assistant message to append to the conversation.
 func (r TurnResult) Message() Message {
-	return Message{Role: RoleAssistant, Text: r.Text, ToolCalls: r.ToolCalls}
+	return Message{Role: RoleAssistant, Text: r.Text, ToolCalls: r.ToolCalls, Model: r.Model, FellBack: r.FellBack}
 }
 
 var (

@@ -53,6 +53,7 @@ func (c *client) Turn(ctx context.Context, conv Conversation, tools []Tool, opts
 		return TurnResult{}, c.emptyResponse(status)
 	}
 	c.logDone(stream, start, res.Usage.InputTokens, res.Usage.OutputTokens)
+	res.Model = c.spec.String()
 	return res, nil
 }
 

@@ -251,7 +251,10 @@ func TestTurnRoundTrips(t *testing.T) {
 					want := llm.TurnResult{Text: sc.first.Content, ToolCalls: wantCalls(sc.first.ToolCalls),
 						Usage:      llm.Usage{InputTokens: p.inputTokens(turnSystem, turnUser), OutputTokens: outputTokens(sc.first)},
 						StopReason: sc.stop}
-					res.ProviderStop = ""
+					if !strings.HasPrefix(res.Model, p.name+":") {
+						t.Errorf("answered by %q, want a %s model", res.Model, p.name)
+					}
+					res.ProviderStop, res.Model = "", ""
 					if !reflect.DeepEqual(res, want) {
 						t.Errorf("first turn = %+v\nwant %+v", res, want)
 					}
@@ -472,7 +475,7 @@ func TestTurnOpenAICompatibleVariants(t *testing.T) {
 		m := mustNew(t, llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIBaseURL: sse(t, body)})
 		res, err := m.Turn(context.Background(), firstConversation(), tools, llm.TurnOptions{Stream: true})
 		want := llm.TurnResult{ToolCalls: []llm.ToolCall{{ID: "a", Name: "read_file", Arguments: `{"path":"x"}`}, {ID: "b", Name: "search", Arguments: "{}"}},
-			Usage: llm.Usage{InputTokens: 9, OutputTokens: 4}, StopReason: llm.StopToolUse, ProviderStop: "tool_calls"}
+			Usage: llm.Usage{InputTokens: 9, OutputTokens: 4}, StopReason: llm.StopToolUse, ProviderStop: "tool_calls", Model: "openai:gpt-4.1"}
 		if err != nil || !reflect.DeepEqual(res, want) {
 			t.Errorf("turn = %+v, %v\nwant %+v", res, err, want)
 		}
