@@ -106,7 +106,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	}
 	eg.CABundle = s.String("egress.ca_bundle")
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
-		Egress: eg.Proxy, EgressAddr: eg.Addr}
+		Egress: eg.Routes(), DepsIndexes: s.RegistryIndexes()}
 	return acts, func() {
 		if err := eg.Close(); err != nil {
 			slog.Warn("close egress proxy", "error", err)
