@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/autocoder/autocoder/internal/egress"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -49,12 +48,17 @@ type Activities struct {
 	// Webhooks delivers notifications; nil means a client bounded by
 	// notify.DefaultTimeout.
 	Webhooks *http.Client
-	// Egress is the proxy install runs reach the network through: a
-	// grant per run (with its language's Deps.Registries), whose Env at
-	// EgressAddr goes in the run's environment and whose Close gives the
-	// run's connections. nil: no run has a network.
-	Egress     *egress.Proxy
-	EgressAddr string
+	// Egress opens the proxy dependency installs reach the network
+	// through, a route per install run. nil: nothing is installed, and no
+	// run has a network.
+	Egress EgressRoutes
+	// DepsDir keeps the installed dependencies, a directory per language
+	// and manifests' hash; "" is one under os.TempDir(). The bwrap
+	// backend's sandbox user must be able to reach it (no 0700 parent).
+	DepsDir string
+	// DepsIndexes are the registries' index URLs the user configured, by
+	// language name (lang.Deps.IndexVar).
+	DepsIndexes map[string]string
 	// Metrics counts model calls, tool calls and checks; nil counts
 	// nothing.
 	Metrics Metrics

@@ -48,17 +48,25 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (TestSummary, err
 	if err != nil {
 		return TestSummary{}, err
 	}
+	deps, err := a.installDeps(ctx, l, j.files)
+	if err != nil {
+		return TestSummary{}, err
+	}
+	if deps.failed != nil {
+		return *deps.failed, nil
+	}
 	var s TestSummary
 	if l.Policy.Checker == lang.CheckerPython {
-		s, err = a.checkAndTestPython(ctx, l, p, j.files, test)
+		s, err = a.checkAndTestPython(ctx, l, p, j.files, test, deps)
 	} else if s, err = a.validate(l, p, j.files); err == nil && s.Passed && len(test) > 0 {
 		warnings := s.Warnings
-		s, err = a.runTests(ctx, in, l, j.files, test)
+		s, err = a.runTests(ctx, in, l, j.files, test, deps)
 		s.Warnings = warnings
 	}
 	if err != nil {
 		return s, err
 	}
+	s.Deps = deps.note
 	if s, err = a.judge(ctx, in, j, s); err != nil {
 		return s, err
 	}
@@ -241,12 +249,12 @@ func (p policyRun) validation(findings []policy.Finding, took time.Duration) Tes
 // One sandbox instead of two saves a container's start and removal per
 // attempt. A line rule's finding outside warn mode stops the tests before
 // the sandbox starts; the checker still runs, for its own findings.
-func (a *Activities) checkAndTestPython(ctx context.Context, l lang.Language, p policyRun, files []workspace.File, test []string) (TestSummary, error) {
+func (a *Activities) checkAndTestPython(ctx context.Context, l lang.Language, p policyRun, files []workspace.File, test []string, deps depsInstall) (TestSummary, error) {
 	then := test
 	if len(p.lines) > 0 && !p.warn {
 		then = nil
 	}
-	res, err := a.runPythonCheck(ctx, policy.PyCheck{Rules: p.rules, Changes: p.changes, Warn: p.warn, Then: then}, files)
+	res, err := a.runPythonCheck(ctx, policy.PyCheck{Rules: p.rules, Changes: p.changes, Warn: p.warn, Then: then}, files, deps)
 	if err != nil {
 		return TestSummary{}, err
 	}
@@ -266,10 +274,10 @@ func (a *Activities) checkAndTestPython(ctx context.Context, l lang.Language, p 
 
 // runPythonCheck runs the embedded checker over the files in the sandbox,
 // then the command in c.Then if it lets it.
-func (a *Activities) runPythonCheck(ctx context.Context, c policy.PyCheck, files []workspace.File) (sandbox.Result, error) {
+func (a *Activities) runPythonCheck(ctx context.Context, c policy.PyCheck, files []workspace.File, deps depsInstall) (sandbox.Result, error) {
 	sandboxFiles, cmd := policy.PythonCheck(c, files)
 	stop := heartbeatWhile(ctx)
-	res, err := a.Sandbox.Run(ctx, sandbox.Spec{Profile: "python", Files: sandboxFiles, Cmd: cmd, Limits: a.limits()})
+	res, err := a.Sandbox.Run(ctx, deps.spec(sandbox.Spec{Profile: "python", Files: sandboxFiles, Cmd: cmd, Limits: a.limits()}))
 	stop()
 	if err != nil {
 		return res, fmt.Errorf("run python checker: %w", err)
@@ -292,26 +300,34 @@ func (a *Activities) Execute(ctx context.Context, in CheckInput) (TestSummary, e
 	if err != nil {
 		return TestSummary{}, err
 	}
-	s, err := a.execute(ctx, in, l, j.files)
+	deps, err := a.installDeps(ctx, l, j.files)
+	if err != nil {
+		return TestSummary{}, err
+	}
+	if deps.failed != nil {
+		return *deps.failed, nil
+	}
+	s, err := a.execute(ctx, in, l, j.files, deps)
 	if err != nil {
 		return s, err
 	}
+	s.Deps = deps.note
 	if s, err = a.judge(ctx, in, j, s); err != nil {
 		return s, err
 	}
 	return a.withLessons(ctx, in, s), nil
 }
 
-func (a *Activities) execute(ctx context.Context, in CheckInput, l lang.Language, files []workspace.File) (TestSummary, error) {
+func (a *Activities) execute(ctx context.Context, in CheckInput, l lang.Language, files []workspace.File, deps depsInstall) (TestSummary, error) {
 	cmd, err := judgeCommand(in)
 	if err != nil {
 		return TestSummary{}, err
 	}
-	return a.runTests(ctx, in, l, files, cmd)
+	return a.runTests(ctx, in, l, files, cmd, deps)
 }
 
-func (a *Activities) runTests(ctx context.Context, in CheckInput, l lang.Language, files []workspace.File, cmd []string) (TestSummary, error) {
-	res, err := a.runSandbox(ctx, in.SnapshotID, sandbox.Spec{Profile: l.Name, Files: files, Cmd: cmd, Limits: a.limits()})
+func (a *Activities) runTests(ctx context.Context, in CheckInput, l lang.Language, files []workspace.File, cmd []string, deps depsInstall) (TestSummary, error) {
+	res, err := a.runSandbox(ctx, in.SnapshotID, deps.spec(sandbox.Spec{Profile: l.Name, Files: files, Cmd: cmd, Limits: a.limits()}))
 	if err != nil {
 		return TestSummary{}, err
 	}

@@ -115,7 +115,16 @@ func (a *Activities) originalRun(ctx context.Context, in CheckInput, input []wor
 	if err != nil {
 		return ran, err
 	}
-	s, err := a.execute(ctx, in, l, input)
+	// The starting workspace's own dependencies; when they fail to
+	// install, its tests run without them, as they would have.
+	deps, err := a.installDeps(ctx, l, input)
+	if err != nil {
+		return ran, fmt.Errorf("install the dependencies of the tests as they were: %w", err)
+	}
+	if deps.failed != nil {
+		deps = depsInstall{}
+	}
+	s, err := a.execute(ctx, in, l, input, deps)
 	if err != nil {
 		return ran, fmt.Errorf("run the user's tests as they were: %w", err)
 	}

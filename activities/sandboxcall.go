@@ -120,17 +120,39 @@ func (a *Activities) sandboxCall(ctx context.Context, in SandboxCallInput, c llm
 	}
 }
 
+// callDeps installs the dependencies a run or run_tests call's files
+// declare (installDeps); a failed install is the call's answer.
+func (a *Activities) callDeps(ctx context.Context, in SandboxCallInput, out SandboxCallOutput, files []workspace.File) (depsInstall, *sandboxCallMemo, error) {
+	l, err := language(in.Language)
+	if err != nil {
+		return depsInstall{}, &sandboxCallMemo{}, err
+	}
+	deps, err := a.installDeps(ctx, l, files)
+	if err != nil {
+		return depsInstall{}, &sandboxCallMemo{}, err
+	}
+	if f := deps.failed; f != nil {
+		out.ExitCode, out.Headline = f.ExitCode, f.Headline()
+		return deps, &sandboxCallMemo{Output: out, Text: f.Headline() + "\n" + f.Output + "\n"}, nil
+	}
+	return deps, nil, nil
+}
+
 // runCommand runs a run call and keeps the files it changed.
 func (a *Activities) runCommand(ctx context.Context, in SandboxCallInput, out SandboxCallOutput, args tools.RunArgs) (sandboxCallMemo, error) {
 	files, err := a.cachedFiles(ctx, in.Snapshot)
 	if err != nil {
 		return sandboxCallMemo{}, err
 	}
+	deps, failed, err := a.callDeps(ctx, in, out, files)
+	if err != nil || failed != nil {
+		return *failed, err
+	}
 	lim := a.limits()
 	if t := time.Duration(args.TimeoutSeconds) * time.Second; t > 0 && t < lim.Timeout {
 		lim.Timeout = t
 	}
-	res, err := a.runSandbox(ctx, in.Snapshot, sandbox.Spec{Profile: in.Language, Files: files, Cmd: []string{"sh", "-c", args.Command}, Limits: lim, Collect: true})
+	res, err := a.runSandbox(ctx, in.Snapshot, deps.spec(sandbox.Spec{Profile: in.Language, Files: files, Cmd: []string{"sh", "-c", args.Command}, Limits: lim, Collect: true}))
 	if err != nil {
 		return sandboxCallMemo{}, err
 	}
@@ -191,7 +213,11 @@ func (a *Activities) runTestCall(ctx context.Context, in SandboxCallInput, out S
 			return sandboxCallMemo{}, err
 		}
 	}
-	res, err := a.runSandbox(ctx, in.Snapshot, sandbox.Spec{Profile: in.Language, Files: j.files, Cmd: cmd, Limits: a.limits()})
+	deps, failed, err := a.callDeps(ctx, in, out, j.files)
+	if err != nil || failed != nil {
+		return *failed, err
+	}
+	res, err := a.runSandbox(ctx, in.Snapshot, deps.spec(sandbox.Spec{Profile: in.Language, Files: j.files, Cmd: cmd, Limits: a.limits()}))
 	if err != nil {
 		return sandboxCallMemo{}, err
 	}

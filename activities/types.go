@@ -20,7 +20,8 @@ type TestSummary struct {
 	Output       string        `json:"output,omitempty"` // tail of the combined output
 	Duration     time.Duration `json:"duration"`
 	// Stage says which gate produced this: "generate" (unusable model
-	// output), "validate" (syntax or policy) or "test".
+	// output), "validate" (syntax or policy), "install" (the project's
+	// dependencies) or "test".
 	Stage string `json:"stage"`
 	// PolicyOnly is set on a failed validation whose findings are all
 	// safety-policy findings (no syntax errors): a person may approve them.
@@ -45,6 +46,10 @@ type TestSummary struct {
 	// and CheckInput.RecallLessons asked for them: for the retry's prompt,
 	// not for the task's record.
 	Lessons *RecallOutput `json:"lessons,omitempty"`
+	// Deps says how the project's dependencies were had, when it declares
+	// any: from the cache, or installed (how long it took, what the egress
+	// proxy refused).
+	Deps string `json:"deps,omitempty"`
 
 	// ran is what the test runner reported about each test, when its
 	// output was whole (for the judge, inside an activity).
@@ -64,6 +69,8 @@ func (s TestSummary) Headline() string {
 		return "model output rejected"
 	case s.Stage == "validate":
 		return "validation failed"
+	case s.Stage == "install":
+		return "dependency install failed"
 	case s.TimedOut:
 		return "tests timed out"
 	case s.OOMKilled:

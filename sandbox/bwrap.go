@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/autocoder/autocoder/internal/lang"
 )
 
 // bwrapRunner runs each spec in a fresh set of namespaces with bubblewrap,
@@ -92,7 +94,7 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 		lim := cfg.PoolLimits.withDefaults()
 		for _, p := range cfg.Profiles {
 			r.pools[bwrapKey{p.Name, r.limits}] = newWarmPool(p.Name, cfg.PoolSize, r.log,
-				func(ctx context.Context) (*proc, error) { return r.launch(ctx, p, lim, nil) }, r.discard)
+				func(ctx context.Context) (*proc, error) { return r.launch(ctx, p, lim, nil, extra{}) }, r.discard)
 		}
 	}
 	return r, nil
@@ -178,7 +180,7 @@ func (r *bwrapRunner) probe(ctx context.Context) error {
 		return err
 	}
 	defer lease.release()
-	args := append(r.baseArgs(Profile{}, Limits{}.withDefaults(), nil), "/bin/true")
+	args := append(r.baseArgs(Profile{}, Limits{}.withDefaults(), nil, extra{}), "/bin/true")
 	cmd := exec.CommandContext(ctx, r.bwrap, args...)
 	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -196,7 +198,7 @@ func (r *bwrapRunner) probe(ctx context.Context) error {
 
 // baseArgs builds the bwrap command line up to the program to run. With a
 // route the run reaches the egress proxy.
-func (r *bwrapRunner) baseArgs(p Profile, lim Limits, rt *route) []string {
+func (r *bwrapRunner) baseArgs(p Profile, lim Limits, rt *route, x extra) []string {
 	var env []string
 	if p.Name != "" {
 		env = p.environ(p.hostPATH())
@@ -215,6 +217,7 @@ func (r *bwrapRunner) baseArgs(p Profile, lim Limits, rt *route) []string {
 	if rt != nil {
 		env = append(env, rt.env...)
 	}
+	env = append(env, x.env...)
 	a = append(a, "--clearenv")
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -256,6 +259,13 @@ func (r *bwrapRunner) baseArgs(p Profile, lim Limits, rt *route) []string {
 		for _, m := range rt.mounts() {
 			a = append(a, "--ro-bind", m[0], m[1])
 		}
+	}
+	if x.deps != "" {
+		bind := "--ro-bind"
+		if x.depsWritable {
+			bind = "--bind"
+		}
+		a = append(a, bind, x.deps, lang.DepsDir)
 	}
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",
@@ -342,7 +352,7 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	// Warm-ups start once the run is over: they would compete with it for
 	// the CPU.
 	defer r.warm(j.profile)
-	if pl := r.pools[bwrapKey{j.profile.Name, j.limits.forPool()}]; pl != nil && j.route == nil {
+	if pl := r.pools[bwrapKey{j.profile.Name, j.limits.forPool()}]; pl != nil && j.route == nil && j.extra.none() {
 		if p, ok := pl.take(); ok {
 			res, err := r.exec(ctx, p, j)
 			if !errors.Is(err, errStale) {
@@ -353,7 +363,7 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 		}
 	}
 	r.metrics.WarmPool(j.profile.Name, false)
-	p, err := r.launch(ctx, j.profile, j.limits, j.route)
+	p, err := r.launch(ctx, j.profile, j.limits, j.route, j.extra)
 	if err != nil {
 		return Result{}, err
 	}
@@ -389,7 +399,7 @@ type proc struct {
 // for its input; it returns once the sandbox says it is ready. A go
 // sandbox waits for the Go cache, starting its build if none has begun:
 // without it the run would compile the same standard library itself.
-func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits, rt *route) (*proc, error) {
+func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits, rt *route, x extra) (*proc, error) {
 	if err := r.hostToolchain(ctx, p); err != nil {
 		return nil, err
 	}
@@ -399,7 +409,7 @@ func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits, rt *rou
 		}
 	}
 	args := append(rlimitArgs(lim, r.cgroups.limitsMemory()), "--", r.bwrap)
-	args = append(args, r.baseArgs(p, lim, rt)...)
+	args = append(args, r.baseArgs(p, lim, rt, x)...)
 	args = append(args, "/bin/sh", "-c", entryScript, "sbx", p.GoCache, "", readyMarker)
 
 	cred, lease, err := r.credential()

@@ -21,6 +21,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
+	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/owner"
 )
 
@@ -261,7 +262,7 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	// Warm-ups start once the run is over: they would compete with it for
 	// the CPU.
 	defer d.warm(j.profile)
-	if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; pl != nil && j.route == nil {
+	if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; pl != nil && j.route == nil && j.extra.none() {
 		if b, ok := pl.take(); ok {
 			res, err := d.exec(ctx, b, j)
 			if !errors.Is(err, errStale) {
@@ -275,7 +276,7 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err := d.ensureImage(ctx, j); err != nil {
 		return Result{}, err
 	}
-	b, err := d.launch(ctx, j.profile, j.image, j.limits, false, j.route)
+	b, err := d.launch(ctx, j.profile, j.image, j.limits, false, j.route, j.extra)
 	if err != nil {
 		return Result{}, err
 	}
@@ -311,7 +312,7 @@ func (d *dockerRunner) warmLauncher(p Profile, lim Limits) func(context.Context)
 			}
 		}
 		prewarm := !warmed || len(d.mounts(p.Image)) == 0
-		b, err := d.launch(ctx, p, p.Image, lim, prewarm, nil)
+		b, err := d.launch(ctx, p, p.Image, lim, prewarm, nil, extra{})
 		if err == nil && prewarm {
 			warmed = true
 		}
@@ -326,8 +327,8 @@ var errStale = errors.New("warm container not accepting input")
 // Attaching before start guarantees no output is lost. With prewarm the
 // container runs the profile's Prewarm first. With a route it reaches the
 // egress proxy.
-func (d *dockerRunner) launch(ctx context.Context, p Profile, image string, lim Limits, prewarm bool, rt *route) (_ *box, err error) {
-	cfg, host := d.containerConfig(p, image, lim, prewarm, rt)
+func (d *dockerRunner) launch(ctx context.Context, p Profile, image string, lim Limits, prewarm bool, rt *route, x extra) (_ *box, err error) {
+	cfg, host := d.containerConfig(p, image, lim, prewarm, rt, x)
 	name := namePrefix + p.Name + "-" + randomHex(6)
 	created, err := d.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host, Name: name})
 	if err != nil {
@@ -386,7 +387,7 @@ func awaitReady(ctx context.Context, b *box) error {
 	return nil
 }
 
-func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prewarm bool, rt *route) (*container.Config, *container.HostConfig) {
+func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prewarm bool, rt *route, x extra) (*container.Config, *container.HostConfig) {
 	warmup := ""
 	if prewarm {
 		warmup = p.Prewarm
@@ -447,6 +448,10 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 		for _, m := range rt.mounts() {
 			host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m[0], Target: m[1], ReadOnly: true})
 		}
+	}
+	cfg.Env = append(cfg.Env, x.env...)
+	if x.deps != "" {
+		host.Mounts = append(slices.Clone(host.Mounts), mount.Mount{Type: mount.TypeBind, Source: x.deps, Target: lang.DepsDir, ReadOnly: !x.depsWritable})
 	}
 	return cfg, host
 }

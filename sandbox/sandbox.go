@@ -54,6 +54,14 @@ type Spec struct {
 	// nothing else. An egress run starts a sandbox of its own.
 	Network Network
 	Egress  Egress
+	// Deps, when set, is a host directory of installed dependencies the
+	// run sees at lang.DepsDir: read-only, unless DepsWritable (the
+	// install run that fills it). A run with Deps or Env starts a
+	// sandbox of its own.
+	Deps         string
+	DepsWritable bool
+	// Env adds to the profile's environment (a language's Deps.Env).
+	Env map[string]string
 }
 
 // Result is what the program did. A failing, timed-out or OOM-killed program

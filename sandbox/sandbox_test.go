@@ -163,7 +163,7 @@ func TestProfileLookup(t *testing.T) {
 	cases := []struct {
 		name, image, cmd0 string
 	}{
-		{"python", "autocoder/sandbox-python:1", "python3"},
+		{"python", "autocoder/sandbox-python:2", "python3"},
 		{"go", "example/go:test", "go"},
 	}
 	for _, tc := range cases {

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,6 +151,36 @@ type job struct {
 	files   workspace.Limits // of the collected workdir
 	input   []workspace.File // the files the run starts with, when it collects
 	route   *route           // nil unless the run reaches the egress proxy
+	extra   extra            // the deps dir and added variables
+}
+
+// extra is what a run adds to its profile's sandbox: a dependency
+// directory and variables. Its zero value adds nothing, and only a run
+// that adds nothing can take a warm sandbox.
+type extra struct {
+	deps         string // host directory mounted at lang.DepsDir
+	depsWritable bool
+	env          []string // KEY=VALUE
+}
+
+func (x extra) none() bool { return x.deps == "" && len(x.env) == 0 }
+
+// extraOf checks a spec's deps directory and variables.
+func extraOf(spec Spec) (extra, error) {
+	x := extra{deps: spec.Deps, depsWritable: spec.DepsWritable}
+	if x.deps != "" {
+		if fi, err := os.Stat(x.deps); err != nil || !fi.IsDir() || !filepath.IsAbs(x.deps) {
+			return extra{}, fmt.Errorf("%w: deps %q is not an absolute path to a directory", ErrInvalidSpec, x.deps)
+		}
+	}
+	for k, v := range spec.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return extra{}, fmt.Errorf("%w: variable %q", ErrInvalidSpec, k)
+		}
+		x.env = append(x.env, k+"="+v)
+	}
+	sort.Strings(x.env)
+	return x, nil
 }
 
 // prepare validates the spec and encodes its input. Nothing touches disk
@@ -186,6 +219,10 @@ func prepare(profiles profileSet, forwarder string, spec Spec) (job, error) {
 	if rt != nil {
 		argv = rt.wrap(argv)
 	}
+	x, err := extraOf(spec)
+	if err != nil {
+		return job{}, err
+	}
 	quoted := shellQuote(argv)
 	token, collect, input := "-", "", []workspace.File(nil)
 	if spec.Collect {
@@ -206,7 +243,7 @@ func prepare(profiles profileSet, forwarder string, spec Spec) (job, error) {
 	if image == "" {
 		image = p.Image
 	}
-	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes(), collect: collect, files: collectLimits(lim), input: input, route: rt}, nil
+	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes(), collect: collect, files: collectLimits(lim), input: input, route: rt, extra: x}, nil
 }
 
 // tarRecord is GNU tar's default record size (20 blocks of 512 bytes).

@@ -41,7 +41,7 @@ for _ in $(seq 60); do
 	sleep 0.5
 done
 DOCKER_HOST=unix://$sock docker info >/dev/null 2>&1 || { log "private daemon did not start:"; tail "$dir/dockerd.log" >&2; exit 1; }
-images=(${AUTOCODER_IMAGE_PYTHON:-autocoder/sandbox-python:1} ${AUTOCODER_IMAGE_GO:-autocoder/sandbox-go:1})
+images=(${AUTOCODER_IMAGE_PYTHON:-autocoder/sandbox-python:2} ${AUTOCODER_IMAGE_GO:-autocoder/sandbox-go:1})
 log "copying ${images[*]} into a private overlay2 daemon"
 docker save "${images[@]}" | DOCKER_HOST=unix://$sock docker load >/dev/null
 log "private daemon: $(DOCKER_HOST=unix://$sock docker info --format '{{.ServerVersion}}, storage driver {{.Driver}}')"

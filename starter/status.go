@@ -133,6 +133,9 @@ func printStatus(w io.Writer, id string, st workflows.Status) {
 			printWarnings(w, "      ", cp.Warnings)
 		}
 	}
+	if lt := st.LastTest; lt != nil && lt.Deps != "" {
+		fmt.Fprintf(w, "deps:      %s\n", termsafe.Line(lt.Deps))
+	}
 	if lt := st.LastTest; lt != nil && !lt.Passed && lt.Output != "" {
 		fmt.Fprintf(w, "last output (%s):\n%s\n", termsafe.Line(lt.Headline()), indent(termsafe.Text(tailLines(lt.Output, 15))))
 	}

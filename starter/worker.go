@@ -107,7 +107,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	}
 	eg.CABundle = s.String("egress.ca_bundle")
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
-		Egress: eg.Proxy, EgressAddr: eg.Addr, Prices: s.Prices()}
+		Egress: eg.Routes(), DepsIndexes: s.RegistryIndexes(), Prices: s.Prices()}
 	// Their secrets are read here, on the worker, like the model keys.
 	servers, err := s.MCPServers()
 	if err != nil {

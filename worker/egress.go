@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/egress"
 	"github.com/autocoder/autocoder/sandbox"
 )
@@ -113,4 +114,17 @@ func (r *Route) Close(ctx context.Context) ([]egress.Record, int, error) {
 	<-r.done
 	defer os.RemoveAll(r.dir)
 	return r.Grant.Close(ctx)
+}
+
+// Routes is the proxy as the activities open it, a route per install run.
+func (e *Egress) Routes() activities.EgressRoutes { return routes{e} }
+
+type routes struct{ e *Egress }
+
+func (r routes) Route(taskID string, allow []string) (activities.EgressRoute, error) {
+	rt, err := r.e.Route(taskID, allow)
+	if err != nil {
+		return nil, err
+	}
+	return rt, nil
 }

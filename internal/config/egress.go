@@ -1,6 +1,10 @@
 package config
 
-import "github.com/autocoder/autocoder/internal/egress"
+import (
+	"strings"
+
+	"github.com/autocoder/autocoder/internal/egress"
+)
 
 // Egress is the egress proxy's configuration: the user's allow and deny
 // rules, named registries and limits. Each language's default registries
@@ -14,4 +18,17 @@ func (c *Config) Egress() egress.Config {
 		IdleTimeout:     c.Duration("egress.idle_timeout"),
 		MaxConnsPerTask: c.Int("egress.max_connections"),
 	}
+}
+
+// RegistryIndexes are the package indexes the user named per language
+// (registries.index), by language name: installs use them instead of the
+// ecosystem's default.
+func (c *Config) RegistryIndexes() map[string]string {
+	m := map[string]string{}
+	for _, e := range c.List("registries.index") {
+		if name, u, ok := strings.Cut(e, "="); ok {
+			m[strings.ToLower(name)] = u
+		}
+	}
+	return m
 }

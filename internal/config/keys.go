@@ -109,6 +109,8 @@ var Keys = []Key{
 		Help: "a PEM bundle of the CAs installs trust instead of their image's (a TLS-inspecting gateway's, a private registry's)"},
 	{Name: "registries.private", Env: "AUTOCODER_PRIVATE_REGISTRIES", Fingerprint: true, kind: kindList, check: egress.ParseRegistry,
 		Help: "registries (host:port or URL) installs may reach even at a loopback or private address"},
+	{Name: "registries.index", Env: "AUTOCODER_REGISTRY_INDEXES", Fingerprint: true, kind: kindList, check: checkIndex,
+		Help: "a language's package index its installs use instead of the default: LANGUAGE=URL (python=https://pypi.example/simple)"},
 }
 
 // lookupKey finds a key by its dotted name.
@@ -187,6 +189,15 @@ func checkURL(s string) error {
 		return fmt.Errorf("%q is not a URL such as http://host:port/path", s)
 	}
 	return nil
+}
+
+// checkIndex checks a registries.index entry, LANGUAGE=URL.
+func checkIndex(s string) error {
+	name, u, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q is not LANGUAGE=URL, such as python=https://pypi.example/simple", s)
+	}
+	return checkURL(u)
 }
 
 func checkHostPort(s string) error {

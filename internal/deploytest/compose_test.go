@@ -118,7 +118,7 @@ func TestComposeConfig(t *testing.T) {
 				"temporal-ui.image":             "temporalio/ui:2.37.0",
 				"worker.image":                  "autocoder/autocoder:dev",
 				"worker.OPENAI_API_KEY":         "",
-				"worker.AUTOCODER_IMAGE_PYTHON": "autocoder/sandbox-python:1",
+				"worker.AUTOCODER_IMAGE_PYTHON": "autocoder/sandbox-python:2",
 				"worker.AUTOCODER_IMAGE_GO":     "autocoder/sandbox-go:1",
 				"worker.DOCKER_HOST":            "unix:///var/run/docker.sock",
 				"worker.TEMPORAL_NAMESPACE":     "default",

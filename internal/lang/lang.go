@@ -60,7 +60,26 @@ type Deps struct {
 	// rules (host, or host:port): only what the ecosystem documents as its
 	// default. The user's own registries come from the configuration.
 	Registries []string
+	// Manifests are the files, at the project's root, that declare its
+	// dependencies; their contents key the install's cache. Declares
+	// reports whether they name any dependency at all (nil: whenever one
+	// of them exists). Without Install the language installs nothing.
+	Manifests []string
+	Declares  func(manifests map[string][]byte) bool
+	// Install runs in the project's root, through the egress proxy, and
+	// puts the dependencies in DepsDir; the test runs see that directory
+	// read-only, with Env.
+	Install []string
+	Env     map[string]string
+	// IndexVar is the install's variable that names a registry's index
+	// URL (PIP_INDEX_URL): set from the configuration when the user names
+	// one for the language.
+	IndexVar string
 }
+
+// DepsDir is where a sandbox run finds its project's installed
+// dependencies.
+const DepsDir = "/deps"
 
 // IsTestSource reports a test file of the language's own source (not a
 // fixture under tests/ or a test of another language): what tells that a

@@ -39,7 +39,7 @@ func Language() lang.Language {
 			},
 			IsTestFile: isTestFile,
 		},
-		Guide: `Language: Python 3.11. Use the standard library only (there is no network to install packages).
+		Guide: `Language: Python 3.11. Prefer the standard library. A third-party package the code needs goes in requirements.txt (name==version); it is installed before the tests run, and nothing installs it at run time.
 Tests are pytest files named test_*.py next to the code; import the code under test by module name.`,
 		Extensions: []string{".py"},
 		Failure: lang.Failure{
@@ -53,9 +53,17 @@ Tests are pytest files named test_*.py next to the code; import the code under t
 		Policy: lang.Policy{Checker: lang.CheckerPython},
 		// pip's default index (https://pypi.org/simple) and the host
 		// PyPI serves that index's files from.
-		Deps: lang.Deps{Registries: []string{"pypi.org", "files.pythonhosted.org"}},
+		Deps: lang.Deps{
+			Registries: []string{"pypi.org", "files.pythonhosted.org"},
+			Manifests:  []string{"requirements.txt"},
+			Declares:   declaresRequirements,
+			Install: []string{"python3", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check",
+				"--no-input", "--target", lang.DepsDir, "-r", "requirements.txt"},
+			Env:      map[string]string{"PYTHONPATH": lang.DepsDir},
+			IndexVar: "PIP_INDEX_URL",
+		},
 		Sandbox: lang.Sandbox{
-			Image: "autocoder/sandbox-python:1",
+			Image: "autocoder/sandbox-python:2",
 			Env: map[string]string{
 				"PYTHONDONTWRITEBYTECODE": "1",
 				"PYTHONUNBUFFERED":        "1",
@@ -63,14 +71,25 @@ Tests are pytest files named test_*.py next to the code; import the code under t
 			Recipe: lang.Recipe{
 				Base:      "python:3.11-slim-bookworm",
 				BaseSetup: "pip install --no-cache-dir pytest && rm -rf /root/.cache",
-				Packages:  []string{"python3", "python3-pytest"},
+				Packages:  []string{"python3", "python3-pytest", "python3-pip"},
 			},
 			ToolchainDirs: lang.DebianToolchainDirs,
 			Prewarm:       `printf 'def test_w():\n    pass\n' > test_w.py && python3 -m pytest -q -p no:cacheprovider`,
 			HostCheck:     []string{"/usr/bin/python3", "-c", "import pytest"},
-			Install:       "apt-get install python3-pytest",
+			Install:       "apt-get install python3-pytest python3-pip",
 		},
 	}
+}
+
+// declaresRequirements reports a requirements.txt that names anything:
+// a line that is neither blank nor a comment.
+func declaresRequirements(manifests map[string][]byte) bool {
+	for _, line := range strings.Split(string(manifests["requirements.txt"]), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			return true
+		}
+	}
+	return false
 }
 
 // isTestFile is pytest's default discovery: test_*.py and *_test.py, and

@@ -1,0 +1,229 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/autocoder/autocoder/internal/egress"
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
+)
+
+// EgressRoutes opens the egress proxy to one sandbox run of a task, with
+// allow rules on top of the proxy's (worker.Egress).
+type EgressRoutes interface {
+	Route(taskID string, allow []string) (EgressRoute, error)
+}
+
+// EgressRoute is the proxy opened to one run: the run's sandbox.Spec
+// Egress, and once the run has ended, its connections.
+type EgressRoute interface {
+	Sandbox() sandbox.Egress
+	Close(ctx context.Context) ([]egress.Record, int, error)
+}
+
+// depsInstall is what a check found of a project's dependencies: the
+// directory its tests see them in ("" when it declares none), or the
+// failed install the model is told about.
+type depsInstall struct {
+	dir    string
+	env    map[string]string
+	note   string       // for TestSummary.Deps
+	failed *TestSummary // the install failed: the check's outcome
+}
+
+// spec adds the installed dependencies to a test run's spec.
+func (d depsInstall) spec(s sandbox.Spec) sandbox.Spec {
+	s.Deps, s.Env = d.dir, d.env
+	return s
+}
+
+// installDeps installs the dependencies the project's manifests declare,
+// once per distinct manifests: the install runs in a sandbox whose only
+// network is the egress proxy, and its directory is kept under DepsDir,
+// keyed by the manifests' hash (with the language, its image and the
+// registry), for every later check of any task to mount read-only. A
+// project that declares none, or a worker without the proxy, installs
+// nothing.
+func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []workspace.File) (depsInstall, error) {
+	manifests := manifestsOf(l, files)
+	if a.Egress == nil || len(l.Deps.Install) == 0 || len(manifests) == 0 ||
+		(l.Deps.Declares != nil && !l.Deps.Declares(manifestContents(manifests))) {
+		return depsInstall{}, nil
+	}
+	index := a.DepsIndexes[l.Name]
+	dir := filepath.Join(a.depsDir(), l.Name+"-"+depsKey(l, a.Sandbox.Name(), index, manifests))
+	d := depsInstall{dir: dir, env: l.Deps.Env}
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		d.note = fmt.Sprintf("%s dependencies: cached (%s)", l.Title, strings.Join(manifestNames(manifests), ", "))
+		return d, nil
+	}
+	start := time.Now()
+	res, refused, err := a.runInstall(ctx, l, index, manifests, dir)
+	if err != nil {
+		return depsInstall{}, err
+	}
+	took := time.Since(start).Round(time.Millisecond)
+	d.note = fmt.Sprintf("%s dependencies: installed in %s (not cached)", l.Title, took)
+	if len(refused) > 0 {
+		d.note += "; the egress proxy refused " + joinLimited(refused, 5)
+	}
+	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
+		s := summarize(res, lang.Language{}, a.limits().MemoryBytes)
+		s.Stage, s.Passed, s.FailingTests = "install", false, nil
+		if s.ExitCode == 0 {
+			s.ExitCode = 1
+		}
+		s.Output = tail(fmt.Sprintf("installing the dependencies (%s) failed; fix %s:\n%s",
+			strings.Join(l.Deps.Install, " "), strings.Join(manifestNames(manifests), " or "), s.Output), outputTail)
+		s.Deps = strings.Replace(d.note, "installed in", "install failed after", 1)
+		d.failed = &s
+	}
+	return d, nil
+}
+
+// runInstall runs the language's install command over the manifests,
+// through a route of the egress proxy, into a new directory that becomes
+// dir once the install has succeeded. It returns the hosts the proxy
+// refused.
+func (a *Activities) runInstall(ctx context.Context, l lang.Language, index string, manifests []workspace.File, dir string) (sandbox.Result, []string, error) {
+	// The sandbox's user is not the worker's: it reaches the directory
+	// through this one (the bwrap backend mounts it as that user).
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
+	}
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".install-")
+	if err != nil {
+		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
+	}
+	defer os.RemoveAll(tmp) // gone by then on success
+	if err := os.Chmod(tmp, 0o777); err != nil {
+		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
+	}
+	allow := slices.Clone(l.Deps.Registries)
+	env := map[string]string{}
+	for k, v := range l.Deps.Env {
+		env[k] = v
+	}
+	if index != "" && l.Deps.IndexVar != "" {
+		env[l.Deps.IndexVar] = index
+		if u, err := url.Parse(index); err == nil && u.Host != "" {
+			allow = append(allow, u.Host)
+		}
+	}
+	rt, err := a.Egress.Route(taskIDOf(ctx), allow)
+	if err != nil {
+		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
+	}
+	res, err := a.runSandbox(ctx, "", sandbox.Spec{Profile: l.Name, Files: manifests, Cmd: l.Deps.Install, Limits: a.limits(),
+		Network: sandbox.NetworkEgress, Egress: rt.Sandbox(), Deps: tmp, DepsWritable: true, Env: env})
+	records, _, cerr := rt.Close(ctx)
+	if err != nil {
+		return res, nil, fmt.Errorf("install deps: %w", err)
+	}
+	if cerr != nil {
+		return res, nil, fmt.Errorf("install deps: connection record: %w", cerr)
+	}
+	refused := refusedHosts(records)
+	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
+		return res, refused, nil
+	}
+	// A check of another task may have installed the same meanwhile:
+	// either directory is as good.
+	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, fs.ErrExist) && !isDir(dir) {
+		return res, refused, fmt.Errorf("install deps: %w", err)
+	}
+	return res, refused, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// refusedHosts are the host:port the proxy denied, once each.
+func refusedHosts(records []egress.Record) []string {
+	var hosts []string
+	for _, r := range records {
+		h := fmt.Sprintf("%s:%d", r.Host, r.Port)
+		if r.Verdict == egress.Denied && !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+// manifestsOf are the project's manifest files, in the language's order.
+func manifestsOf(l lang.Language, files []workspace.File) []workspace.File {
+	var out []workspace.File
+	for _, name := range l.Deps.Manifests {
+		if i := slices.IndexFunc(files, func(f workspace.File) bool { return f.Path == name }); i >= 0 {
+			out = append(out, files[i])
+		}
+	}
+	return out
+}
+
+func manifestContents(manifests []workspace.File) map[string][]byte {
+	m := make(map[string][]byte, len(manifests))
+	for _, f := range manifests {
+		m[f.Path] = f.Data
+	}
+	return m
+}
+
+func manifestNames(manifests []workspace.File) []string {
+	names := make([]string, len(manifests))
+	for i, f := range manifests {
+		names[i] = f.Path
+	}
+	return names
+}
+
+// depsKey names an install by everything that decides what it installs:
+// the language's install command and image, the backend (whose toolchain
+// may differ), the registry and the manifests.
+func depsKey(l lang.Language, backend, index string, manifests []workspace.File) string {
+	h := sha256.New()
+	for _, s := range []string{l.Name, l.Sandbox.Image, backend, index, strings.Join(l.Deps.Install, "\x00")} {
+		fmt.Fprintf(h, "%d:%s\n", len(s), s)
+	}
+	for _, f := range manifests {
+		fmt.Fprintf(h, "%d:%s\n%d:", len(f.Path), f.Path, len(f.Data))
+		h.Write(f.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// depsDir is where installs are kept.
+func (a *Activities) depsDir() string {
+	if a.DepsDir != "" {
+		return a.DepsDir
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("autocoder-deps-%d", os.Geteuid()))
+}
+
+// taskIDOf is the task (workflow) a check runs for, for the proxy's
+// record.
+func taskIDOf(ctx context.Context) string {
+	if !activity.IsActivity(ctx) {
+		return ""
+	}
+	return activity.GetInfo(ctx).WorkflowExecution.ID
+}
