@@ -100,18 +100,34 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
 	}
-	eg, err := worker.StartEgress(s.Egress(), "127.0.0.1:0")
-	if err != nil {
-		sb.Close()
-		return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
-	}
-	eg.CABundle = s.String("egress.ca_bundle")
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
-		Egress: eg.Routes(), DepsIndexes: s.RegistryIndexes(), Prices: s.Prices()}
+		DepsIndexes: s.RegistryIndexes(), Prices: s.Prices()}
+	// Installs reach the network through the proxy and the forwarder in
+	// the sandbox: without the forwarder no run could reach the proxy, so
+	// none is started and no dependency is installed.
+	var eg *worker.Egress
+	if sc.Forwarder != "" {
+		if eg, err = worker.StartEgress(s.Egress(), "127.0.0.1:0"); err != nil {
+			sb.Close()
+			return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
+		}
+		eg.CABundle = s.String("egress.ca_bundle")
+		acts.Egress = eg.Routes()
+	} else {
+		slog.Info("dependency installs are off: sandbox.forwarder names no egress forwarder")
+	}
+	closeEgress := func() {
+		if eg == nil {
+			return
+		}
+		if err := eg.Close(); err != nil {
+			slog.Warn("close egress proxy", "error", err)
+		}
+	}
 	// Their secrets are read here, on the worker, like the model keys.
 	servers, err := s.MCPServers()
 	if err != nil {
-		eg.Close()
+		closeEgress()
 		sb.Close()
 		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -126,9 +142,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 				slog.Warn("close MCP sessions", "error", err)
 			}
 		}
-		if err := eg.Close(); err != nil {
-			slog.Warn("close egress proxy", "error", err)
-		}
+		closeEgress()
 		if err := sb.Close(); err != nil {
 			slog.Warn("close sandbox", "error", err)
 		}
