@@ -3,11 +3,16 @@ package starter
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -63,11 +68,16 @@ func serveMCP(ctx context.Context, f *Factory, o MCPOptions) error {
 		// stdout carries the protocol: nothing else may write there.
 		return mcp.ServeStdio(ctx, srv, &sdk.IOTransport{Reader: io.NopCloser(f.IO.In), Writer: nopWriteCloser{f.IO.Out}})
 	}
+	tokenPath := filepath.Join(f.cfg.DataDir, "mcp-token")
+	token, err := mcpToken(tokenPath)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return usageError("--listen %s: %v", o.Listen, err)
 	}
-	hs := &http.Server{Handler: mcp.HTTPHandler(srv), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: mcp.HTTPHandler(srv, token), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -75,6 +85,10 @@ func serveMCP(ctx context.Context, f *Factory, o MCPOptions) error {
 		_ = hs.Shutdown(shutdown)
 	}()
 	fmt.Fprintf(f.IO.ErrOut, "serving MCP (streamable HTTP) at http://%s/\n", ln.Addr())
+	fmt.Fprintf(f.IO.ErrOut, "clients send the header \"Authorization: Bearer TOKEN\", TOKEN being the content of %s\n", tokenPath)
+	if host, _, _ := net.SplitHostPort(o.Listen); !isLoopback(host) {
+		fmt.Fprintln(f.IO.ErrOut, "warning: plain HTTP beyond this machine shows the token to the network; put TLS in front of it")
+	}
 	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve MCP: %w", err)
 	}
@@ -300,4 +314,46 @@ func (mcpView) Message(m llm.Message) string {
 	var b bytes.Buffer
 	(&transcriptPrinter{w: &b}).message(m)
 	return b.String()
+}
+
+// mcpToken is the bearer token HTTP clients of `autocoder mcp` send: made
+// once, kept in path readable by its owner alone, so an IDE's setting
+// stays valid across restarts.
+func mcpToken(path string) (string, error) {
+	if data, err := os.ReadFile(path); err == nil {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return "", fmt.Errorf("mcp token: %w", err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			return "", fmt.Errorf("mcp token %s: others may read it; run chmod 600 %s", path, path)
+		}
+		if token := strings.TrimSpace(string(data)); len(token) >= 32 {
+			return token, nil
+		}
+		return "", fmt.Errorf("mcp token %s: too short (want 32 characters or more); remove it to make a new one", path)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("mcp token: %w", err)
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", fmt.Errorf("mcp token: %w", err)
+	}
+	token := hex.EncodeToString(buf)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("mcp token: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("mcp token: %w", err)
+	}
+	return token, nil
+}
+
+// isLoopback reports whether host names this machine alone.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,7 +152,31 @@ func TestMCPOverHTTP(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("mcp --listen said %q (%v); want the address it serves", line, err)
 	}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url}, nil)
+	// Without the token, nothing is served; with another, neither.
+	for _, token := range []string{"", "not-the-token"} {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a request with token %q: %s, want 401", token, resp.Status)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(f.cfg.DataDir, "mcp-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(f.cfg.DataDir, "mcp-token")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the token file's mode is %v, want 0600", fi.Mode().Perm())
+	}
+	bearer := &http.Client{Transport: bearerTransport{token: strings.TrimSpace(string(data))}}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: bearer}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,4 +190,13 @@ func TestMCPOverHTTP(t *testing.T) {
 		t.Errorf("mcp --listen exited %d when stopped, want a clean stop", code)
 	}
 	errW.Close()
+}
+
+// bearerTransport sends the token with every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }

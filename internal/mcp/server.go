@@ -13,6 +13,7 @@ package mcp
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"net/http"
 	"time"
@@ -130,7 +131,21 @@ func ServeStdio(ctx context.Context, srv *sdk.Server, t sdk.Transport) error {
 }
 
 // HTTPHandler serves the streamable HTTP transport, one session per
-// client.
-func HTTPHandler(srv *sdk.Server) http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+// client, to requests that carry "Authorization: Bearer <token>": the
+// tools read and write the user's directories, so no other process,
+// page or host may call them. Cross-origin browser requests are refused
+// too.
+func HTTPHandler(srv *sdk.Server, token string) http.Handler {
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	want := []byte("Bearer " + token)
+	authorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="autocoder mcp"`)
+			http.Error(w, "autocoder mcp: send the token `autocoder mcp --listen` printed, as Authorization: Bearer <token>", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	return http.NewCrossOriginProtection().Handler(authorized)
 }
