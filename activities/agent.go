@@ -87,7 +87,8 @@ type CallSummary struct {
 	Args string `json:"args,omitempty"` // the start of the arguments
 	// Label says what the call does, for people: "read app/models.py".
 	Label string `json:"label,omitempty"`
-	// Command is a run call's whole command (up to commandBytes), for
+	// Command is a run call's whole command (up to commandBytes), or an
+	// MCP call's name and arguments, for
 	// approval and the allow-list.
 	Command string `json:"command,omitempty"`
 	// Ask is set on a call to an MCP server whose entry asks a person
@@ -314,8 +315,16 @@ func callSummary(c llm.ToolCall) CallSummary {
 		s.Name, s.Label = "", "refused "+s.Label
 		return s
 	}
-	if c.Name == ToolRun {
+	switch {
+	case c.Name == ToolRun:
 		s.Command = truncate.Head(callArgs(c.Arguments).Command, commandBytes)
+	case IsMCPTool(c.Name):
+		// A person asked to approve the call reads its arguments whole,
+		// or is told they were cut.
+		s.Command = c.Name + " " + c.Arguments
+		if len(s.Command) > commandBytes {
+			s.Command = truncate.Head(s.Command, commandBytes) + fmt.Sprintf(" … (cut: the arguments are %d bytes; approve only what you have read)", len(c.Arguments))
+		}
 	}
 	return s
 }

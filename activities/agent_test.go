@@ -533,3 +533,20 @@ func TestModelTurnRetryKeepsAnUnscreenedAppendedTurn(t *testing.T) {
 		t.Fatalf("retry = %+v after %d model calls; want the stored turn as it is", out, calls())
 	}
 }
+
+// TestMCPCallSummaryShowsTheArgumentsForApproval: a person approving an
+// MCP call reads what it sends, not a one-line label: padding cannot push
+// the part that matters out of sight, and arguments too long to show say
+// they were cut.
+func TestMCPCallSummaryShowsTheArgumentsForApproval(t *testing.T) {
+	args := `{"comment":"` + strings.Repeat("harmless ", 12) + `","sql":"DROP TABLE users"}`
+	s := callSummary(llm.ToolCall{ID: "c1", Name: "mcp__db__query", Arguments: args})
+	if !strings.Contains(s.Command, "DROP TABLE users") || !strings.HasPrefix(s.Command, "mcp__db__query ") {
+		t.Errorf("approval text %q lacks the whole arguments", s.Command)
+	}
+	long := `{"sql":"` + strings.Repeat("x", 2*commandBytes) + `"}`
+	s = callSummary(llm.ToolCall{ID: "c2", Name: "mcp__db__query", Arguments: long})
+	if len(s.Command) > commandBytes+200 || !strings.Contains(s.Command, "cut: the arguments are") {
+		t.Errorf("approval text of long arguments (%d bytes) does not say it was cut: %.80q…", len(s.Command), s.Command)
+	}
+}

@@ -397,7 +397,7 @@ func (t *task) routesMCP(ctx workflow.Context, calls []activities.CallSummary) b
 // declined, the model is told so instead.
 func (t *task) mcpCall(ctx workflow.Context, call activities.CallSummary) error {
 	if call.Ask || t.in.ApproveCommands {
-		d, err := t.ask(ctx, GateCommand, "Call this MCP tool?", describeCall(call))
+		d, err := t.ask(ctx, GateCommand, "Call this MCP tool?", orText(call.Command, describeCall(call)))
 		if err != nil {
 			return err
 		}
