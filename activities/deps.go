@@ -67,7 +67,10 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 	index := a.DepsIndexes[l.Name]
 	dir := filepath.Join(a.depsDir(), l.Name+"-"+depsKey(l, a.Sandbox.Name(), index, manifests))
 	d := depsInstall{dir: dir, env: l.Deps.Env}
-	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+	if err := ownDepsDir(filepath.Dir(dir)); err != nil {
+		return depsInstall{}, err
+	}
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && ownedByWorker(fi) {
 		d.note = fmt.Sprintf("%s dependencies: cached (%s)", l.Title, strings.Join(manifestNames(manifests), ", "))
 		return d, nil
 	}
@@ -100,14 +103,6 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 // dir once the install has succeeded. It returns the hosts the proxy
 // refused.
 func (a *Activities) runInstall(ctx context.Context, l lang.Language, index string, manifests []workspace.File, dir string) (sandbox.Result, []string, error) {
-	// The sandbox's user is not the worker's: it reaches the directory
-	// through this one (the bwrap backend mounts it as that user).
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
-	}
-	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
-		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
-	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".install-")
 	if err != nil {
 		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
@@ -144,12 +139,41 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
 		return res, refused, nil
 	}
+	// Only the worker's user may change what later runs import.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return res, refused, fmt.Errorf("install deps: %w", err)
+	}
 	// A check of another task may have installed the same meanwhile:
 	// either directory is as good.
 	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, fs.ErrExist) && !isDir(dir) {
 		return res, refused, fmt.Errorf("install deps: %w", err)
 	}
 	return res, refused, nil
+}
+
+// ownDepsDir makes dir, where installs are kept, or checks the one there:
+// a directory of the worker's user that no one else may write (the
+// default is under the shared temporary directory, where another user
+// could have made it first to plant what the tests import). The sandbox's
+// user, not the worker's, reaches installs through it: it is 0755.
+func ownDepsDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("install deps: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("install deps: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("install deps: %w", err)
+	}
+	if !fi.IsDir() || !ownedByWorker(fi) {
+		return fmt.Errorf("install deps: %s is not a directory of this worker's user: remove it and try again", dir)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("install deps: %w", err)
+	}
+	return nil
 }
 
 func isDir(p string) bool {
