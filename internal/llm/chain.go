@@ -67,15 +67,24 @@ func (c *Chain) each(ctx context.Context, usable func(Link) error, call func(con
 	order, passed := c.order(usable)
 	reasons := append([]string(nil), passed...)
 	var last error
+	// The links after the one that answers were allowed but not called:
+	// a half-open one's trial ends unused, so the next call may try it.
+	unused := func(i int) {
+		for _, l := range order[i+1:] {
+			c.Breakers.Release(l.Spec)
+		}
+	}
 	for i, l := range order {
 		err := call(ctx, l)
 		if err == nil {
 			c.Breakers.Success(l.Spec)
+			unused(i)
 			return strings.Join(reasons, "; "), nil
 		}
 		last = err
 		if ctx.Err() != nil || !FailsOver(err) {
 			c.Breakers.Release(l.Spec)
+			unused(i)
 			return "", notFailedOver(err, order[i+1:])
 		}
 		c.Breakers.Failure(l.Spec)

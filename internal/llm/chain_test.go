@@ -146,3 +146,24 @@ func TestChainPassesOverModelsWithoutToolsWhenToolsAreOffered(t *testing.T) {
 		t.Fatalf("a model without tool calling was offered tools (%d calls): %v", b.calls, err)
 	}
 }
+
+// TestHalfOpenFallbackStaysAvailable: a fallback whose cooldown ended is
+// still there for the next outage when the first model answered in
+// between (its trial, allowed but unused, ends with that call).
+func TestHalfOpenFallbackStaysAvailable(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	a := &scriptedModel{spec: specA, errs: []error{nil, status(503, llm.KindTransient)}, tools: true}
+	b := &scriptedModel{spec: specB, tools: true}
+	c := chainOf(clk, a, b)
+	c.Breakers.Failure(specB)
+	clk.advance(time.Hour)
+	ctx := context.Background()
+	conv := llm.Conversation{Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}
+	if res, err := c.Turn(ctx, conv, nil, llm.TurnOptions{}); err != nil || res.Model != specA.String() {
+		t.Fatalf("first turn: %+v, %v; want %s to answer", res, err, specA)
+	}
+	res, err := c.Turn(ctx, conv, nil, llm.TurnOptions{})
+	if err != nil || res.Model != specB.String() || b.calls != 1 {
+		t.Fatalf("on %s's outage: %+v, %v, %d calls to %s; want the fallback to answer", specA, res, err, b.calls, specB)
+	}
+}
