@@ -33,36 +33,21 @@ type MCPServer struct {
 
 var mcpServerKeys = []string{"name", "command", "args", "env", "env_from", "cwd", "url", "headers", "headers_env", "tools", "ask"}
 
-// readMCPServers reads the mcp_servers array of tables. An empty
-// [mcp_servers] table, which earlier versions kept in reserve, stands for
-// none.
+// readMCPServers reads the mcp_servers array of tables.
 func (r *fileReader) readMCPServers(v any) {
-	const name = "mcp_servers"
-	if table, ok := v.(map[string]any); ok && len(table) == 0 {
-		return
-	}
-	entries, ok := v.([]any)
-	if !ok {
-		r.fail(name, "mcp_servers is a list of servers: write each as a [[mcp_servers]] table with a name and a command or url")
-		return
-	}
-	for i, e := range entries {
-		prefix := fmt.Sprintf("%s.%d", name, i)
-		table, ok := e.(map[string]any)
-		if !ok {
-			r.fail(prefix, "each MCP server is a table ([[mcp_servers]] with name = \"...\"), not %s", tomlType(e))
-			continue
-		}
-		s, ok := r.mcpServer(prefix, table)
-		if !ok {
-			continue
-		}
-		if slices.ContainsFunc(r.mcpServers, func(o MCPServer) bool { return o.Name == s.Name }) {
-			r.fail(prefix+".name", "[[mcp_servers]] name: %q names another server too; names are unique", s.Name)
-			continue
-		}
-		r.mcpServers = append(r.mcpServers, s)
-	}
+	r.eachEntry("mcp_servers", v, "servers: write each as a [[mcp_servers]] table with a name and a command or url",
+		"MCP server is a table ([[mcp_servers]] with name = \"...\")",
+		func(prefix string, table map[string]any) {
+			s, ok := r.mcpServer(prefix, table)
+			if !ok {
+				return
+			}
+			if slices.ContainsFunc(r.mcpServers, func(o MCPServer) bool { return o.Name == s.Name }) {
+				r.fail(prefix+".name", "[[mcp_servers]] name: %q names another server too; names are unique", s.Name)
+				return
+			}
+			r.mcpServers = append(r.mcpServers, s)
+		})
 }
 
 // mcpServer reads one entry; a mistake is reported at its key's line.

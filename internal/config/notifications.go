@@ -23,29 +23,38 @@ type Notification struct {
 // notificationKeys are the keys an entry takes.
 var notificationKeys = []string{"url", "url_env", "format", "events"}
 
-// readNotifications reads the notifications array of tables. An empty
-// [notifications] table, which earlier versions kept in reserve, stands
-// for none.
+// readNotifications reads the notifications array of tables.
 func (r *fileReader) readNotifications(v any) {
-	const name = "notifications"
+	r.eachEntry("notifications", v, "webhooks: write each as a [[notifications]] table with a url",
+		"notification is a table ([[notifications]] with url = \"...\")",
+		func(prefix string, table map[string]any) {
+			if n, ok := r.notification(prefix, table); ok {
+				r.notifications = append(r.notifications, n)
+			}
+		})
+}
+
+// eachEntry calls read with each table of the array of tables v, the
+// section name; an empty [name] table, which earlier versions kept in
+// reserve, stands for none. what and each say, in its errors, what the
+// list holds and what an entry must be.
+func (r *fileReader) eachEntry(name string, v any, what, each string, read func(prefix string, table map[string]any)) {
 	if table, ok := v.(map[string]any); ok && len(table) == 0 {
 		return
 	}
 	entries, ok := v.([]any)
 	if !ok {
-		r.fail(name, "notifications is a list of webhooks: write each as a [[notifications]] table with a url")
+		r.fail(name, "%s is a list of %s", name, what)
 		return
 	}
 	for i, e := range entries {
 		prefix := fmt.Sprintf("%s.%d", name, i)
 		table, ok := e.(map[string]any)
 		if !ok {
-			r.fail(prefix, "each notification is a table ([[notifications]] with url = \"...\"), not %s", tomlType(e))
+			r.fail(prefix, "each %s, not %s", each, tomlType(e))
 			continue
 		}
-		if n, ok := r.notification(prefix, table); ok {
-			r.notifications = append(r.notifications, n)
-		}
+		read(prefix, table)
 	}
 }
 
