@@ -75,7 +75,45 @@ type Deps struct {
 	// URL (PIP_INDEX_URL): set from the configuration when the user names
 	// one for the language.
 	IndexVar string
+	// Versions is where the newest versions of the ecosystem's packages
+	// are looked up.
+	Versions Versions
 }
+
+// Versions is a language's registry of package versions: the protocol it
+// speaks and its documented default address. The versions package speaks
+// the protocols; a zero API means the language has no registry.
+type Versions struct {
+	API VersionsAPI
+	URL string
+	// IndexAPI is the protocol of an index the user names instead of URL
+	// (registries.index, or what Configured prints); "" is API.
+	IndexAPI VersionsAPI
+	// Configured is a command that prints the registry the ecosystem's
+	// own configuration names (go env GOPROXY); its failure or empty
+	// output leaves URL.
+	Configured []string
+}
+
+// VersionsAPI names a registry protocol the versions package speaks.
+type VersionsAPI string
+
+const (
+	// VersionsGoProxy is the Go module proxy protocol (@v/list, @latest),
+	// over a GOPROXY list.
+	VersionsGoProxy VersionsAPI = "goproxy"
+	// VersionsPyPI is PyPI's JSON API (/pypi/<name>/json).
+	VersionsPyPI VersionsAPI = "pypi"
+	// VersionsSimple is the simple repository API of Python indexes: PEP
+	// 691 JSON, or PEP 503 HTML.
+	VersionsSimple VersionsAPI = "simple"
+	// VersionsNpm is the npm registry's package document (dist-tags).
+	VersionsNpm VersionsAPI = "npm"
+	// VersionsCrates is Cargo's sparse index layout.
+	VersionsCrates VersionsAPI = "crates"
+	// VersionsMaven is a Maven repository's maven-metadata.xml.
+	VersionsMaven VersionsAPI = "maven"
+)
 
 // DepsDir is where a sandbox run finds its project's installed
 // dependencies.

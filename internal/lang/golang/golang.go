@@ -49,7 +49,9 @@ Use the standard library only (there is no network to download modules). Tests a
 		Policy: lang.Policy{Checker: lang.CheckerGo},
 		// The defaults of GOPROXY (its "direct" fallback, to any VCS host,
 		// is left out) and GOSUMDB.
-		Deps: lang.Deps{Registries: []string{"proxy.golang.org", "sum.golang.org"}},
+		Deps: lang.Deps{Registries: []string{"proxy.golang.org", "sum.golang.org"},
+			Versions: lang.Versions{API: lang.VersionsGoProxy, URL: "https://proxy.golang.org,direct",
+				Configured: []string{"go", "env", "GOPROXY"}}},
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-go:1",
 			Env: map[string]string{

@@ -118,7 +118,8 @@ Name a test as Class#method (or Class for all its tests).`,
 		Policy: lang.Policy{LineRules: policy.Java},
 		// Maven Central as Maven's super POM and Gradle's mavenCentral()
 		// name it (https://repo.maven.apache.org/maven2).
-		Deps: lang.Deps{Registries: []string{"repo.maven.apache.org"}},
+		Deps: lang.Deps{Registries: []string{"repo.maven.apache.org"},
+			Versions: lang.Versions{API: lang.VersionsMaven, URL: "https://repo.maven.apache.org/maven2"}},
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-java:1",
 			Env: map[string]string{

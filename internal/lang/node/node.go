@@ -27,7 +27,8 @@ var nodeCommands = []string{"node", "nodejs", "npm", "npx", "jest", "yarn", "pnp
 
 // deps: npm's default registry (https://registry.npmjs.org/), which
 // serves the packages' tarballs too.
-var deps = lang.Deps{Registries: []string{"registry.npmjs.org"}}
+var deps = lang.Deps{Registries: []string{"registry.npmjs.org"},
+	Versions: lang.Versions{API: lang.VersionsNpm, URL: "https://registry.npmjs.org"}}
 
 // JavaScript returns JavaScript on Node.js.
 func JavaScript() lang.Language {

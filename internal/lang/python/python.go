@@ -61,6 +61,9 @@ Tests are pytest files named test_*.py next to the code; import the code under t
 				"--no-input", "--target", lang.DepsDir, "-r", "requirements.txt"},
 			Env:      map[string]string{"PYTHONPATH": lang.DepsDir},
 			IndexVar: "PIP_INDEX_URL",
+			// PyPI's JSON API; an index the user names speaks the simple
+			// repository API.
+			Versions: lang.Versions{API: lang.VersionsPyPI, URL: "https://pypi.org", IndexAPI: lang.VersionsSimple},
 		},
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-python:2",

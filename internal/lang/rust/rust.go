@@ -60,7 +60,8 @@ func Language() lang.Language {
 		// Cargo's default registry, crates.io: its sparse index
 		// (sparse+https://index.crates.io/) and the download host that
 		// index's config.json names.
-		Deps: lang.Deps{Registries: []string{"index.crates.io", "static.crates.io"}},
+		Deps: lang.Deps{Registries: []string{"index.crates.io", "static.crates.io"},
+			Versions: lang.Versions{API: lang.VersionsCrates, URL: "https://index.crates.io"}},
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-rust:1",
 			Env: map[string]string{
