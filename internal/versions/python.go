@@ -59,7 +59,8 @@ func pypiSimple(ctx context.Context, r *Resolver, base, name string) (string, st
 		return base, "", err
 	}
 	var files []indexFile
-	if mediaType == "application/vnd.pypi.simple.v1+json" || mediaType == "application/json" {
+	// PEP 691's JSON (v1, or "latest"), else PEP 503's HTML.
+	if strings.HasPrefix(mediaType, "application/vnd.pypi.simple.") && strings.HasSuffix(mediaType, "+json") || mediaType == "application/json" {
 		files, err = simpleJSON(body)
 	} else {
 		files, err = simpleHTML(body)
