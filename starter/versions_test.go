@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -68,6 +69,15 @@ func TestVersionsCommand(t *testing.T) {
 	}
 
 	runVersionsCLI(t, env, "versions", "js", "no-such-pad").want(t, exitTaskFailed, nil, []string{"no package's version was found"})
+	// A registry that cannot be reached is a warning that says so.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "sparse+http://" + l.Addr().String() + "/"
+	l.Close()
+	runVersionsCLI(t, map[string]string{"AUTOCODER_REGISTRY_INDEXES": "rust=" + closed, "AUTOCODER_VERSIONS_TTL": "0"}, "versions", "rust", "serde").
+		want(t, exitTaskFailed, nil, []string{"warning: serde: no version from http://" + l.Addr().String() + ": cannot reach the registry"})
 	runVersionsCLI(t, env, "versions", "cpp", "fmt").want(t, exitUsage, nil, []string{"C++ has no package registry"})
 	runVersionsCLI(t, env, "versions", "cobol", "x").want(t, exitUsage, nil, []string{`unknown language "cobol"`})
 }
