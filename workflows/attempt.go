@@ -397,12 +397,8 @@ func (t *task) routesMCP(ctx workflow.Context, calls []activities.CallSummary) b
 // declined, the model is told so instead.
 func (t *task) mcpCall(ctx workflow.Context, call activities.CallSummary) error {
 	if call.Ask || t.in.ApproveCommands {
-		d, err := t.ask(ctx, GateCommand, "Call this MCP tool?", orText(call.Command, describeCall(call)))
-		if err != nil {
+		if ok, err := t.approved(ctx, call, "Call this MCP tool?", orText(call.Command, describeCall(call)), "a person declined this call: "); !ok {
 			return err
-		}
-		if !d.approved {
-			return t.appendResult(ctx, call, "a person declined this call: "+orText(d.text, "no reason given"), true)
 		}
 	}
 	c := &t.Conversation
@@ -417,6 +413,20 @@ func (t *task) mcpCall(ctx workflow.Context, call activities.CallSummary) error 
 	}
 	c.Length = out.Length
 	return nil
+}
+
+// approved asks a person at the command gate before a call runs. Declined,
+// the model is told so instead (declined, then the person's reason) and
+// ok is false.
+func (t *task) approved(ctx workflow.Context, call activities.CallSummary, question, shown, declined string) (ok bool, err error) {
+	d, err := t.ask(ctx, GateCommand, question, shown)
+	if err != nil {
+		return false, err
+	}
+	if d.approved {
+		return true, nil
+	}
+	return false, t.appendResult(ctx, call, declined+orText(d.text, "no reason given"), true)
 }
 
 // runTools runs workspace tool calls as one local activity.
@@ -445,12 +455,8 @@ func (t *task) runTools(ctx workflow.Context, calls []activities.CallSummary) er
 // model is told so instead.
 func (t *task) sandboxCall(ctx workflow.Context, call activities.CallSummary) error {
 	if call.Name == activities.ToolRun && t.in.ApproveCommands && !commandAllowed(call.Command, t.in.CommandAllow) {
-		d, err := t.ask(ctx, GateCommand, "Run this command?", call.Command)
-		if err != nil {
+		if ok, err := t.approved(ctx, call, "Run this command?", call.Command, "a person declined to run this: "); !ok {
 			return err
-		}
-		if !d.approved {
-			return t.appendResult(ctx, call, "a person declined to run this: "+orText(d.text, "no reason given"), true)
 		}
 	}
 	c := &t.Conversation
