@@ -34,16 +34,16 @@ func costText(u activities.Usage) string {
 	return fmt.Sprintf("$%.4f and unknown", u.CostUSD)
 }
 
-// tokensText is the tokens of model calls: input, split into fresh and
-// cached (read from the provider's prompt cache) once any was cached or
-// written to the cache, and output.
+// tokensText is the tokens of model calls: input, split once any was
+// cached into fresh, read from the provider's prompt cache, and written to
+// it (each priced on its own), and output.
 func tokensText(prompt, cached, written, completion int) string {
 	if cached == 0 && written == 0 {
 		return fmt.Sprintf("%d in, %d out", prompt, completion)
 	}
-	s := fmt.Sprintf("%d in (%d fresh, %d cached", prompt, prompt-cached, cached)
+	s := fmt.Sprintf("%d in (%d fresh, %d cached", prompt, prompt-cached-written, cached)
 	if written > 0 {
-		s += fmt.Sprintf("; %d written to the cache", written)
+		s += fmt.Sprintf(", %d written to the cache", written)
 	}
 	return s + fmt.Sprintf("), %d out", completion)
 }
