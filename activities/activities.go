@@ -97,9 +97,9 @@ func (a *Activities) metrics() Metrics {
 }
 
 // countModelCall counts an answered call to spec and returns its usage.
-func (a *Activities) countModelCall(spec llm.Spec, in, out int) Usage {
-	u := a.callUsage(spec, in, out)
-	a.metrics().ModelCall(spec.String(), in, out, u.CostUSD)
+func (a *Activities) countModelCall(spec llm.Spec, tokens llm.Usage) Usage {
+	u := a.callUsage(spec, tokens)
+	a.metrics().ModelCall(spec.String(), tokens.InputTokens, tokens.OutputTokens, u.CostUSD)
 	return u
 }
 
@@ -140,7 +140,7 @@ func (a *Activities) completeOnce(ctx context.Context, key string, model llm.Mod
 	if raw, err := a.Store.GetMemo(ctx, key); err == nil {
 		if err := json.Unmarshal(raw, &resp); err == nil {
 			activity.GetLogger(ctx).Info("model answer reused from memo", "activity", info.ActivityType.Name)
-			return resp, a.callUsage(answered(spec, resp.Model), resp.PromptTokens, resp.CompletionTokens), nil
+			return resp, a.callUsage(answered(spec, resp.Model), completionUsage(resp)), nil
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return llm.Response{}, Usage{}, fmt.Errorf("read memo: %w", err)
@@ -174,7 +174,7 @@ func (a *Activities) completeOnce(ctx context.Context, key string, model llm.Mod
 	if resp.FellBack != "" {
 		activity.GetLogger(ctx).Warn("model fell back", "answered", resp.Model, "fellBack", resp.FellBack)
 	}
-	return resp, a.countModelCall(answered(spec, resp.Model), resp.PromptTokens, resp.CompletionTokens), nil
+	return resp, a.countModelCall(answered(spec, resp.Model), completionUsage(resp)), nil
 }
 
 // answered is the model that answered: the one an answer names (a
@@ -190,13 +190,21 @@ func answered(spec llm.Spec, model string) llm.Spec {
 	return s
 }
 
-// callUsage is the usage of one call to spec, at the worker's prices.
-func (a *Activities) callUsage(spec llm.Spec, in, out int) Usage {
-	m := ModelUsage{Model: spec.String(), PromptTokens: in, CompletionTokens: out, Calls: 1, CostUSD: a.Prices.Cost(spec, in, out)}
+// completionUsage is the usage of a completion, which reads no cache.
+func completionUsage(resp llm.Response) llm.Usage {
+	return llm.Usage{InputTokens: resp.PromptTokens, OutputTokens: resp.CompletionTokens}
+}
+
+// callUsage is the usage of one call to spec, at the worker's prices:
+// fresh input, cache reads, cache writes and output each at its own.
+func (a *Activities) callUsage(spec llm.Spec, t llm.Usage) Usage {
+	m := ModelUsage{Model: spec.String(), PromptTokens: t.InputTokens, CompletionTokens: t.OutputTokens,
+		CachedTokens: t.CacheReadTokens, CacheWriteTokens: t.CacheWriteTokens, Calls: 1, CostUSD: a.Prices.Cost(spec, t)}
 	if _, ok := a.Prices.Of(spec); !ok {
 		m.Unpriced = 1
 	}
-	return Usage{PromptTokens: in, CompletionTokens: out, Calls: 1, CostUSD: m.CostUSD, Unpriced: m.Unpriced, PerModel: []ModelUsage{m}}
+	return Usage{PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens, CachedTokens: m.CachedTokens,
+		CacheWriteTokens: m.CacheWriteTokens, Calls: 1, CostUSD: m.CostUSD, Unpriced: m.Unpriced, PerModel: []ModelUsage{m}}
 }
 
 // modelError turns a provider failure into the error Temporal should see:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/autocoder/autocoder/internal/lang/languages"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -521,11 +522,11 @@ func TestSaveLessonsChargesFailedChecks(t *testing.T) {
 // price is counted as such, so its $0 is not taken for a cost.
 func TestCallUsageCountsUnpricedCalls(t *testing.T) {
 	var u Usage
-	u.Add((&Activities{}).callUsage(llm.Spec{Provider: llm.ProviderOpenAI, Model: "gpt-4.1"}, 1000, 100))
+	u.Add((&Activities{}).callUsage(llm.Spec{Provider: llm.ProviderOpenAI, Model: "gpt-4.1"}, llm.Usage{InputTokens: 1000, OutputTokens: 100}))
 	if u.Unpriced != 0 || u.CostUSD == 0 {
 		t.Errorf("a priced call: %+v", u)
 	}
-	u.Add((&Activities{}).callUsage(llm.Spec{Provider: llm.ProviderOllama, Model: "my-local-model"}, 1000, 100))
+	u.Add((&Activities{}).callUsage(llm.Spec{Provider: llm.ProviderOllama, Model: "my-local-model"}, llm.Usage{InputTokens: 1000, OutputTokens: 100}))
 	if u.Unpriced != 1 || u.Calls != 2 {
 		t.Errorf("after an unpriced call: %+v, want 1 unpriced of 2", u)
 	}
@@ -538,9 +539,9 @@ func TestCallUsageByModelAtTheConfiguredPrices(t *testing.T) {
 	gpt := llm.Spec{Provider: llm.ProviderOpenAI, Model: "gpt-4.1"}
 	a := &Activities{Prices: llm.PriceTable{local.String(): {InputPerMTok: 1, OutputPerMTok: 2}}}
 	var u Usage
-	u.Add(a.callUsage(local, 1_000_000, 500_000))
-	u.Add(a.callUsage(gpt, 1_000_000, 0))
-	u.Add(a.callUsage(local, 0, 500_000))
+	u.Add(a.callUsage(local, llm.Usage{InputTokens: 1_000_000, OutputTokens: 500_000}))
+	u.Add(a.callUsage(gpt, llm.Usage{InputTokens: 1_000_000, OutputTokens: 0}))
+	u.Add(a.callUsage(local, llm.Usage{InputTokens: 0, OutputTokens: 500_000}))
 	if u.Unpriced != 0 || u.CostUSD != 1+1+2+1 || u.Calls != 3 {
 		t.Errorf("usage = %+v, want $5 over 3 priced calls", u)
 	}
@@ -550,6 +551,20 @@ func TestCallUsageByModelAtTheConfiguredPrices(t *testing.T) {
 	}
 	if !reflect.DeepEqual(u.PerModel, want) {
 		t.Errorf("per model = %+v\nwant %+v", u.PerModel, want)
+	}
+}
+
+// TestCallUsagePricesCachedInput: input read from the provider's cache and
+// written to it is priced at its own rate, and counted apart.
+func TestCallUsagePricesCachedInput(t *testing.T) {
+	sonnet := llm.Spec{Provider: llm.ProviderAnthropic, Model: "claude-sonnet-4-5"}
+	u := (&Activities{}).callUsage(sonnet, llm.Usage{InputTokens: 3_000_000, CacheReadTokens: 1_000_000, CacheWriteTokens: 1_000_000, OutputTokens: 100_000})
+	// 1M fresh at $3, 1M read at $0.30, 1M written at $3.75, 0.1M out at $15.
+	if want := 3 + 0.3 + 3.75 + 1.5; math.Abs(u.CostUSD-want) > 1e-9 || u.CachedTokens != 1_000_000 || u.CacheWriteTokens != 1_000_000 {
+		t.Errorf("usage = %+v, want $%.2f with 1M cached and 1M written", u, want)
+	}
+	if m := u.PerModel[0]; m.CachedTokens != 1_000_000 || m.CacheWriteTokens != 1_000_000 || m.CostUSD != u.CostUSD {
+		t.Errorf("per model = %+v", m)
 	}
 }
 

@@ -213,7 +213,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 	}
 	out.Reused, out.StopReason, out.Text = reused, res.StopReason, clip(res.Text, summaryBytes)
 	by := answered(spec, res.Model)
-	out.Usage = a.callUsage(by, res.Usage.InputTokens, res.Usage.OutputTokens)
+	out.Usage = a.callUsage(by, res.Usage)
 	out.Model, out.FellBack = by.String(), res.FellBack
 	for _, c := range res.ToolCalls {
 		s := callSummary(c)
@@ -233,7 +233,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTur
 // tool; a call to a tool not offered is "unknown", so the model cannot
 // make up label values.
 func (a *Activities) countTurn(spec llm.Spec, res llm.TurnResult, offered []llm.Tool) {
-	a.countModelCall(spec, res.Usage.InputTokens, res.Usage.OutputTokens)
+	a.countModelCall(spec, res.Usage)
 	for _, c := range res.ToolCalls {
 		name := "unknown"
 		if slices.ContainsFunc(offered, func(t llm.Tool) bool { return t.Name == c.Name }) {

@@ -53,52 +53,75 @@ func requestTokens(msgs []llm.Message) int {
 	return total
 }
 
+// elideTo is the share of the budget eliding brings a request down to:
+// below the budget, so that the turns after it fit without eliding more.
+const elideToNum, elideToDen = 2, 3
+
 // fitContext returns the conversation to send when the stored one costs
-// more than budget tokens (see messageBudget): the outputs of older tool calls, oldest first,
-// are replaced by a marker naming the call, so the model knows what it no
-// longer sees and how to see it again. The results answering the last
-// assistant message, which the model is about to read, are kept. The
-// stored transcript is not touched: msgs is copied before any change. It
-// also returns how many outputs were elided. When that is not enough,
-// ModelTurn has the older turns summarized (see Summarize).
+// more than budget tokens (see messageBudget): the outputs of older tool
+// calls, oldest first, are replaced by a marker naming the call, so the
+// model knows what it no longer sees and how to see it again. The results
+// answering the last assistant message, which the model is about to read,
+// are kept. The stored transcript is not touched: msgs is copied before
+// any change. It also returns how many outputs were elided. When that is
+// not enough, ModelTurn has the older turns summarized (see Summarize).
+//
+// What a turn sends begins with exactly what the turn before it sent, so
+// the provider's prompt cache serves it (see llm's cache breakpoints):
+// eliding rewrites that prefix, so it happens only when a request is over
+// the budget, and then once for a while, down to elideTo of the budget.
+// The elisions are found by replaying the conversation's turns (each
+// assistant message answered the messages before it), so every turn
+// elides what the turns before it did, and more only when it must.
 func fitContext(msgs []llm.Message, budget int) ([]llm.Message, int) {
-	total := requestTokens(msgs)
-	if total <= budget {
+	if requestTokens(msgs) <= budget {
 		return msgs, 0
 	}
-	// Results after the last assistant message answer the latest calls.
-	keepFrom := len(msgs)
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == llm.RoleAssistant {
-			keepFrom = i
-			break
-		}
-	}
+	out := slices.Clone(msgs)
 	calls := map[string]llm.ToolCall{}
-	out := make([]llm.Message, len(msgs))
-	copy(out, msgs)
-	elided := 0
-	for i := 0; i < keepFrom && total > budget; i++ {
-		m := out[i]
-		for _, c := range m.ToolCalls {
-			calls[c.ID] = c
+	elided, next := 0, 0 // next: the first message not yet considered for eliding
+	sent := 0            // tokens of out[:end]
+	lastAssistant := -1  // before end
+	for end := 0; end <= len(out); end++ {
+		request := end == len(out) || out[end].Role == llm.RoleAssistant
+		if request && sent > budget {
+			target := budget * elideToNum / elideToDen
+			for ; next < lastAssistant && sent > target; next++ {
+				for _, c := range out[next].ToolCalls {
+					calls[c.ID] = c
+				}
+				saved := elide(&out[next], calls)
+				sent -= saved
+				if saved > 0 {
+					elided++
+				}
+			}
 		}
-		if m.Role != llm.RoleTool || m.Result == nil {
-			continue
+		if end < len(out) {
+			sent += messageTokens(out[end])
+			if out[end].Role == llm.RoleAssistant {
+				lastAssistant = end
+			}
 		}
-		r := *m.Result
-		marker := elisionMarker(calls[r.CallID], len(r.Content))
-		if len(marker) >= len(r.Content) {
-			continue
-		}
-		before := messageTokens(m)
-		r.Content = marker
-		m.Result = &r
-		out[i] = m
-		total -= before - messageTokens(m)
-		elided++
 	}
 	return out, elided
+}
+
+// elide replaces the output of a tool message by its marker when that is
+// shorter, and returns the tokens saved.
+func elide(m *llm.Message, calls map[string]llm.ToolCall) int {
+	if m.Role != llm.RoleTool || m.Result == nil {
+		return 0
+	}
+	r := *m.Result
+	marker := elisionMarker(calls[r.CallID], len(r.Content))
+	if len(marker) >= len(r.Content) {
+		return 0
+	}
+	before := messageTokens(*m)
+	r.Content = marker
+	m.Result = &r
+	return before - messageTokens(*m)
 }
 
 // elisionMarker stands for an elided tool output.

@@ -82,10 +82,15 @@ func (s TestSummary) Headline() string {
 	}
 }
 
-// Usage counts model tokens and their price.
+// Usage counts model tokens and their price. PromptTokens counts every
+// input token; of them, CachedTokens were read from the provider's prompt
+// cache and CacheWriteTokens written to it, each priced on its own (see
+// llm.Price). Both are zero in the histories of older workers.
 type Usage struct {
 	PromptTokens     int     `json:"promptTokens"`
 	CompletionTokens int     `json:"completionTokens"`
+	CachedTokens     int     `json:"cachedTokens,omitempty"`
+	CacheWriteTokens int     `json:"cacheWriteTokens,omitempty"`
 	CostUSD          float64 `json:"costUsd"`
 	Calls            int     `json:"calls"`
 	// Unpriced counts the calls to models without a known price, whose
@@ -101,6 +106,8 @@ type ModelUsage struct {
 	Model            string  `json:"model"`
 	PromptTokens     int     `json:"promptTokens"`
 	CompletionTokens int     `json:"completionTokens"`
+	CachedTokens     int     `json:"cachedTokens,omitempty"`
+	CacheWriteTokens int     `json:"cacheWriteTokens,omitempty"`
 	CostUSD          float64 `json:"costUsd"`
 	Calls            int     `json:"calls"`
 	Unpriced         int     `json:"unpricedCalls,omitempty"`
@@ -109,6 +116,8 @@ type ModelUsage struct {
 func (m *ModelUsage) add(o ModelUsage) {
 	m.PromptTokens += o.PromptTokens
 	m.CompletionTokens += o.CompletionTokens
+	m.CachedTokens += o.CachedTokens
+	m.CacheWriteTokens += o.CacheWriteTokens
 	m.CostUSD += o.CostUSD
 	m.Calls += o.Calls
 	m.Unpriced += o.Unpriced
@@ -118,6 +127,8 @@ func (m *ModelUsage) add(o ModelUsage) {
 func (u *Usage) Add(o Usage) {
 	u.PromptTokens += o.PromptTokens
 	u.CompletionTokens += o.CompletionTokens
+	u.CachedTokens += o.CachedTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
 	u.CostUSD += o.CostUSD
 	u.Calls += o.Calls
 	u.Unpriced += o.Unpriced

@@ -885,3 +885,22 @@ func TestStatusNamesTheFallbackAndTokensPerModel(t *testing.T) {
 		"  openai:gpt-4.1: 200 in, 20 out (2 calls, cost $0.2500)\n",
 	}, nil)
 }
+
+// TestStatusSplitsCachedInput: with prompt caching, status splits each
+// model's input into fresh and cached tokens, and says what was written to
+// the cache; the task's line too.
+func TestStatusSplitsCachedInput(t *testing.T) {
+	c := newFakeClient()
+	st := working
+	st.Usage = activities.Usage{PromptTokens: 5000, CachedTokens: 3000, CacheWriteTokens: 1500, CompletionTokens: 40, Calls: 3, CostUSD: 0.02,
+		PerModel: []activities.ModelUsage{
+			{Model: "anthropic:claude-sonnet-4-5", PromptTokens: 4000, CachedTokens: 2000, CacheWriteTokens: 1500, CompletionTokens: 30, Calls: 2, CostUSD: 0.015},
+			{Model: "openai:gpt-4.1", PromptTokens: 1000, CachedTokens: 1000, CompletionTokens: 10, Calls: 1, CostUSD: 0.005},
+		}}
+	c.statuses["t1"] = st
+	runFake(t, c, "status", "t1").want(t, exitOK, []string{
+		"tokens:    5000 in (500 fresh, 3000 cached, 1500 written to the cache), 40 out (3 calls, cost $0.0200)\n",
+		"  anthropic:claude-sonnet-4-5: 4000 in (500 fresh, 2000 cached, 1500 written to the cache), 30 out (2 calls, cost $0.0150)\n",
+		"  openai:gpt-4.1: 1000 in (0 fresh, 1000 cached), 10 out (1 calls, cost $0.0050)\n",
+	}, nil)
+}

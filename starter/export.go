@@ -93,7 +93,7 @@ func exportTask(ctx context.Context, f *Factory, o ExportOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "exported checkpoint #%d of task %s to %s\n", cp.N, id, o.Dir)
 	}
 	if o.Dir != "" || o.Patch {
-		fmt.Fprintf(f.IO.ErrOut, "the task's model calls: %d in, %d out (%d calls, cost %s)\n", st.Usage.PromptTokens, st.Usage.CompletionTokens, st.Usage.Calls, costText(st.Usage))
+		fmt.Fprintf(f.IO.ErrOut, "the task's model calls: %s\n", usageText(st.Usage))
 		printModelUsage(f.IO.ErrOut, "  ", st.Usage)
 	}
 	if o.Dir != "" || o.Patch {

@@ -131,7 +131,8 @@ loop:
 	} else {
 		fmt.Fprintf(f.IO.Out, "  %d file(s) written to %s\n", n, out)
 	}
-	fmt.Fprintf(f.IO.Out, "  tokens: %d in, %d out, cost %s\n", result.Status.Usage.PromptTokens, result.Status.Usage.CompletionTokens, costText(result.Status.Usage))
+	u := result.Status.Usage
+	fmt.Fprintf(f.IO.Out, "  tokens: %s, cost %s\n", tokensText(u.PromptTokens, u.CachedTokens, u.CacheWriteTokens, u.CompletionTokens), costText(u))
 	if cps := result.Status.Checkpoints; len(cps) > 0 {
 		reviewWarnings(f.IO.Out, cps[len(cps)-1]) // the last check judged the whole result
 	}

@@ -110,7 +110,7 @@ func printStatus(w io.Writer, id string, st workflows.Status) {
 	if m := modelLine(st); m != "" {
 		fmt.Fprintf(w, "model:     %s\n", m)
 	}
-	fmt.Fprintf(w, "tokens:    %d in, %d out (%d calls, cost %s)\n", st.Usage.PromptTokens, st.Usage.CompletionTokens, st.Usage.Calls, costText(st.Usage))
+	fmt.Fprintf(w, "tokens:    %s\n", usageText(st.Usage))
 	printModelUsage(w, "  ", st.Usage)
 	if len(st.Plan) > 0 {
 		fmt.Fprintln(w, "plan:")

@@ -11,15 +11,21 @@ import (
 )
 
 // ModelPrice is one [prices."provider:model"] table of the file: what the
-// model costs in US dollars per million tokens.
+// model costs in US dollars per million tokens. cached_input (a cache
+// read) and cache_write are optional: without them they take the ratios
+// to input of the model's list price, or Anthropic's documented ones
+// (0.1 and 1.25) for its models, else the input price.
 type ModelPrice struct {
 	Model  string // provider:model
 	Price  llm.Price
 	Source Source
 }
 
-// priceKeys are the keys a price table takes; both are required.
-var priceKeys = []string{"input", "output"}
+// priceKeys are the keys a price table requires; cacheKeys those it may add.
+var (
+	priceKeys = []string{"input", "output"}
+	cacheKeys = []string{"cached_input", "cache_write"}
+)
 
 // readPrices reads the prices table: one table per model.
 func (r *fileReader) readPrices(v any) {
@@ -54,8 +60,13 @@ func (r *fileReader) readPrices(v any) {
 				into = &p.Price.InputPerMTok
 			case "output":
 				into = &p.Price.OutputPerMTok
+			case "cached_input":
+				into = &p.Price.CachedInputPerMTok
+			case "cache_write":
+				into = &p.Price.CacheWritePerMTok
 			default:
-				r.fail(full+"."+key, "[prices.%q] %s: unknown key; a price takes %s (dollars per million tokens)", name, key, strings.Join(priceKeys, " and "))
+				r.fail(full+"."+key, "[prices.%q] %s: unknown key; a price takes %s, and may add %s (dollars per million tokens)",
+					name, key, strings.Join(priceKeys, " and "), strings.Join(cacheKeys, " and "))
 				good = false
 				continue
 			}
@@ -73,6 +84,9 @@ func (r *fileReader) readPrices(v any) {
 				good = false
 			}
 		}
+		_, readSet := entry["cached_input"]
+		_, writeSet := entry["cache_write"]
+		p.Price = llm.WithCachePrices(spec, p.Price, readSet, writeSet)
 		if good && !slices.ContainsFunc(r.prices, func(o ModelPrice) bool { return o.Model == p.Model }) {
 			r.prices = append(r.prices, p)
 		}
@@ -110,6 +124,7 @@ func (c *Config) FilePrices() []ModelPrice { return c.prices }
 
 // Shown is the price for `config show`.
 func (p ModelPrice) Shown() string {
-	return fmt.Sprintf("$%s in, $%s out per million tokens",
-		strconv.FormatFloat(p.Price.InputPerMTok, 'f', -1, 64), strconv.FormatFloat(p.Price.OutputPerMTok, 'f', -1, 64))
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	return fmt.Sprintf("$%s in, $%s cached in, $%s cache write, $%s out per million tokens",
+		f(p.Price.InputPerMTok), f(p.Price.CachedInputPerMTok), f(p.Price.CacheWritePerMTok), f(p.Price.OutputPerMTok))
 }

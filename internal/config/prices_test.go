@@ -13,7 +13,8 @@ import (
 func TestPricesAndFallback(t *testing.T) {
 	text := "model = \"openai:gpt-4.1\"\nfallback = [\"anthropic:claude-sonnet-4-5\", \"ollama:qwen2.5-coder:7b\"]\n\n" +
 		"[model_call]\nbreaker_cooldown = \"30s\"\n\n" +
-		"[prices.\"openai:gpt-4.1\"]\ninput = 1\noutput = 4.5\n\n[prices.\"ollama:qwen2.5-coder:7b\"]\ninput = 0\noutput = 0\n"
+		"[prices.\"openai:gpt-4.1\"]\ninput = 1\noutput = 4.5\n\n[prices.\"ollama:qwen2.5-coder:7b\"]\ninput = 0\noutput = 0\n\n" +
+		"[prices.\"anthropic:claude-next\"]\ninput = 2\noutput = 10\ncache_write = 2\n"
 	p := writeFile(t, t.TempDir(), "c.toml", text, 0o600)
 	c, err := Load(Options{File: p})
 	if err != nil {
@@ -30,8 +31,17 @@ func TestPricesAndFallback(t *testing.T) {
 	if pr, ok := prices.Of(gpt); !ok || pr.InputPerMTok != 1 || pr.OutputPerMTok != 4.5 {
 		t.Errorf("the file's price of gpt-4.1 = %+v, %v", pr, ok)
 	}
-	if got := prices.Cost(gpt, 1_000_000, 1_000_000); got != 5.5 {
+	if got := prices.Cost(gpt, llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}); got != 5.5 {
 		t.Errorf("cost of a million tokens each way = %v, want 5.5", got)
+	}
+	// Without cached_input, gpt-4.1's cache reads keep its list ratio to
+	// input (a quarter); an Anthropic model without a list price takes
+	// Anthropic's documented tenth, and its cache_write is as given.
+	if pr, _ := prices.Of(gpt); pr.CachedInputPerMTok != 0.25 || pr.CacheWritePerMTok != 1 {
+		t.Errorf("gpt-4.1's cache prices = %+v, want 0.25 read, 1 write", pr)
+	}
+	if pr, _ := prices.Of(llm.Spec{Provider: llm.ProviderAnthropic, Model: "claude-next"}); pr.CachedInputPerMTok != 0.2 || pr.CacheWritePerMTok != 2 {
+		t.Errorf("claude-next's cache prices = %+v, want 0.2 read, 2 write", pr)
 	}
 	local := llm.Spec{Provider: llm.ProviderOllama, Model: "qwen2.5-coder:7b"}
 	if _, ok := prices.Of(local); !ok {
@@ -40,7 +50,7 @@ func TestPricesAndFallback(t *testing.T) {
 	if pr, ok := prices.Of(llm.Spec{Provider: llm.ProviderAnthropic, Model: "claude-sonnet-4-5"}); !ok || pr.InputPerMTok != 3 {
 		t.Errorf("a model the file does not price keeps its list price: %+v, %v", pr, ok)
 	}
-	if got := c.FilePrices(); len(got) != 2 || got[1].Source.Line != 7 {
+	if got := c.FilePrices(); len(got) != 3 || got[2].Source.Line != 7 {
 		t.Errorf("file prices = %+v, want the second from line 7", got)
 	}
 

@@ -17,7 +17,7 @@ const anthropicVersion = "2023-06-01"
 
 type anRequest struct {
 	Model     string      `json:"model"`
-	System    string      `json:"system,omitempty"`
+	System    []anBlock   `json:"system,omitempty"`
 	Messages  []anMessage `json:"messages"`
 	Tools     []anTool    `json:"tools,omitempty"`
 	MaxTokens int         `json:"max_tokens"`
@@ -25,10 +25,21 @@ type anRequest struct {
 }
 
 type anTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *anCacheControl `json:"cache_control,omitempty"`
 }
+
+// anCacheControl marks a cache breakpoint: the prompt up to and including
+// the block carrying it is cached, and read back by a later request whose
+// prompt begins with the same blocks.
+type anCacheControl struct {
+	Type string `json:"type"` // "ephemeral"
+}
+
+// ephemeral is the breakpoint of the default (five-minute) cache.
+var ephemeral = &anCacheControl{Type: "ephemeral"}
 
 type anMessage struct {
 	Role    string    `json:"role"`
@@ -50,6 +61,8 @@ type anBlock struct {
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	Content   string `json:"content,omitempty"`
 	IsError   bool   `json:"is_error,omitempty"`
+	// CacheControl marks a cache breakpoint after this block.
+	CacheControl *anCacheControl `json:"cache_control,omitempty"`
 }
 
 type anUsage struct {
@@ -94,13 +107,19 @@ func (c *client) anthropicTurn(ctx context.Context, conv Conversation, tools []T
 	if err != nil {
 		return TurnResult{}, err
 	}
-	req := anRequest{Model: c.spec.Model, System: system, Messages: msgs, MaxTokens: maxTokens, Stream: stream}
+	req := anRequest{Model: c.spec.Model, Messages: msgs, MaxTokens: maxTokens, Stream: stream}
+	if system != "" {
+		req.System = []anBlock{{Type: "text", Text: system}}
+	}
 	for _, t := range tools {
 		schema := t.Parameters
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`) // the API requires a schema
 		}
 		req.Tools = append(req.Tools, anTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	if !c.noPromptCache {
+		markCacheBreakpoints(&req)
 	}
 	header := http.Header{}
 	header.Set("x-api-key", c.key)
@@ -116,7 +135,8 @@ func (c *client) anthropicTurn(ctx context.Context, conv Conversation, tools []T
 // the text, each tool_use block is one call.
 func anthropicResult(r anResponse) TurnResult {
 	res := TurnResult{StopReason: normalStop(r.StopReason), ProviderStop: r.StopReason,
-		Usage: Usage{InputTokens: r.Usage.input(), OutputTokens: r.Usage.OutputTokens}}
+		Usage: Usage{InputTokens: r.Usage.input(), OutputTokens: r.Usage.OutputTokens,
+			CacheReadTokens: r.Usage.CacheReadInputTokens, CacheWriteTokens: r.Usage.CacheCreationInputTokens}}
 	var text strings.Builder
 	for _, b := range r.Content {
 		switch b.Type {
@@ -219,6 +239,48 @@ func readAnthropicStream(body io.Reader, onText func(string)) (anResponse, error
 		return anResponse{}, errors.New("stream ended before message_stop: the answer is incomplete")
 	}
 	return r, nil
+}
+
+// markCacheBreakpoints marks up to three of the four cache breakpoints the
+// API allows, so that a turn pays the full input price only for what the
+// turn before it did not send. The prompt is cached in the order tools,
+// system, messages:
+//   - the system prompt (else the last tool) closes the part every turn
+//     of a conversation repeats;
+//   - the last block of the previous turn's newest message, where that
+//     turn wrote its cache, is the prefix this turn reads back;
+//   - the last block of the newest message writes the prefix the next
+//     turn will read.
+//
+// The API looks back only 20 blocks from a breakpoint for an earlier
+// entry, so the previous turn's end is marked rather than left to that
+// search: a turn with many tool results would otherwise miss it.
+func markCacheBreakpoints(req *anRequest) {
+	switch {
+	case len(req.System) > 0:
+		req.System[len(req.System)-1].CacheControl = ephemeral
+	case len(req.Tools) > 0:
+		req.Tools[len(req.Tools)-1].CacheControl = ephemeral
+	}
+	last := len(req.Messages) - 1
+	if last < 0 {
+		return
+	}
+	mark := func(i int) {
+		b := req.Messages[i].Content
+		b[len(b)-1].CacheControl = ephemeral
+	}
+	mark(last)
+	// The previous turn ended on the user message before the last
+	// assistant message.
+	for i := last - 1; i > 0; i-- {
+		if req.Messages[i].Role == "assistant" {
+			if req.Messages[i-1].Role == "user" {
+				mark(i - 1)
+			}
+			return
+		}
+	}
 }
 
 // anthropicMessages writes a conversation as Anthropic messages: system

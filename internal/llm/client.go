@@ -42,6 +42,8 @@ type client struct {
 	key string
 	// legacyMaxTokens sends max_tokens rather than max_completion_tokens.
 	legacyMaxTokens bool
+	// noPromptCache marks no cache breakpoints (Env.NoPromptCache).
+	noPromptCache bool
 	// callOpts are provider-specific options added to every call.
 	callOpts []llms.CallOption
 	limits   Limits
@@ -61,7 +63,7 @@ func New(spec Spec, env Env) (Model, error) {
 		return nil, fmt.Errorf("new model %s: %w", spec, err)
 	}
 	hc := newHTTPClient(limits)
-	c := &client{spec: spec, hc: hc, limits: limits, log: slog.Default().With("provider", string(spec.Provider), "model", spec.Model)}
+	c := &client{spec: spec, hc: hc, limits: limits, noPromptCache: env.NoPromptCache, log: slog.Default().With("provider", string(spec.Provider), "model", spec.Model)}
 	switch spec.Provider {
 	case ProviderOpenAI:
 		c.endpoint = cmp.Or(env.OpenAIBaseURL, openAIURL)

@@ -61,14 +61,28 @@ type oaToolCall struct {
 // oaResponse is a whole answer or one streamed chunk of it.
 type oaResponse struct {
 	Choices []oaChoice `json:"choices"`
-	Usage   *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
+	Usage   *oaUsage   `json:"usage"`
 	// Error is how a stream reports a failure after it has begun.
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+type oaUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		// CachedTokens of the prompt were read from the provider's cache.
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func (u oaUsage) usage() Usage {
+	out := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CacheReadTokens = min(d.CachedTokens, u.PromptTokens)
+	}
+	return out
 }
 
 type oaChoice struct {
@@ -128,7 +142,7 @@ func openAIWhole(r oaResponse) TurnResult {
 func openAIResult(r oaResponse, text, finish string, calls []ToolCall) TurnResult {
 	res := TurnResult{Text: text, ToolCalls: calls, StopReason: normalStop(finish), ProviderStop: finish}
 	if r.Usage != nil {
-		res.Usage = Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens}
+		res.Usage = r.Usage.usage()
 	}
 	return res
 }

@@ -73,6 +73,10 @@ type Env struct {
 	// is passed over (model_call.breaker_cooldown); empty is
 	// DefaultBreakerCooldown.
 	BreakerCooldown string
+	// NoPromptCache sends Anthropic requests without cache breakpoints, so
+	// every turn pays full price for its whole prompt: the baseline the
+	// cache is measured against.
+	NoPromptCache bool
 }
 
 // ParseSpec reads "provider:model" or just "provider" (the provider's

@@ -103,9 +103,19 @@ const (
 )
 
 // Usage is what a turn cost in tokens, the same for every provider.
+// InputTokens counts the whole prompt; of it, CacheReadTokens were read
+// from the provider's prompt cache and CacheWriteTokens written to it,
+// each billed at its own price (see Price). The rest is fresh input.
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+}
+
+// FreshTokens is the input neither read from nor written to the cache.
+func (u Usage) FreshTokens() int {
+	return max(u.InputTokens-u.CacheReadTokens-u.CacheWriteTokens, 0)
 }
 
 // TurnResult is the model's side of one turn.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -42,6 +43,19 @@ type MessagesRequest struct {
 	Stream    bool
 	APIKey    string // x-api-key
 	Version   string // anthropic-version
+	// Body is the request body as the client sent it.
+	Body []byte
+	// Breakpoints counts the blocks marked with cache_control;
+	// CacheReadTokens and CacheWriteTokens are the input the server read
+	// from its prompt cache and wrote to it, as the usage reported them.
+	Breakpoints      int
+	CacheReadTokens  int
+	CacheWriteTokens int
+	// InputTokens is the whole prompt's count, cached or not.
+	InputTokens int
+	// units are the prompt's cacheable pieces: each tool, system block and
+	// content block, in that order.
+	units []promptUnit
 }
 
 // LastUser returns the text of the last user message.
@@ -94,7 +108,18 @@ func AnthropicHandler(script AnthropicScript) http.Handler { return newAnthropic
 func newAnthropicHandler(script AnthropicScript) *protocolHandler[MessagesRequest] {
 	return &protocolHandler[MessagesRequest]{script: script, proto: protocol[MessagesRequest]{
 		path: "/messages", decode: decodeMessages, fail: writeAnthropicError, answer: answerMessages,
-		check: func(req MessagesRequest) string { return pairedToolUse(req.Messages) },
+		check: func(req MessagesRequest) string {
+			if req.Breakpoints > maxBreakpoints {
+				return fmt.Sprintf("A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, req.Breakpoints)
+			}
+			return pairedToolUse(req.Messages)
+		},
+		cache: func(c *promptCache, req *MessagesRequest) {
+			req.InputTokens = inputTokens(*req)
+			if req.Breakpoints <= maxBreakpoints {
+				req.CacheReadTokens, req.CacheWriteTokens = c.explicit(req.units, 0)
+			}
+		},
 	}}
 }
 
@@ -112,36 +137,42 @@ func answerMessages(w http.ResponseWriter, _ *http.Request, n int, req MessagesR
 	if len(reply.ToolCalls) > 0 {
 		stop = "tool_use"
 	}
-	in, out := inputTokens(req), CountTokens(reply.Content)+callTokens(reply.ToolCalls)
+	out := CountTokens(reply.Content) + callTokens(reply.ToolCalls)
+	// input_tokens counts only what was neither read from the cache nor
+	// written to it.
+	usage := map[string]any{"input_tokens": req.InputTokens - req.CacheReadTokens - req.CacheWriteTokens, "output_tokens": out,
+		"cache_read_input_tokens": req.CacheReadTokens, "cache_creation_input_tokens": req.CacheWriteTokens}
 	if req.Stream {
-		writeAnthropicStream(w, id, req.Model, blocks, stop, in, out)
+		writeAnthropicStream(w, id, req.Model, blocks, stop, usage, out)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": req.Model,
 		"content": blocks, "stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": in, "output_tokens": out},
+		"usage": usage,
 	})
 }
 
 // inputTokens counts the system prompt and every block, plus 3 tokens of
 // framing a message.
 func inputTokens(req MessagesRequest) int {
-	n := CountTokens(req.System)
-	for _, m := range req.Messages {
-		n += 3
-		for _, b := range m.Blocks {
-			n += CountTokens(b.Text) + CountTokens(b.Name) + CountTokens(string(b.Input)) + CountTokens(b.Content)
-		}
+	n := 0
+	for _, u := range req.units {
+		n += u.Tokens
 	}
 	return n
+}
+
+// blockTokens is what a content block adds to the prompt.
+func blockTokens(b Block) int {
+	return CountTokens(b.Text) + CountTokens(b.Name) + CountTokens(string(b.Input)) + CountTokens(b.Content)
 }
 
 // writeAnthropicStream sends the answer as the messages API streams it:
 // message_start with the input tokens, each block as start, deltas (text
 // or partial JSON of the tool input) and stop, then message_delta with the
 // stop reason and output tokens, and message_stop.
-func writeAnthropicStream(w http.ResponseWriter, id, model string, blocks []map[string]any, stop string, in, out int) {
+func writeAnthropicStream(w http.ResponseWriter, id, model string, blocks []map[string]any, stop string, usage map[string]any, out int) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -154,9 +185,11 @@ func writeAnthropicStream(w http.ResponseWriter, id, model string, blocks []map[
 			flusher.Flush()
 		}
 	}
+	start := maps.Clone(usage) // the output tokens come last, in message_delta
+	start["output_tokens"] = 1
 	send("message_start", map[string]any{"message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": in, "output_tokens": 1},
+		"stop_reason": nil, "stop_sequence": nil, "usage": start,
 	}})
 	send("ping", map[string]any{})
 	for i, b := range blocks {
@@ -267,6 +300,77 @@ type wireBlock struct {
 	IsError   bool            `json:"is_error"`
 }
 
+// rawMessages is the request body's prompt, each piece as sent.
+type rawMessages struct {
+	System   json.RawMessage `json:"system"`
+	Messages []struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Tools []json.RawMessage `json:"tools"`
+}
+
+// cacheUnits splits the prompt into the pieces the cache compares, each
+// without its cache_control (a breakpoint moved is the same prompt), and
+// counts the breakpoints.
+func cacheUnits(raw rawMessages, req *MessagesRequest) error {
+	add := func(role string, piece json.RawMessage, tokens int) error {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(piece, &fields); err != nil {
+			// A plain string: content without blocks, and no breakpoint.
+			req.units = append(req.units, promptUnit{Key: append([]byte(role+"\x00"), piece...), Tokens: tokens})
+			return nil
+		}
+		_, marked := fields["cache_control"]
+		delete(fields, "cache_control")
+		key, err := json.Marshal(fields)
+		if err != nil {
+			return err
+		}
+		if marked {
+			req.Breakpoints++
+		}
+		req.units = append(req.units, promptUnit{Key: append([]byte(role+"\x00"), key...), Tokens: tokens, Breakpoint: marked})
+		return nil
+	}
+	pieces := func(content json.RawMessage) []json.RawMessage {
+		var list []json.RawMessage
+		if json.Unmarshal(content, &list) != nil {
+			return []json.RawMessage{content}
+		}
+		return list
+	}
+	for _, t := range raw.Tools {
+		if err := add("tool", t, 0); err != nil {
+			return err
+		}
+	}
+	if len(raw.System) > 0 && string(raw.System) != "null" {
+		for _, p := range pieces(raw.System) {
+			var b wireBlock
+			_ = json.Unmarshal(p, &b) // a string holds no block; its text is counted below
+			text := b.Text
+			if b.Type == "" {
+				_ = json.Unmarshal(p, &text)
+			}
+			if err := add("system", p, CountTokens(text)); err != nil {
+				return err
+			}
+		}
+	}
+	for i, m := range raw.Messages {
+		for j, p := range pieces(m.Content) {
+			tokens := blockTokens(req.Messages[i].Blocks[j])
+			if j == 0 {
+				tokens += 3
+			}
+			if err := add(req.Messages[i].Role, p, tokens); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func decodeMessages(r *http.Request) (MessagesRequest, error) {
 	if r.Header.Get("x-api-key") == "" {
 		return MessagesRequest{}, &statusError{http.StatusUnauthorized, "x-api-key header is required"}
@@ -274,8 +378,12 @@ func decodeMessages(r *http.Request) (MessagesRequest, error) {
 	if r.Header.Get("anthropic-version") == "" {
 		return MessagesRequest{}, errors.New("anthropic-version: header is required")
 	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return MessagesRequest{}, fmt.Errorf("read request body: %w", err)
+	}
 	var w wireMessages
-	if err := json.NewDecoder(r.Body).Decode(&w); err != nil {
+	if err := json.Unmarshal(body, &w); err != nil {
 		return MessagesRequest{}, fmt.Errorf("decode request body: %w", err)
 	}
 	if w.MaxTokens <= 0 {
@@ -285,7 +393,7 @@ func decodeMessages(r *http.Request) (MessagesRequest, error) {
 		return MessagesRequest{}, errors.New("messages: at least one message is required")
 	}
 	req := MessagesRequest{Model: w.Model, MaxTokens: w.MaxTokens, Stream: w.Stream,
-		APIKey: r.Header.Get("x-api-key"), Version: r.Header.Get("anthropic-version")}
+		APIKey: r.Header.Get("x-api-key"), Version: r.Header.Get("anthropic-version"), Body: body}
 	system, err := blocksOf(w.System)
 	if err != nil {
 		return MessagesRequest{}, fmt.Errorf("system: %w", err)
@@ -311,6 +419,13 @@ func decodeMessages(r *http.Request) (MessagesRequest, error) {
 			return MessagesRequest{}, fmt.Errorf("tools.%d: name and input_schema are required", i)
 		}
 		req.Tools = append(req.Tools, ToolDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+	}
+	var raw rawMessages
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return MessagesRequest{}, fmt.Errorf("decode request body: %w", err)
+	}
+	if err := cacheUnits(raw, &req); err != nil {
+		return MessagesRequest{}, fmt.Errorf("decode request body: %w", err)
 	}
 	return req, nil
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -59,6 +60,13 @@ type ChatRequest struct {
 	IncludeUsage bool   // stream_options.include_usage
 	MaxTokens    int    // max_tokens or max_completion_tokens
 	APIKey       string // the bearer token
+	// Body is the request body as the client sent it.
+	Body []byte
+	// CachedTokens is the prompt's prefix the server had seen before, as
+	// usage.prompt_tokens_details.cached_tokens reported it.
+	CachedTokens int
+	// units are the prompt's cacheable pieces: each tool, each message.
+	units []promptUnit
 }
 
 // LastUser returns the content of the last user message.
@@ -133,12 +141,17 @@ func CountTokens(s string) int { return (len(s) + 3) / 4 }
 // promptTokens counts like OpenAI's published estimate: each message costs
 // its content plus 3 tokens of framing, and the reply is primed with 3 more.
 func promptTokens(msgs []Message) int {
-	n := 3
+	n := promptPriming
 	for _, m := range msgs {
-		n += 3 + CountTokens(m.Content) + callTokens(m.ToolCalls)
+		n += messageTokens(m)
 	}
 	return n
 }
+
+// promptPriming is what every prompt costs beyond its messages.
+const promptPriming = 3
+
+func messageTokens(m Message) int { return 3 + CountTokens(m.Content) + callTokens(m.ToolCalls) }
 
 // callTokens counts tool calls by their names and arguments.
 func callTokens(calls []ToolCall) int {
@@ -189,6 +202,7 @@ func newHandler(script Script) *protocolHandler[ChatRequest] {
 	return &protocolHandler[ChatRequest]{script: script, proto: protocol[ChatRequest]{
 		path: "/chat/completions", decode: decodeRequest, fail: writeError, answer: answerChat,
 		check: func(req ChatRequest) string { return pairedToolCalls(req.Messages) },
+		cache: func(c *promptCache, req *ChatRequest) { req.CachedTokens = c.automatic(req.units, promptPriming) },
 	}}
 }
 
@@ -197,7 +211,10 @@ type protocol[R any] struct {
 	path   string // served at the root and under /v1
 	decode func(*http.Request) (R, error)
 	// check returns the API's complaint about a well-formed request.
-	check  func(R) string
+	check func(R) string
+	// cache, when the API caches prompts, reads the request's prompt
+	// against the server's prompt cache and writes it there; see cache.go.
+	cache  func(*promptCache, *R)
 	fail   func(w http.ResponseWriter, status int, msg string)
 	answer func(w http.ResponseWriter, r *http.Request, n int, req R, reply Reply)
 }
@@ -216,6 +233,7 @@ type protocolHandler[R any] struct {
 	proto  protocol[R]
 	script func(R) Reply
 	rec    recorder[R]
+	cache  promptCache
 }
 
 func (h *protocolHandler[R]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -235,6 +253,9 @@ func (h *protocolHandler[R]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.proto.fail(w, status, err.Error())
 		return
+	}
+	if h.proto.cache != nil {
+		h.proto.cache(&h.cache, &req)
 	}
 	n := h.rec.add(req)
 	if msg := h.proto.check(req); msg != "" {
@@ -274,6 +295,7 @@ func answerChat(w http.ResponseWriter, r *http.Request, n int, req ChatRequest, 
 	id := fmt.Sprintf("chatcmpl-llmtest-%d", n)
 	usage := usage{Prompt: promptTokens(req.Messages), Completion: CountTokens(reply.Content) + callTokens(reply.ToolCalls)}
 	usage.Total = usage.Prompt + usage.Completion
+	usage.Details.Cached = req.CachedTokens
 	if req.Stream {
 		writeStream(w, r, id, req, reply, usage)
 		return
@@ -357,6 +379,9 @@ type usage struct {
 	Prompt     int `json:"prompt_tokens"`
 	Completion int `json:"completion_tokens"`
 	Total      int `json:"total_tokens"`
+	Details    struct {
+		Cached int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 // wireRequest is the subset of the request body the server reads.
@@ -394,8 +419,19 @@ type wireToolCall struct {
 }
 
 func decodeRequest(r *http.Request) (ChatRequest, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return ChatRequest{}, fmt.Errorf("read request body: %w", err)
+	}
 	var w wireRequest
-	if err := json.NewDecoder(r.Body).Decode(&w); err != nil {
+	if err := json.Unmarshal(body, &w); err != nil {
+		return ChatRequest{}, fmt.Errorf("decode request body: %w", err)
+	}
+	var raw struct {
+		Messages []json.RawMessage `json:"messages"`
+		Tools    []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
 		return ChatRequest{}, fmt.Errorf("decode request body: %w", err)
 	}
 	if len(w.Messages) == 0 {
@@ -406,6 +442,7 @@ func decodeRequest(r *http.Request) (ChatRequest, error) {
 		Stream:    w.Stream,
 		MaxTokens: max(w.MaxTokens, w.MaxCompletionTokens),
 		APIKey:    strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "),
+		Body:      body,
 	}
 	if w.StreamOptions != nil {
 		req.IncludeUsage = w.StreamOptions.IncludeUsage
@@ -429,6 +466,14 @@ func decodeRequest(r *http.Request) (ChatRequest, error) {
 			return ChatRequest{}, fmt.Errorf("tools[%d]: type \"function\" and function.name are required", i)
 		}
 		req.Tools = append(req.Tools, ToolDef{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	}
+	// The prompt as the cache compares it: the tools, then each message
+	// as sent, byte for byte. The tools cost nothing here, as in usage.
+	for _, t := range raw.Tools {
+		req.units = append(req.units, promptUnit{Key: t})
+	}
+	for i, m := range raw.Messages {
+		req.units = append(req.units, promptUnit{Key: m, Tokens: messageTokens(req.Messages[i])})
 	}
 	return req, nil
 }
