@@ -66,7 +66,9 @@ func runInLocalMode(t *testing.T, l *local, dir, lang, task string) workflows.St
 // autocoder executable itself as the sandbox's forwarder: built static
 // (CGO_ENABLED=0) and dynamically linked (CGO_ENABLED=1), on both
 // backends. The tests, which import the package, pass, and status shows
-// the install.
+// the install and the host the proxy refused: an extra index on the
+// loopback that no configuration names, which the requirements point pip
+// to as well.
 func TestLocalWorkerInstallsDeps(t *testing.T) {
 	const task = "Make greeting end with an exclamation mark"
 	name, whl := registrytest.PureWheel(t, "greetlib", "1.0", "def hello():\n    return 'hello from greetlib'\n")
@@ -76,11 +78,12 @@ func TestLocalWorkerInstallsDeps(t *testing.T) {
 		for _, backend := range []string{"docker", "bwrap"} {
 			t.Run(fmt.Sprintf("cgo=%v/%s", cgo, backend), func(t *testing.T) {
 				index := registrytest.NewPyIndex(t, map[string][]byte{name: whl})
+				other := registrytest.NewPyIndex(t, map[string][]byte{name: whl})
 				l := newLocalOf(t, bin, llmtest.New(t, depsScript(task, fix)), "AUTOCODER_SANDBOX="+backend,
 					"AUTOCODER_REGISTRY_INDEXES=python="+index.URL(), "AUTOCODER_PRIVATE_REGISTRIES="+index.Host())
 				dir := t.TempDir()
 				writeProject(t, dir, map[string]string{
-					"requirements.txt": "greetlib==1.0\n",
+					"requirements.txt": "--extra-index-url " + other.URL() + "\ngreetlib==1.0\n",
 					"greet.py":         "import greetlib\n\n\ndef greeting():\n    return greetlib.hello()\n",
 					"test_greet.py":    "from greet import greeting\n\n\ndef test_greeting():\n    assert greeting() == 'hello from greetlib!'\n",
 				})
@@ -90,6 +93,9 @@ func TestLocalWorkerInstallsDeps(t *testing.T) {
 				}
 				if n := index.Downloads(); n != 1 {
 					t.Errorf("wheel downloads: %d, want 1", n)
+				}
+				if st.LastTest == nil || !strings.Contains(st.LastTest.Deps, "the egress proxy refused "+other.Host()) || other.Downloads() != 0 {
+					t.Errorf("the host not on the list: %d downloads from it, deps note %+v", other.Downloads(), st.LastTest)
 				}
 				if got, _ := os.ReadFile(filepath.Join(dir, "greet.py")); !strings.Contains(string(got), `+ "!"`) {
 					t.Errorf("greet.py after the task:\n%s", got)
