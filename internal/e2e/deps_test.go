@@ -16,9 +16,9 @@ import (
 	"github.com/autocoder/autocoder/workflows"
 )
 
-// depsTask is a task whose project needs a third-party package; the
-// scripted model answers it with fix, whatever the attempt.
-func depsScript(task string, fix string) llmtest.Script {
+// depsScript plays a model that plans one step and answers task with
+// fix, whatever the attempt.
+func depsScript(task, fix string) llmtest.Script {
 	return func(req llmtest.ChatRequest) llmtest.Reply {
 		last := req.LastUser()
 		if strings.Contains(last, planMarker) {
@@ -33,8 +33,9 @@ func depsScript(task string, fix string) llmtest.Script {
 	}
 }
 
-// runInLocalMode runs task on the project dir in local mode with the
-// executable bin, and returns the finished task's status.
+// runInLocalMode runs task on the project dir in local mode (l's data
+// dir and executable), and returns the succeeded task's status, whose
+// human form must show a deps: line.
 func runInLocalMode(t *testing.T, l *local, dir, lang, task string) workflows.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
