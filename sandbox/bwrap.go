@@ -43,7 +43,7 @@ type bwrapRunner struct {
 	// profiles are the languages served; hostChecks whether each one's
 	// toolchain is on the host, checked on first use.
 	profiles   profileSet
-	forward    string                  // Config.Forwarder
+	forward    *forwarder              // Config.Forwarder
 	hostChecks sync.Map                // profile name -> *hostCheck
 	goCache    atomic.Pointer[goCache] // nil until the go profile is first used
 	goOnce     sync.Once
@@ -89,7 +89,7 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 		return nil, err
 	}
 	r.profiles = newProfileSet(cfg.Profiles)
-	r.forward = cfg.Forwarder
+	r.forward = cfg.forwarder
 	if cfg.PoolSize > 0 {
 		lim := cfg.PoolLimits.withDefaults()
 		for _, p := range cfg.Profiles {

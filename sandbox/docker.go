@@ -97,7 +97,7 @@ type dockerRunner struct {
 	toolsMu  sync.Mutex
 	tools    map[string]*toolchain // toolchain volumes by image, filled on first use
 	profiles profileSet
-	forward  string         // Config.Forwarder
+	forward  *forwarder     // Config.Forwarder
 	bg       sync.WaitGroup // pending removals and volume fills
 	closed   atomic.Bool
 	ctx      context.Context // ends at Close: stops volume fills
@@ -129,7 +129,7 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 	// reported at start and built on its language's first run. Its
 	// language has no warm pool.
 	d.profiles = newProfileSet(cfg.Profiles)
-	d.forward = cfg.Forwarder
+	d.forward = cfg.forwarder
 	for _, p := range cfg.Profiles {
 		if err := d.checkImage(ctx, p.Image); err != nil {
 			if !errors.Is(err, ErrImageMissing) {

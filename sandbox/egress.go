@@ -1,12 +1,14 @@
 package sandbox
 
 import (
-	"debug/elf"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+
+	"github.com/autocoder/autocoder/sandbox/forward"
 )
 
 // Network is what a run may reach.
@@ -34,7 +36,7 @@ const EgressListen = "127.0.0.1:3128"
 // Paths inside the sandbox of the egress route's mounts.
 const (
 	egressSocket    = "/run/autocoder/egress.sock"
-	egressForwarder = "/run/autocoder/egress-forward"
+	egressForwarder = "/run/autocoder/" + forward.Name
 	egressCABundle  = "/run/autocoder/ca-bundle.pem"
 )
 
@@ -69,15 +71,15 @@ type Egress struct {
 
 // route is a validated egress route, ready for a backend.
 type route struct {
-	socket    string   // host path of the proxy's socket
-	forwarder string   // host path of the forwarder
-	caBundle  string   // host path of the CA bundle, or ""
-	env       []string // the proxy (and CA bundle) variables, KEY=VALUE
+	socket    string     // host path of the proxy's socket
+	forwarder *forwarder // how the run starts the forwarder
+	caBundle  string     // host path of the CA bundle, or ""
+	env       []string   // the proxy (and CA bundle) variables, KEY=VALUE
 }
 
 // egressRoute checks a spec's network against the runner's forwarder;
 // nil for a run without network.
-func egressRoute(spec Spec, forwarder string) (*route, error) {
+func egressRoute(spec Spec, fw *forwarder) (*route, error) {
 	switch spec.Network {
 	case NetworkNone:
 		return nil, nil
@@ -85,8 +87,8 @@ func egressRoute(spec Spec, forwarder string) (*route, error) {
 	default:
 		return nil, fmt.Errorf("%w: network %q (want %q or %q)", ErrInvalidSpec, spec.Network, NetworkNone, NetworkEgress)
 	}
-	if forwarder == "" {
-		return nil, fmt.Errorf("%w: an egress run needs the forwarder (sandbox Config.Forwarder: build sandbox/cmd/egress-forward with CGO_ENABLED=0)", ErrInvalidSpec)
+	if fw == nil {
+		return nil, fmt.Errorf("%w: an egress run needs the forwarder (sandbox Config.Forwarder: an autocoder executable, or sandbox/cmd/egress-forward)", ErrInvalidSpec)
 	}
 	if spec.Egress.Proxy == nil {
 		return nil, fmt.Errorf("%w: an egress run needs the proxy's grant", ErrInvalidSpec)
@@ -115,12 +117,12 @@ func egressRoute(spec Spec, forwarder string) (*route, error) {
 		env = append(env, k+"="+v)
 	}
 	sort.Strings(env)
-	return &route{socket: spec.Egress.Socket, forwarder: forwarder, caBundle: spec.Egress.CABundle, env: env}, nil
+	return &route{socket: spec.Egress.Socket, forwarder: fw, caBundle: spec.Egress.CABundle, env: env}, nil
 }
 
 // mounts are the route's host paths and where the sandbox sees them.
 func (r *route) mounts() [][2]string {
-	m := [][2]string{{r.socket, egressSocket}, {r.forwarder, egressForwarder}}
+	m := append([][2]string{{r.socket, egressSocket}}, r.forwarder.mounts()...)
 	if r.caBundle != "" {
 		m = append(m, [2]string{r.caBundle, egressCABundle})
 	}
@@ -129,24 +131,5 @@ func (r *route) mounts() [][2]string {
 
 // wrap runs argv under the forwarder.
 func (r *route) wrap(argv []string) []string {
-	return append([]string{egressForwarder, EgressListen, egressSocket, "--"}, argv...)
-}
-
-// checkForwarder makes sure the forwarder at path runs in any sandbox: a
-// static executable, which needs no loader or libraries of the image's.
-func checkForwarder(path string) error {
-	if !filepath.IsAbs(path) {
-		return fmt.Errorf("%w: egress forwarder %q is not an absolute path", ErrInvalidSpec, path)
-	}
-	f, err := elf.Open(path)
-	if err != nil {
-		return fmt.Errorf("%w: egress forwarder %s: %w (build it: CGO_ENABLED=0 go build ./sandbox/cmd/egress-forward)", ErrInvalidSpec, path, err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("%w: egress forwarder %s is dynamically linked; build it with CGO_ENABLED=0", ErrInvalidSpec, path)
-		}
-	}
-	return nil
+	return slices.Concat(r.forwarder.command(), []string{EgressListen, egressSocket, "--"}, argv)
 }

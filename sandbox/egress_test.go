@@ -4,18 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,46 +58,16 @@ attempt("uid", os.getuid)
 print(json.dumps(out))
 `
 
-var (
-	forwarderOnce sync.Once
-	forwarderPath string
-	forwarderErr  error
-)
-
-// testForwarder builds the egress forwarder, static, once per test binary,
-// in a directory every sandbox user can read.
-func testForwarder(t *testing.T) string {
-	t.Helper()
-	forwarderOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "autocoder-forward-")
-		if err != nil {
-			forwarderErr = err
-			return
-		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			forwarderErr = err
-			return
-		}
-		path := filepath.Join(dir, "egress-forward")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./cmd/egress-forward")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			forwarderErr = fmt.Errorf("build the forwarder: %w: %s", err, out)
-			return
-		}
-		forwarderPath = path
-	})
-	if forwarderErr != nil {
-		t.Fatal(forwarderErr)
-	}
-	return forwarderPath
-}
-
-// egressRunner is a runner of the backend with the forwarder and a warm
-// pool, which egress runs must pass by: its sandboxes have no route.
+// egressRunner is a runner of the backend with the static forwarder and
+// a warm pool, which egress runs must pass by: its sandboxes have no
+// route.
 func egressRunner(t *testing.T, backend string, profiles ...string) Runner {
 	t.Helper()
-	fwd := testForwarder(t)
+	return egressRunnerWith(t, backend, testenv.Forwarder(t, false), profiles...)
+}
+
+func egressRunnerWith(t *testing.T, backend, fwd string, profiles ...string) Runner {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := New(ctx, Config{Backend: backend, PoolSize: 1, Slots: 2, Profiles: testProfiles(profiles...), Warm: profiles, Forwarder: fwd})
@@ -285,24 +252,25 @@ func TestEgressSpecRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := proxySocket(t, p)
+	fwd := &forwarder{path: "/fwd"}
 	plain := filepath.Join(t.TempDir(), "plain")
 	if err := os.WriteFile(plain, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name      string
-		forwarder string
+		forwarder *forwarder
 		spec      Spec
 		want      string
 	}{
-		{"unknown network", "/fwd", Spec{Network: "host"}, `network "host"`},
-		{"no forwarder", "", Spec{Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g}}, "Config.Forwarder"},
-		{"no grant", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: sock}}, "grant"},
-		{"relative socket", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: "proxy.sock", Proxy: g}}, "absolute"},
-		{"missing socket", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: sock + ".gone", Proxy: g}}, "no such file"},
-		{"not a socket", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: plain, Proxy: g}}, "not a socket"},
-		{"missing CA bundle", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g, CABundle: plain + ".gone"}}, "CA bundle"},
-		{"CA bundle not a file", "/fwd", Spec{Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g, CABundle: filepath.Dir(plain)}}, "CA bundle"},
+		{"unknown network", fwd, Spec{Network: "host"}, `network "host"`},
+		{"no forwarder", nil, Spec{Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g}}, "Config.Forwarder"},
+		{"no grant", fwd, Spec{Network: NetworkEgress, Egress: Egress{Socket: sock}}, "grant"},
+		{"relative socket", fwd, Spec{Network: NetworkEgress, Egress: Egress{Socket: "proxy.sock", Proxy: g}}, "absolute"},
+		{"missing socket", fwd, Spec{Network: NetworkEgress, Egress: Egress{Socket: sock + ".gone", Proxy: g}}, "no such file"},
+		{"not a socket", fwd, Spec{Network: NetworkEgress, Egress: Egress{Socket: plain, Proxy: g}}, "not a socket"},
+		{"missing CA bundle", fwd, Spec{Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g, CABundle: plain + ".gone"}}, "CA bundle"},
+		{"CA bundle not a file", fwd, Spec{Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g, CABundle: filepath.Dir(plain)}}, "CA bundle"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.spec.Profile, tc.spec.Cmd = "python", sh("true")
@@ -312,7 +280,7 @@ func TestEgressSpecRefused(t *testing.T) {
 			}
 		})
 	}
-	j, err := prepare(newProfileSet(testProfiles("python")), "/fwd", Spec{Profile: "python", Cmd: sh("true"), Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g}})
+	j, err := prepare(newProfileSet(testProfiles("python")), fwd, Spec{Profile: "python", Cmd: sh("true"), Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,17 +289,103 @@ func TestEgressSpecRefused(t *testing.T) {
 	}
 }
 
-// TestForwarderMustBeStatic: a runner refuses a forwarder that needs the
-// host's loader and libraries, which an image may not have.
-func TestForwarderMustBeStatic(t *testing.T) {
-	if err := checkForwarder(testForwarder(t)); err != nil {
+// TestForwarderOfAnyLinking: a static forwarder is mounted alone and
+// started as itself; a dynamically linked one (/bin/sh here) comes with
+// its loader and every library it needs, resolved on the host, and starts
+// through that loader. What the sandbox's user could not read or run, or
+// is no executable, is refused.
+func TestForwarderOfAnyLinking(t *testing.T) {
+	static, err := newForwarder(testenv.Forwarder(t, false))
+	if err != nil {
 		t.Fatalf("the static forwarder: %v", err)
 	}
-	if err := checkForwarder("/bin/sh"); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
-		t.Errorf("a dynamic forwarder: %v", err)
+	if got := static.command(); !slices.Equal(got, []string{egressForwarder}) || len(static.mounts()) != 1 {
+		t.Errorf("the static forwarder starts as %v with mounts %v", got, static.mounts())
+	}
+
+	dyn, err := newForwarder("/bin/sh")
+	if err != nil {
+		t.Fatalf("a dynamic forwarder: %v", err)
+	}
+	t.Logf("/bin/sh: %v", dyn.mounts())
+	cmd := dyn.command()
+	if len(cmd) != 4 || cmd[0] != egressLibDir+"/"+dyn.loader[1] || cmd[1] != "--library-path" || cmd[2] != egressLibDir || cmd[3] != egressForwarder {
+		t.Errorf("a dynamic forwarder starts as %v", cmd)
+	}
+	targets := map[string]string{}
+	for _, m := range dyn.mounts() {
+		targets[m[1]] = m[0]
+	}
+	if real, _ := filepath.EvalSymlinks("/bin/sh"); targets[egressForwarder] != real || targets[cmd[0]] == "" || targets[egressLibDir+"/libc.so.6"] == "" {
+		t.Errorf("a dynamic forwarder's mounts: %v", dyn.mounts())
+	}
+	for target, src := range targets {
+		if fi, err := os.Lstat(src); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s is mounted from %s, not a regular file (%v)", target, src, err)
+		}
+	}
+
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script")
+	private := filepath.Join(dir, "private")
+	data, err := os.ReadFile(testenv.Forwarder(t, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(private, data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{script, "Linux executable"},
+		{private, "not readable by other users"},
+		{"egress-forward", "absolute"},
+		{filepath.Join(dir, "missing"), "no such file"},
+	} {
+		if _, err := newForwarder(tc.path); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want ErrInvalidSpec saying %q, got %v", tc.path, tc.want, err)
+		}
 	}
 	if _, err := New(context.Background(), Config{Backend: "bwrap", Profiles: testProfiles("python"), Forwarder: "/nonexistent/egress-forward"}); !errors.Is(err, ErrInvalidSpec) {
 		t.Errorf("a missing forwarder: %v", err)
+	}
+}
+
+// TestDynamicForwarderRuns: the forwarder built with cgo, dynamically
+// linked, carries an egress run's request to the proxy and its command's
+// exit status back, on both backends, through the host's loader and
+// libraries mounted into the sandbox.
+func TestDynamicForwarderRuns(t *testing.T) {
+	fwd := testenv.Forwarder(t, true)
+	if fw, err := newForwarder(fwd); err != nil || fw.loader[0] == "" {
+		t.Fatalf("the forwarder built with cgo is not dynamically linked: %+v %v", fw, err)
+	}
+	registry := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "registry index "+r.URL.Path)
+	}))
+	t.Cleanup(registry.Close)
+	reg := registry.Listener.Addr().String()
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			r := egressRunnerWith(t, backend, fwd)
+			p, err := egress.New(egress.Config{Registries: []string{reg}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sock := proxySocket(t, p)
+			g, err := p.Grant("task-"+backend, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := run(t, r, Spec{Profile: "python", Network: NetworkEgress, Egress: Egress{Socket: sock, Proxy: g},
+				Cmd: []string{"python3", "-c", "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()); sys.exit(7)",
+					"http://" + reg + "/simple/"}})
+			if res.ExitCode != 7 || strings.TrimSpace(res.Stdout) != "registry index /simple/" {
+				t.Errorf("through the dynamic forwarder: exit %d, stdout %q, stderr %s", res.ExitCode, res.Stdout, res.Stderr)
+			}
+		})
 	}
 }
 

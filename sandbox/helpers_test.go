@@ -55,6 +55,7 @@ func TestMain(m *testing.M) {
 	for _, r := range runners {
 		r.Close()
 	}
+	testenv.Cleanup()
 	os.Exit(code)
 }
 

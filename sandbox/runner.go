@@ -38,9 +38,11 @@ type Config struct {
 	// CacheDir holds the bwrap backend's pre-built Go cache; empty means a
 	// directory under os.TempDir().
 	CacheDir string
-	// Forwarder is the host path of the static egress-forward program
-	// (sandbox/cmd/egress-forward, built with CGO_ENABLED=0), mounted
-	// read-only into NetworkEgress runs; without it they are refused.
+	// Forwarder is the host path of the egress forwarder (package
+	// sandbox/forward): an autocoder executable, or sandbox/cmd/
+	// egress-forward. It is mounted read-only into NetworkEgress runs,
+	// with its loader and libraries when it is dynamically linked
+	// (CheckForwarder); without it those runs are refused.
 	Forwarder string
 	// Images say where the docker backend's offline build of a missing
 	// image finds Debian.
@@ -49,6 +51,8 @@ type Config struct {
 	// Metrics receives run durations and warm-pool hits; nil records
 	// nothing.
 	Metrics Metrics
+	// forwarder is Forwarder checked, for the backends.
+	forwarder *forwarder
 	// noSeccomp runs bwrap sandboxes without their seccomp filter; only
 	// the benchmark sets it, to measure what the filter costs.
 	noSeccomp bool
@@ -107,9 +111,11 @@ type backend interface {
 func New(ctx context.Context, cfg Config) (Runner, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Forwarder != "" {
-		if err := checkForwarder(cfg.Forwarder); err != nil {
+		fw, err := newForwarder(cfg.Forwarder)
+		if err != nil {
 			return nil, err
 		}
+		cfg.forwarder = fw
 	}
 	var (
 		b   backend

@@ -120,7 +120,7 @@ func TestPrepareRejects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := prepare(newProfileSet(testProfiles()), "", tc.spec)
+			_, err := prepare(newProfileSet(testProfiles()), nil, tc.spec)
 			if !errors.Is(err, tc.want) || !errors.Is(err, ErrInvalidSpec) {
 				t.Fatalf("err = %v, want %v and ErrInvalidSpec", err, tc.want)
 			}

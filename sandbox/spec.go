@@ -185,7 +185,7 @@ func extraOf(spec Spec) (extra, error) {
 
 // prepare validates the spec and encodes its input. Nothing touches disk
 // before this succeeds.
-func prepare(profiles profileSet, forwarder string, spec Spec) (job, error) {
+func prepare(profiles profileSet, fw *forwarder, spec Spec) (job, error) {
 	p, err := profiles.lookup(spec.Profile)
 	if err != nil {
 		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
@@ -212,7 +212,7 @@ func prepare(profiles profileSet, forwarder string, spec Spec) (job, error) {
 	if err != nil {
 		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
-	rt, err := egressRoute(spec, forwarder)
+	rt, err := egressRoute(spec, fw)
 	if err != nil {
 		return job{}, err
 	}

@@ -1,8 +1,13 @@
 package starter
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/autocoder/autocoder/internal/devserver"
@@ -10,20 +15,51 @@ import (
 	"github.com/autocoder/autocoder/sandbox"
 )
 
-// TestNoForwarderNoInstalls: a worker whose sandbox has no egress
-// forwarder (the default outside the worker image) starts no proxy and
-// installs nothing, so a project's manifest never fails its checks with
-// a run that could not reach the network anyway.
-func TestNoForwarderNoInstalls(t *testing.T) {
+// workerActivities assembles a bwrap worker's activities with no
+// sandbox.forwarder set, its executable the one exe gives, and returns
+// whether installs go through the egress proxy and what the worker
+// logged.
+func workerActivities(t *testing.T, exe func() (string, error)) (routed bool, log string) {
+	t.Helper()
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(prev)
 	f := NewFactory(config{DataDir: t.TempDir(), Namespace: "default", Sandbox: "bwrap", uiPort: devserver.NoUI},
 		IOStreams{Out: io.Discard, ErrOut: io.Discard})
 	defer f.Close()
+	f.Executable = exe
 	acts, stop, err := f.Activities(context.Background(), sandbox.Config{Backend: "bwrap", PoolSize: -1})
 	if err != nil {
 		testenv.RequireService(t, "a worker with a bwrap sandbox", err)
 	}
 	defer stop()
-	if acts.Egress != nil {
-		t.Errorf("a worker without a forwarder routes installs through a proxy no sandbox can reach")
+	return acts.Egress != nil, buf.String()
+}
+
+// TestWorkerIsItsOwnForwarder: a worker with no sandbox.forwarder set
+// (every local worker by default) routes installs through its egress
+// proxy, its own executable the sandboxes' forwarder, statically or
+// dynamically linked (internal/e2e's TestLocalWorkerInstallsDeps installs
+// through autocoder built both ways); one whose executable cannot serve
+// (here a shell script) installs nothing, and its log says why and what
+// to do.
+func TestWorkerIsItsOwnForwarder(t *testing.T) {
+	for _, cgo := range []bool{false, true} {
+		bin := testenv.Forwarder(t, cgo)
+		if routed, log := workerActivities(t, func() (string, error) { return bin, nil }); !routed {
+			t.Errorf("a worker built with cgo=%v does not route installs:\n%s", cgo, log)
+		}
+	}
+	script := filepath.Join(t.TempDir(), "autocoder")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	routed, log := workerActivities(t, func() (string, error) { return script, nil })
+	if routed {
+		t.Errorf("a worker whose executable is a script routes installs through a proxy no sandbox can reach")
+	}
+	if !strings.Contains(log, "dependency installs are off") || !strings.Contains(log, "sandbox.forwarder") || !strings.Contains(log, script) {
+		t.Errorf("the worker's log does not say why installs are off:\n%s", log)
 	}
 }

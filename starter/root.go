@@ -88,6 +88,10 @@ type Factory struct {
 	// settingsIgnored are settings the command sets another way.
 	need            serverNeed
 	settingsIgnored []string
+	// Executable is this program's path (os.Executable): a worker's
+	// sandboxes run it as their egress forwarder unless sandbox.forwarder
+	// names another.
+	Executable func() (string, error)
 	// Getenv, when set, is the environment the configuration is resolved
 	// from (conf.Environ); configFile is --config.
 	Getenv     func(string) string
@@ -133,6 +137,7 @@ func NewFactory(cfg config, io IOStreams) *Factory {
 		return taskclient.New(c, f.cfg.Namespace), nil
 	}
 	f.Store = f.openStore
+	f.Executable = os.Executable
 	return f
 }
 

@@ -68,6 +68,31 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 	return cmd
 }
 
+// egressForwarder is the program sandbox runs reach the egress proxy
+// through: sandbox.forwarder when it names one (the sandbox refuses it
+// if it cannot serve), else this executable, which is the forwarder when
+// run under that name (main). "" when this executable cannot serve, which
+// turns dependency installs off: it is no Linux executable of this
+// machine, its file is gone (deleted or moved since it started), the
+// sandbox's user may not read it (installed without o+r), or it is
+// dynamically linked and its loader or a library it needs is not on this
+// host (a worker copied from another system).
+func (f *Factory) egressForwarder() string {
+	if fwd := f.cfg.settings.String("sandbox.forwarder"); fwd != "" {
+		return fwd
+	}
+	exe, err := f.Executable()
+	if err == nil {
+		err = sandbox.CheckForwarder(exe)
+	}
+	if err != nil {
+		slog.Warn("dependency installs are off: this executable cannot be the sandboxes' egress forwarder; "+
+			"set sandbox.forwarder to one (CGO_ENABLED=0 go build ./sandbox/cmd/egress-forward)", "executable", exe, "error", err)
+		return ""
+	}
+	return exe
+}
+
 // Activities assembles the activities' dependencies: the store, a sandbox
 // (after reaping what a crashed worker left behind) and the model factory.
 func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activities.Activities, func(), error) {
@@ -95,7 +120,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	if f.metrics != nil {
 		sc.Metrics = f.metrics
 	}
-	sc.Forwarder = s.String("sandbox.forwarder")
+	sc.Forwarder = f.egressForwarder()
 	sb, err := sandbox.New(ctx, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
@@ -113,8 +138,6 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		}
 		eg.CABundle = s.String("egress.ca_bundle")
 		acts.Egress = eg.Routes()
-	} else {
-		slog.Info("dependency installs are off: sandbox.forwarder names no egress forwarder")
 	}
 	closeEgress := func() {
 		if eg == nil {

@@ -36,8 +36,14 @@ type local struct {
 // safety net should that fail.
 func newLocal(t testing.TB, model *llmtest.Server, extraEnv ...string) *local {
 	t.Helper()
+	return newLocalOf(t, testenv.Binary(t), model, extraEnv...)
+}
+
+// newLocalOf is newLocal with the autocoder executable bin.
+func newLocalOf(t testing.TB, bin string, model *llmtest.Server, extraEnv ...string) *local {
+	t.Helper()
 	dir := t.TempDir()
-	l := &local{t: t, bin: testenv.Binary(t), dir: dir, env: cleanEnv(
+	l := &local{t: t, bin: bin, dir: dir, env: cleanEnv(
 		"AUTOCODER_DATA_DIR="+dir,
 		"AUTOCODER_DEV_PORT="+strconv.Itoa(testenv.FreePort(t)),
 		"AUTOCODER_UI_PORT="+strconv.Itoa(testenv.FreePort(t)),

@@ -72,37 +72,92 @@ func CleanEnv(extra ...string) []string {
 }
 
 var (
-	binDir    string
-	buildOnce sync.Once
-	buildErr  error
+	binDir   string
+	buildsMu sync.Mutex
+	builds   = map[string]*build{}
 )
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
 
 // Binary builds the autocoder command once per test process and returns
 // its path. Call Cleanup from TestMain to remove it.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		root, err := repoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		if binDir, buildErr = os.MkdirTemp("", "autocoder-bin-"); buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "autocoder"), ".")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build autocoder: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "autocoder")
+	return Build(t, ".", "autocoder")
 }
 
-// Cleanup removes the built binary.
+// BinaryCgo is the autocoder command built with CGO_ENABLED set to cgo:
+// a static executable without cgo, a dynamically linked one with it.
+func BinaryCgo(t testing.TB, cgo bool) string {
+	t.Helper()
+	return Build(t, ".", "autocoder-cgo"+cgoValue(cgo), "CGO_ENABLED="+cgoValue(cgo))
+}
+
+// Forwarder is the egress forwarder alone (sandbox/cmd/egress-forward),
+// for sandbox Config.Forwarder: static, or with cgo dynamically linked.
+func Forwarder(t testing.TB, cgo bool) string {
+	t.Helper()
+	return Build(t, "./sandbox/cmd/egress-forward", "egress-forward-cgo"+cgoValue(cgo), "CGO_ENABLED="+cgoValue(cgo))
+}
+
+func cgoValue(cgo bool) string {
+	if cgo {
+		return "1"
+	}
+	return "0"
+}
+
+// Build builds the main package pkg (relative to the repository root),
+// with env added to the environment, once per test process, as name in a
+// directory every user can read (sandboxes mount what is built there).
+// Call Cleanup from TestMain to remove it.
+func Build(t testing.TB, pkg, name string, env ...string) string {
+	t.Helper()
+	buildsMu.Lock()
+	if binDir == "" {
+		dir, err := os.MkdirTemp("", "autocoder-bin-")
+		if err == nil {
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			buildsMu.Unlock()
+			t.Fatal(err)
+		}
+		binDir = dir
+	}
+	b := builds[name]
+	if b == nil {
+		b = &build{}
+		builds[name] = b
+	}
+	buildsMu.Unlock()
+	b.once.Do(func() {
+		root, err := repoRoot()
+		if err != nil {
+			b.err = err
+			return
+		}
+		path := filepath.Join(binDir, name)
+		cmd := exec.Command("go", "build", "-o", path, pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+			return
+		}
+		b.path = path
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// Cleanup removes the built binaries.
 func Cleanup() {
 	if binDir != "" {
 		os.RemoveAll(binDir)
