@@ -74,6 +74,7 @@ func TestLocalWorkerInstallsDeps(t *testing.T) {
 	const task = "Make greeting end with an exclamation mark"
 	name, whl := registrytest.PureWheel(t, "greetlib", "1.0", "def hello():\n    return 'hello from greetlib'\n")
 	fix := edit("greet.py", "    return greetlib.hello()", "    return greetlib.hello() + \"!\"")
+	removeNewInstalls(t)
 	for _, cgo := range []bool{false, true} {
 		bin := testenv.BinaryCgo(t, cgo)
 		for _, backend := range []string{"docker", "bwrap"} {
@@ -104,4 +105,27 @@ func TestLocalWorkerInstallsDeps(t *testing.T) {
 			})
 		}
 	}
+}
+
+// removeNewInstalls removes, at the test's end, the installs its local
+// servers left in the worker's install cache (the servers run as this
+// process's user, with its temporary directory).
+func removeNewInstalls(t *testing.T) {
+	cache := filepath.Join(os.TempDir(), fmt.Sprintf("autocoder-deps-%d", os.Geteuid()))
+	before := map[string]bool{}
+	if ents, err := os.ReadDir(cache); err == nil {
+		for _, e := range ents {
+			before[e.Name()] = true
+		}
+	}
+	t.Cleanup(func() {
+		ents, _ := os.ReadDir(cache)
+		for _, e := range ents {
+			if !before[e.Name()] {
+				if err := os.RemoveAll(filepath.Join(cache, e.Name())); err != nil {
+					t.Logf("remove the install %s: %v", e.Name(), err)
+				}
+			}
+		}
+	})
 }
