@@ -25,8 +25,10 @@
 # images are kept; --force rebuilds them. Every image built here carries the
 # label autocoder.build=temporal-images:
 #   docker image ls --filter label=autocoder.build=temporal-images
-# Env: TEMPORAL_CLI_VERSION (default v1.9.1, the CLI release built on server
-#      1.32), POSTGRES_MAJOR (default 15, Debian bookworm's),
+# Env: TEMPORAL_CLI_VERSION (default v1.5.1: later releases need a nested
+#      module, github.com/temporalio/cli/cliext, through a local replace
+#      directive, so a module proxy cannot build them; the namespace job uses
+#      only operator commands, which v1.5.1 has), POSTGRES_MAJOR (default 15, Debian bookworm's),
 #      AUTOCODER_IMAGE_WORKDIR (default /var/cache/autocoder-images; the Go
 #      builds keep their module directories there), and those of
 #      deploy/build-base-images.sh.
@@ -36,7 +38,7 @@ cd "$(dirname "$0")/.."
 
 WORKDIR=${AUTOCODER_IMAGE_WORKDIR:-/var/cache/autocoder-images}
 DEBIAN_IMAGE=${AUTOCODER_BASE_DEBIAN_IMAGE:-autocoder/base-debian:bookworm}
-CLI_VERSION=${TEMPORAL_CLI_VERSION:-v1.9.1}
+CLI_VERSION=${TEMPORAL_CLI_VERSION:-v1.5.1}
 PG_MAJOR=${POSTGRES_MAJOR:-15}
 LABEL=autocoder.build=temporal-images
 
@@ -151,8 +153,9 @@ build_admin_tools() {
 	ctx=$(build_context)
 	go_build temporal "$ctx" -tags disable_grpc_modules -- "go.temporal.io/server/cmd/tools/sql@$SERVER_VERSION"
 	mv "$ctx/sql" "$ctx/temporal-sql-tool"
-	# A directory of its own: the CLI asks for a newer UI than local mode's.
-	go_build temporal-cli "$ctx" -ldflags="-s -w -X github.com/temporalio/cli/internal/temporalcli.Version=${CLI_VERSION#v}" \
+	# A directory of its own: the CLI asks for other versions of shared
+	# modules than local mode does.
+	go_build temporal-cli "$ctx" -ldflags="-s -w -X github.com/temporalio/cli/temporalcli.Version=${CLI_VERSION#v}" \
 		-- "github.com/temporalio/cli/cmd/temporal@$CLI_VERSION"
 	cp -r "$(go env GOMODCACHE)/go.temporal.io/server@$SERVER_VERSION/schema" "$ctx/schema"
 	chmod -R u+w "$ctx/schema"

@@ -52,6 +52,7 @@ type composeCluster struct {
 	t       *testing.T
 	project string
 	env     []string // of docker-compose
+	envFile string   // empty: no .env of the checkout applies
 	cliEnv  []string // of the autocoder CLI
 	bin     string
 	model   *modelServer
@@ -97,6 +98,10 @@ func startCompose(ctx context.Context, t *testing.T, script llmtest.Script, work
 		bin:     testenv.Binary(t),
 		model:   model,
 	}
+	c.envFile = filepath.Join(t.TempDir(), "empty.env")
+	if err := os.WriteFile(c.envFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c.env = []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"POSTGRES_PASSWORD=e2e-temporal", "AUTOCODER_DB_PASSWORD=e2e-autocoder",
@@ -119,8 +124,7 @@ func startCompose(ctx context.Context, t *testing.T, script llmtest.Script, work
 func (c *composeCluster) compose(ctx context.Context, args ...string) result {
 	c.t.Helper()
 	root := repoRoot(c.t)
-	full := append([]string{"-p", c.project, "-f", filepath.Join(root, "docker-compose.yml"),
-		"--env-file", filepath.Join(c.t.TempDir(), "none.env")}, args...)
+	full := append([]string{"-p", c.project, "-f", filepath.Join(root, "docker-compose.yml"), "--env-file", c.envFile}, args...)
 	return mustRun(ctx, c.t, c.env, root, "docker-compose", full...)
 }
 
@@ -150,8 +154,7 @@ func (c *composeCluster) waitHealthy(ctx context.Context, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			logs := run(ctx, c.t, c.env, repoRoot(c.t), "docker-compose", "-p", c.project, "-f",
-				filepath.Join(repoRoot(c.t), "docker-compose.yml"), "logs", "--tail", "40")
+			logs := c.compose(ctx, "logs", "--tail", "40")
 			c.t.Fatalf("%d of %d workers healthy after 5 minutes\n%s", healthy, n, tail(logs.stdout))
 		}
 		time.Sleep(2 * time.Second)
