@@ -28,7 +28,8 @@
 # Env: TEMPORAL_CLI_VERSION (default v1.5.1: later releases need a nested
 #      module, github.com/temporalio/cli/cliext, through a local replace
 #      directive, so a module proxy cannot build them; the namespace job uses
-#      only operator commands, which v1.5.1 has), POSTGRES_MAJOR (default 15, Debian bookworm's),
+#      only operator commands, which v1.5.1 has; it builds with its own
+#      dependencies, server 1.29, a second long compile), POSTGRES_MAJOR (default 15, Debian bookworm's),
 #      AUTOCODER_IMAGE_WORKDIR (default /var/cache/autocoder-images; the Go
 #      builds keep their module directories there), and those of
 #      deploy/build-base-images.sh.
@@ -81,7 +82,8 @@ build_context() {
 # compiles main packages, static, in a module directory of their own that
 # starts from this repository's go.mod: the server's dependencies are then
 # exactly the ones local mode is built with, and the host's build cache
-# already holds most of them.
+# already holds most of them. With OWN_GRAPH=1 the directory starts empty,
+# so the packages build with their own module's dependencies.
 go_build() {
 	local name=$1 out=$2
 	shift 2
@@ -89,8 +91,13 @@ go_build() {
 	while [ "$1" != -- ]; do flags+=("$1"); shift; done
 	shift
 	local dir=$WORKDIR/go-build/$name
+	rm -rf "$dir"
 	mkdir -p "$dir"
-	cp go.mod go.sum "$dir/"
+	if [ "${OWN_GRAPH:-0}" = 1 ]; then
+		printf 'module autocoder.build/%s\n' "$name" >"$dir/go.mod"
+	else
+		cp go.mod go.sum "$dir/"
+	fi
 	log "compiling ${*%@*} (minutes on a cold build cache)"
 	(
 		cd "$dir"
@@ -153,9 +160,9 @@ build_admin_tools() {
 	ctx=$(build_context)
 	go_build temporal "$ctx" -tags disable_grpc_modules -- "go.temporal.io/server/cmd/tools/sql@$SERVER_VERSION"
 	mv "$ctx/sql" "$ctx/temporal-sql-tool"
-	# A directory of its own: the CLI asks for other versions of shared
-	# modules than local mode does.
-	go_build temporal-cli "$ctx" -ldflags="-s -w -X github.com/temporalio/cli/temporalcli.Version=${CLI_VERSION#v}" \
+	# With its own dependencies: v1.5.1 is built on server 1.29 and does not
+	# compile against local mode's 1.32.
+	OWN_GRAPH=1 go_build temporal-cli "$ctx" -ldflags="-s -w -X github.com/temporalio/cli/temporalcli.Version=${CLI_VERSION#v}" \
 		-- "github.com/temporalio/cli/cmd/temporal@$CLI_VERSION"
 	cp -r "$(go env GOMODCACHE)/go.temporal.io/server@$SERVER_VERSION/schema" "$ctx/schema"
 	chmod -R u+w "$ctx/schema"
