@@ -2,16 +2,19 @@ package deploytest
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"gopkg.in/yaml.v3"
+
+	"github.com/autocoder/autocoder/internal/taskclient"
 )
 
 // composeFile is the part of `docker-compose config` the tests read. It
@@ -113,9 +116,11 @@ func TestComposeConfig(t *testing.T) {
 			name: "defaults",
 			vars: withRequired(nil),
 			want: map[string]string{
-				"postgres.image":                "postgres:16",
-				"temporal.image":                "temporalio/auto-setup:1.28",
-				"temporal-ui.image":             "temporalio/ui:2.37.0",
+				"postgres.image":                "postgres:" + postgresMajor,
+				"temporal.image":                "temporalio/server:" + moduleVersion(t, "go.temporal.io/server"),
+				"temporal-schema.image":         "temporalio/admin-tools:" + moduleVersion(t, "go.temporal.io/server"),
+				"temporal-namespace.image":      "temporalio/admin-tools:" + moduleVersion(t, "go.temporal.io/server"),
+				"temporal-ui.image":             "temporalio/ui:" + moduleVersion(t, "github.com/temporalio/ui-server/v2"),
 				"worker.image":                  "autocoder/autocoder:dev",
 				"worker.OPENAI_API_KEY":         "",
 				"worker.AUTOCODER_IMAGE_PYTHON": "autocoder/sandbox-python:2",
@@ -127,31 +132,34 @@ func TestComposeConfig(t *testing.T) {
 		{
 			name: "overrides",
 			vars: withRequired(map[string]string{
-				"AUTOCODER_IMAGE":        "registry.internal/autocoder:1.2.3",
-				"POSTGRES_IMAGE":         "registry.internal/postgres:16.4",
-				"TEMPORAL_IMAGE":         "registry.internal/temporal:1.28.1",
-				"TEMPORAL_UI_IMAGE":      "registry.internal/temporal-ui:2.37.0",
-				"OPENAI_API_KEY":         "sk-test",
-				"ANTHROPIC_API_KEY":      "ak-test",
-				"AUTOCODER_MODEL":        "openai:gpt-4.1",
-				"AUTOCODER_IMAGE_PYTHON": "registry.internal/sandbox-python:2",
-				"AUTOCODER_IMAGE_GO":     "registry.internal/sandbox-go:2",
-				"SANDBOX_DOCKER_HOST":    "tcp://sandbox-host:2376",
-				"TEMPORAL_NAMESPACE":     "coding",
+				"AUTOCODER_IMAGE":            "registry.internal/autocoder:1.2.3",
+				"POSTGRES_IMAGE":             "registry.internal/postgres:15.8",
+				"TEMPORAL_IMAGE":             "registry.internal/temporal:1.32.1",
+				"TEMPORAL_ADMIN_TOOLS_IMAGE": "registry.internal/admin-tools:1.32.1",
+				"TEMPORAL_UI_IMAGE":          "registry.internal/temporal-ui:2.53.1",
+				"OPENAI_API_KEY":             "sk-test",
+				"ANTHROPIC_API_KEY":          "ak-test",
+				"AUTOCODER_MODEL":            "openai:gpt-4.1",
+				"AUTOCODER_IMAGE_PYTHON":     "registry.internal/sandbox-python:2",
+				"AUTOCODER_IMAGE_GO":         "registry.internal/sandbox-go:2",
+				"SANDBOX_DOCKER_HOST":        "tcp://sandbox-host:2376",
+				"TEMPORAL_NAMESPACE":         "coding",
 			}),
 			want: map[string]string{
-				"postgres.image":                "registry.internal/postgres:16.4",
-				"temporal.image":                "registry.internal/temporal:1.28.1",
-				"temporal-ui.image":             "registry.internal/temporal-ui:2.37.0",
-				"worker.image":                  "registry.internal/autocoder:1.2.3",
-				"worker.OPENAI_API_KEY":         "sk-test",
-				"worker.ANTHROPIC_API_KEY":      "ak-test",
-				"worker.AUTOCODER_MODEL":        "openai:gpt-4.1",
-				"worker.AUTOCODER_IMAGE_PYTHON": "registry.internal/sandbox-python:2",
-				"worker.AUTOCODER_IMAGE_GO":     "registry.internal/sandbox-go:2",
-				"worker.DOCKER_HOST":            "tcp://sandbox-host:2376",
-				"worker.TEMPORAL_NAMESPACE":     "coding",
-				"temporal.DEFAULT_NAMESPACE":    "coding",
+				"postgres.image":                        "registry.internal/postgres:15.8",
+				"temporal.image":                        "registry.internal/temporal:1.32.1",
+				"temporal-schema.image":                 "registry.internal/admin-tools:1.32.1",
+				"temporal-namespace.image":              "registry.internal/admin-tools:1.32.1",
+				"temporal-ui.image":                     "registry.internal/temporal-ui:2.53.1",
+				"worker.image":                          "registry.internal/autocoder:1.2.3",
+				"worker.OPENAI_API_KEY":                 "sk-test",
+				"worker.ANTHROPIC_API_KEY":              "ak-test",
+				"worker.AUTOCODER_MODEL":                "openai:gpt-4.1",
+				"worker.AUTOCODER_IMAGE_PYTHON":         "registry.internal/sandbox-python:2",
+				"worker.AUTOCODER_IMAGE_GO":             "registry.internal/sandbox-go:2",
+				"worker.DOCKER_HOST":                    "tcp://sandbox-host:2376",
+				"worker.TEMPORAL_NAMESPACE":             "coding",
+				"temporal-namespace.TEMPORAL_NAMESPACE": "coding",
 			},
 		},
 	}
@@ -190,31 +198,47 @@ func checkStructure(t *testing.T, cf composeFile, root string) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	if want := []string{"postgres", "temporal", "temporal-ui", "worker"}; !slices.Equal(names, want) {
+	if want := []string{"postgres", "temporal", "temporal-namespace", "temporal-schema", "temporal-ui", "worker"}; !slices.Equal(names, want) {
 		t.Fatalf("services = %v, want %v", names, want)
 	}
-	for _, n := range []string{"postgres", "temporal", "temporal-ui"} {
-		s := cf.Services[n]
-		if s.Healthcheck == nil || len(s.Healthcheck.Test) < 2 || s.Healthcheck.Test[0] == "NONE" {
+	// Jobs run once per `up` and exit; everything else runs on.
+	jobs := []string{"temporal-schema", "temporal-namespace"}
+	for n, s := range cf.Services {
+		want := "unless-stopped"
+		if slices.Contains(jobs, n) {
+			want = "no"
+		}
+		if s.Restart != want {
+			t.Errorf("%s: restart = %q, want %s", n, s.Restart, want)
+		}
+		if !slices.Contains(jobs, n) && (s.Healthcheck == nil || len(s.Healthcheck.Test) < 2 || s.Healthcheck.Test[0] == "NONE") {
 			t.Errorf("%s: no health check: %+v", n, s.Healthcheck)
 		}
 	}
-	for n, s := range cf.Services {
-		if s.Restart != "unless-stopped" {
-			t.Errorf("%s: restart = %q, want unless-stopped", n, s.Restart)
-		}
-	}
-	for svc, deps := range map[string][]string{
-		"temporal":    {"postgres"},
-		"temporal-ui": {"temporal"},
-		"worker":      {"postgres", "temporal"},
+	// The start order Temporal's compose samples use: schema job, server,
+	// namespace job; the workers need the namespace.
+	for svc, deps := range map[string]map[string]string{
+		"temporal-schema":    {"postgres": "service_healthy"},
+		"temporal":           {"temporal-schema": "service_completed_successfully"},
+		"temporal-namespace": {"temporal": "service_healthy"},
+		"temporal-ui":        {"temporal": "service_healthy"},
+		"worker":             {"postgres": "service_healthy", "temporal-namespace": "service_completed_successfully"},
 	} {
-		for _, d := range deps {
-			if c := cf.Services[svc].DependsOn[d].Condition; c != "service_healthy" {
-				t.Errorf("%s depends on %s with condition %q, want service_healthy", svc, d, c)
+		for d, want := range deps {
+			if c := cf.Services[svc].DependsOn[d].Condition; c != want {
+				t.Errorf("%s depends on %s with condition %q, want %s", svc, d, c, want)
 			}
 		}
 	}
+	scripts := filepath.Join(root, "deploy", "temporal", "scripts")
+	for _, n := range jobs {
+		if !slices.ContainsFunc(cf.Services[n].Volumes, func(m mount) bool {
+			return m.Type == "bind" && filepath.Clean(m.Source) == scripts
+		}) {
+			t.Errorf("%s does not mount %s: %+v", n, scripts, cf.Services[n].Volumes)
+		}
+	}
+	checkSearchAttributes(t, cf.Services["temporal-namespace"].Environment["AUTOCODER_SEARCH_ATTRIBUTES"])
 
 	w := cf.Services["worker"]
 	// Fixed names or host ports would make --scale worker=N collide.
@@ -234,9 +258,10 @@ func checkStructure(t *testing.T, cf composeFile, root string) {
 		t.Errorf("worker group_add = %v, want the docker socket group %s", w.GroupAdd, requiredEnv["DOCKER_GID"])
 	}
 	for k, want := range map[string]string{
-		"TEMPORAL_ADDRESS":  "temporal:7233",
-		"AUTOCODER_SANDBOX": "docker",
-		"PGPASSWORD":        requiredEnv["AUTOCODER_DB_PASSWORD"],
+		"TEMPORAL_ADDRESS":          "temporal:7233",
+		"AUTOCODER_SANDBOX":         "docker",
+		"PGPASSWORD":                requiredEnv["AUTOCODER_DB_PASSWORD"],
+		"AUTOCODER_METRICS_ADDRESS": "0.0.0.0:9090",
 	} {
 		if got := w.Environment[k]; got != want {
 			t.Errorf("worker %s = %q, want %q", k, got, want)
@@ -247,6 +272,12 @@ func checkStructure(t *testing.T, cf composeFile, root string) {
 		t.Errorf("worker AUTOCODER_DATABASE_URL: %v", err)
 	} else if u.Scheme != "postgres" || u.Host != "postgres:5432" || u.Path != "/autocoder" || u.User.Username() != "autocoder" {
 		t.Errorf("worker AUTOCODER_DATABASE_URL = %s, want postgres://autocoder@postgres:5432/autocoder", u)
+	}
+	// The health check asks the worker's own /readyz.
+	if w.Healthcheck == nil {
+		t.Error("worker has no health check")
+	} else if hc := strings.Join(w.Healthcheck.Test, " "); !strings.Contains(hc, "/dev/tcp/127.0.0.1/9090") || !strings.Contains(hc, "GET /readyz") {
+		t.Errorf("worker health check %q does not read /readyz on the metrics port", hc)
 	}
 	if !hasMount(w.Volumes, "bind", "/var/run/docker.sock") {
 		t.Errorf("worker does not mount the docker socket: %+v", w.Volumes)
@@ -262,7 +293,7 @@ func checkStructure(t *testing.T, cf composeFile, root string) {
 	// The server reads its dynamic config from the file the repository
 	// ships (TestTemporalDynamicConfig checks its content).
 	tmp := cf.Services["temporal"]
-	dcTarget := path.Join("/etc/temporal", tmp.Environment["DYNAMIC_CONFIG_FILE_PATH"])
+	dcTarget := tmp.Environment["DYNAMIC_CONFIG_FILE_PATH"]
 	if !slices.ContainsFunc(tmp.Volumes, func(m mount) bool {
 		return m.Type == "bind" && m.Target == dcTarget && filepath.Clean(m.Source) == filepath.Join(root, dynamicConfigFile)
 	}) {
@@ -301,4 +332,38 @@ func TestComposeRequiresSecrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkSearchAttributes compares the namespace job's "Name=Type ..." list
+// with the attributes the workflow keeps current.
+func checkSearchAttributes(t *testing.T, list string) {
+	t.Helper()
+	cliType := map[enumspb.IndexedValueType]string{
+		enumspb.INDEXED_VALUE_TYPE_KEYWORD:  "Keyword",
+		enumspb.INDEXED_VALUE_TYPE_INT:      "Int",
+		enumspb.INDEXED_VALUE_TYPE_DOUBLE:   "Double",
+		enumspb.INDEXED_VALUE_TYPE_TEXT:     "Text",
+		enumspb.INDEXED_VALUE_TYPE_BOOL:     "Bool",
+		enumspb.INDEXED_VALUE_TYPE_DATETIME: "Datetime",
+	}
+	got := map[string]string{}
+	for _, pair := range strings.Fields(list) {
+		name, typ, _ := strings.Cut(pair, "=")
+		got[name] = typ
+	}
+	want := map[string]string{}
+	for name, typ := range taskclient.SearchAttributes {
+		want[name] = cliType[typ]
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("the namespace job registers %v, want taskclient.SearchAttributes %v", got, want)
+	}
+}
+
+// moduleVersion is the version of a module in the repository's go.mod,
+// without the "v": the version local mode embeds.
+func moduleVersion(t *testing.T, path string) string {
+	t.Helper()
+	r := mustRun(testContext(t, time.Minute), t, os.Environ(), repoRoot(t), needTool(t, "go"), "list", "-m", "-f", "{{.Version}}", path)
+	return strings.TrimPrefix(strings.TrimSpace(r.stdout), "v")
 }

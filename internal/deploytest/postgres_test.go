@@ -18,6 +18,11 @@ import (
 	"github.com/autocoder/autocoder/internal/store"
 )
 
+// postgresMajor is the one PostgreSQL major version of the deployment: the
+// compose file's default image, the image deploy/build-temporal-images.sh
+// builds from Debian bookworm, and the server these tests start.
+const postgresMajor = "15"
+
 // cluster is a throwaway PostgreSQL server of this test alone: the init
 // script creates roles, which a shared test database may not allow.
 type cluster struct {
@@ -31,7 +36,7 @@ func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	bin := os.Getenv("AUTOCODER_PG_BIN")
 	if bin == "" {
-		bin = "/usr/lib/postgresql/15/bin"
+		bin = "/usr/lib/postgresql/" + postgresMajor + "/bin"
 	}
 	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
 		testenv.RequireService(t, "PostgreSQL binaries (AUTOCODER_PG_BIN)", err)

@@ -71,6 +71,11 @@ func newTemporalServer(dbPath string, frontendPort int, opts Options, logLevel s
 // queues (see dynamicConfig).
 const queueReadsPerSecond = 1000
 
+// DynamicConfig is the dynamic configuration local mode's server runs with.
+// The compose deployment's server reads the same settings from
+// deploy/temporal/dynamicconfig.yaml, so a task behaves the same in both.
+func DynamicConfig() dynamicconfig.StaticClient { return dynamicConfig(false) }
+
 // dynamicConfig sizes the server for one process on one machine. With
 // clusterQueueReads the task queues keep the rate sized for clusters;
 // benchmarks compare against it.

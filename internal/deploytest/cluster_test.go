@@ -1,0 +1,542 @@
+package deploytest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/taskclient"
+	"github.com/autocoder/autocoder/internal/testenv"
+	"github.com/autocoder/autocoder/workflows"
+)
+
+// composeE2E turns on the tests that start the whole compose cluster.
+const composeE2E = "AUTOCODER_COMPOSE_E2E"
+
+// requireComposeE2E skips unless asked for: the cluster takes minutes to
+// start, and the first run builds every image.
+func requireComposeE2E(t *testing.T) {
+	t.Helper()
+	if os.Getenv(composeE2E) != "1" {
+		t.Skipf("starts the compose cluster for minutes; set %s=1", composeE2E)
+	}
+	needDocker(t)
+	needTool(t, "docker-compose")
+	needTool(t, "bash")
+}
+
+// composeCluster is docker-compose.yml running as a project of its own,
+// with a scripted model the workers reach on the Docker bridge, and the
+// built CLI pointed at its Temporal.
+type composeCluster struct {
+	t       *testing.T
+	project string
+	env     []string // of docker-compose
+	envFile string   // empty: no .env of the checkout applies
+	cliEnv  []string // of the autocoder CLI
+	bin     string
+	model   *modelServer
+}
+
+// ensureImages builds, when missing, every image the compose file runs by
+// default: the Temporal images and Postgres (deploy/build-temporal-images.sh),
+// the worker image (deploy/build-base-images.sh --app) and the Python
+// sandbox image (scripts/build-images.sh). It returns how long that took.
+func ensureImages(ctx context.Context, t *testing.T) time.Duration {
+	t.Helper()
+	root := repoRoot(t)
+	start := time.Now()
+	env := os.Environ()
+	mustRun(ctx, t, env, root, "bash", "deploy/build-temporal-images.sh")
+	if r := run(ctx, t, env, root, "docker", "image", "inspect", appImage); r.code != 0 {
+		mustRun(ctx, t, append(env, "AUTOCODER_APP_IMAGE="+appImage), root, "bash", "deploy/build-base-images.sh", "--app")
+	}
+	if r := run(ctx, t, env, root, "docker", "image", "inspect", "autocoder/sandbox-python:2"); r.code != 0 {
+		mustRun(ctx, t, env, root, "bash", "scripts/build-images.sh")
+	}
+	return time.Since(start)
+}
+
+// startCompose brings the cluster up with the given number of workers and
+// waits until every worker reports ready. Cleanup takes it down with its
+// volumes and checks that nothing of the project is left.
+func startCompose(ctx context.Context, t *testing.T, script llmtest.Script, workers int) *composeCluster {
+	t.Helper()
+	root := repoRoot(t)
+	gateway := strings.TrimSpace(mustRun(ctx, t, nil, root, "docker", "network", "inspect", "bridge",
+		"-f", "{{(index .IPAM.Config 0).Gateway}}").stdout)
+	model := newModelServer(t, gateway, script)
+	fi, err := os.Stat("/var/run/docker.sock")
+	if err != nil {
+		t.Fatalf("docker socket: %v", err)
+	}
+	gid := int(fi.Sys().(*syscall.Stat_t).Gid)
+	temporalPort := testenv.FreePort(t)
+	c := &composeCluster{
+		t:       t,
+		project: fmt.Sprintf("autocoder-e2e-%d", os.Getpid()),
+		bin:     testenv.Binary(t),
+		model:   model,
+	}
+	c.envFile = filepath.Join(t.TempDir(), "empty.env")
+	if err := os.WriteFile(c.envFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+		"POSTGRES_PASSWORD=e2e-temporal", "AUTOCODER_DB_PASSWORD=e2e-autocoder",
+		"DOCKER_GID=" + strconv.Itoa(gid),
+		"AUTOCODER_MODEL=openai:gpt-4.1-mini", "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL=" + model.URL(),
+		"TEMPORAL_PUBLISH=127.0.0.1:" + strconv.Itoa(temporalPort),
+		"TEMPORAL_UI_PUBLISH=127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)),
+		"WORKER_STOP_GRACE=20s",
+	}
+	c.cliEnv = testenv.CleanEnv("TEMPORAL_ADDRESS=127.0.0.1:"+strconv.Itoa(temporalPort), "TEMPORAL_NAMESPACE=default",
+		"AUTOCODER_DATA_DIR="+t.TempDir(), "AUTOCODER_MODEL=openai:gpt-4.1-mini")
+
+	t.Cleanup(func() { c.down() })
+	c.compose(ctx, "up", "-d", "--no-build", "--scale", "worker="+strconv.Itoa(workers))
+	c.waitHealthy(ctx, workers)
+	return c
+}
+
+// compose runs docker-compose on the project and fails the test on an error.
+func (c *composeCluster) compose(ctx context.Context, args ...string) result {
+	c.t.Helper()
+	root := repoRoot(c.t)
+	full := append([]string{"-p", c.project, "-f", filepath.Join(root, "docker-compose.yml"), "--env-file", c.envFile}, args...)
+	return mustRun(ctx, c.t, c.env, root, "docker-compose", full...)
+}
+
+// workers lists the worker containers by id.
+func (c *composeCluster) workers(ctx context.Context) []string {
+	c.t.Helper()
+	return strings.Fields(mustRun(ctx, c.t, nil, "", "docker", "ps", "-q", "--no-trunc",
+		"--filter", "label=com.docker.compose.project="+c.project,
+		"--filter", "label=com.docker.compose.service=worker").stdout)
+}
+
+// waitHealthy waits until n worker containers report healthy: their
+// /readyz found Temporal, the store and the sandbox usable.
+func (c *composeCluster) waitHealthy(ctx context.Context, n int) {
+	c.t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		ids := c.workers(ctx)
+		healthy := 0
+		for _, id := range ids {
+			r := run(ctx, c.t, nil, "", "docker", "inspect", "-f", "{{.State.Health.Status}}", id)
+			if strings.TrimSpace(r.stdout) == "healthy" {
+				healthy++
+			}
+		}
+		if healthy == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			logs := c.compose(ctx, "logs", "--tail", "40")
+			c.t.Fatalf("%d of %d workers healthy after 5 minutes\n%s", healthy, n, tail(logs.stdout))
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// down removes the project with its volumes and checks that no container,
+// volume or network of it, nor a sandbox container of its workers, is left.
+func (c *composeCluster) down() {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	hosts := map[string]bool{}
+	for _, id := range c.workers(ctx) {
+		hosts[id[:12]] = true
+	}
+	start := time.Now()
+	c.compose(ctx, "down", "-v", "--remove-orphans")
+	c.t.Logf("docker-compose down -v: %s", time.Since(start).Round(time.Second))
+	label := "label=com.docker.compose.project=" + c.project
+	for _, what := range [][]string{
+		{"ps", "-aq", "--filter", label},
+		{"volume", "ls", "-q", "--filter", label},
+		{"network", "ls", "-q", "--filter", label},
+	} {
+		if out := strings.TrimSpace(mustRun(ctx, c.t, nil, "", "docker", what...).stdout); out != "" {
+			c.t.Errorf("left after down -v (docker %s): %s", strings.Join(what, " "), out)
+		}
+	}
+	// Sandbox containers name their worker's host, the container's id.
+	out := mustRun(ctx, c.t, nil, "", "docker", "ps", "-a", "--filter", "label=autocoder.sandbox=1",
+		"--format", `{{.ID}} {{.Label "autocoder.sandbox.owner"}}`).stdout
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		id, owner, _ := strings.Cut(line, " ")
+		if host, _, _ := strings.Cut(owner, "/"); hosts[host] {
+			c.t.Errorf("sandbox container %s of worker %s left after down", id, host)
+		}
+	}
+}
+
+// cli runs the built binary against the cluster's Temporal.
+func (c *composeCluster) cli(ctx context.Context, args ...string) string {
+	c.t.Helper()
+	return mustRun(ctx, c.t, c.cliEnv, "", c.bin, args...).stdout
+}
+
+// start starts a Python task through the CLI and returns its id.
+func (c *composeCluster) start(ctx context.Context, task string) string {
+	c.t.Helper()
+	var res struct{ ID string }
+	out := c.cli(ctx, "run", "--detach", "--json", "--lang", "python", task)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.ID == "" {
+		c.t.Fatalf("run --detach --json printed %q: %v", out, err)
+	}
+	return res.ID
+}
+
+func (c *composeCluster) status(ctx context.Context, id string) workflows.Status {
+	c.t.Helper()
+	var st workflows.Status
+	out := c.cli(ctx, "status", id, "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		c.t.Fatalf("decode status: %v\n%s", err, out)
+	}
+	return st
+}
+
+// waitDone polls a task's status until it has ended.
+func (c *composeCluster) waitDone(ctx context.Context, id string) workflows.Status {
+	c.t.Helper()
+	for {
+		st := c.status(ctx, id)
+		if st.Phase.Done() {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			c.t.Fatalf("task %s still %s: %v", id, st.Phase, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// modelCall is one request the scripted model received.
+type modelCall struct {
+	Prompt     string // hash of the request's messages
+	Task       int    // the task number in the prompt; 0 if none
+	Plan       bool   // the plan's call, not an attempt's turn
+	Start, End time.Time
+}
+
+// modelServer serves a script on one address of this machine, records
+// every call, and says when one starts.
+type modelServer struct {
+	srv     *http.Server
+	url     string
+	mu      sync.Mutex
+	calls   []modelCall
+	started chan modelCall
+}
+
+var taskNumberRE = regexp.MustCompile(`Compose task (\d+):`)
+
+func newModelServer(t *testing.T, host string, script llmtest.Script) *modelServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listen on the docker bridge %s: %v", host, err)
+	}
+	m := &modelServer{url: "http://" + ln.Addr().String() + "/v1", started: make(chan modelCall, 1000)}
+	inner := llmtest.Handler(script)
+	m.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		call := modelCall{Prompt: promptKey(body), Plan: bytes.Contains(body, []byte(planMarker)), Start: time.Now()}
+		if n := taskNumberRE.FindSubmatch(body); n != nil {
+			call.Task, _ = strconv.Atoi(string(n[1]))
+		}
+		m.mu.Lock()
+		i := len(m.calls)
+		m.calls = append(m.calls, call)
+		m.mu.Unlock()
+		m.started <- call
+		inner.ServeHTTP(w, r)
+		m.mu.Lock()
+		m.calls[i].End = time.Now()
+		m.mu.Unlock()
+	})}
+	go func() { _ = m.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = m.srv.Close() })
+	return m
+}
+
+func (m *modelServer) URL() string { return m.url }
+
+func (m *modelServer) Calls() []modelCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.calls)
+}
+
+// promptKey identifies a request by its messages.
+func promptKey(body []byte) string {
+	var req struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &req) // a body that does not decode keys as empty
+	sum := sha256.Sum256(req.Messages)
+	return hex.EncodeToString(sum[:8])
+}
+
+// planMarker is in the plan prompt (activities/prompts.go).
+const planMarker = "Write a short plan"
+
+// composeTask is the text of task n; the number routes the scripted
+// answers and names the files.
+func composeTask(n int) string {
+	return fmt.Sprintf("Compose task %d: write a function add(a, b) in calc_%d.py that returns the sum, with pytest tests.", n, n)
+}
+
+// addScript answers the plan and the one turn of each numbered task with
+// fenced files whose tests pass; a turn waits turnDelay before answering.
+func addScript(turnDelay func(task int) time.Duration) llmtest.Script {
+	return func(req llmtest.ChatRequest) llmtest.Reply {
+		var n int
+		for _, msg := range req.Messages {
+			if sub := taskNumberRE.FindStringSubmatch(msg.Content); msg.Role == "user" && sub != nil {
+				n, _ = strconv.Atoi(sub[1])
+				break
+			}
+		}
+		if n == 0 {
+			return llmtest.Reply{Status: http.StatusBadRequest, Content: "no compose task number in the prompt"}
+		}
+		calc, test := fmt.Sprintf("calc_%d.py", n), fmt.Sprintf("test_calc_%d.py", n)
+		if strings.Contains(req.LastUser(), planMarker) {
+			return llmtest.Reply{Content: fmt.Sprintf("1. Implement add in %s with pytest tests in %s.", calc, test)}
+		}
+		return llmtest.Reply{Delay: turnDelay(n), Content: fmt.Sprintf(
+			"```path=%s\ndef add(a, b):\n    return a + b\n```\n```path=%s\nfrom calc_%d import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n```\n",
+			calc, test, n)}
+	}
+}
+
+// TestComposeEndToEnd starts docker-compose.yml with two workers, starts
+// tasks through the CLI, kills the worker container running one of them
+// while its model call is in flight, and checks that the task completes on
+// the other worker, that no model prompt was paid for twice except the one
+// the kill cut, and that `docker-compose down -v` leaves nothing behind.
+//
+//	AUTOCODER_COMPOSE_E2E=1 go test ./internal/deploytest/ -run TestComposeEndToEnd -v -timeout 60m
+func TestComposeEndToEnd(t *testing.T) {
+	requireComposeE2E(t)
+	ctx := testContext(t, 55*time.Minute)
+	built := ensureImages(ctx, t)
+	t.Logf("images ready in %s", built.Round(time.Second))
+
+	const victim = 1
+	// The victim's turn takes long enough for the kill to land in it.
+	script := addScript(func(n int) time.Duration {
+		if n == victim {
+			return 8 * time.Second
+		}
+		return 0
+	})
+	start := time.Now()
+	c := startCompose(ctx, t, script, 2)
+	t.Logf("docker-compose up, 2 workers ready: %s", time.Since(start).Round(time.Second))
+
+	start = time.Now()
+	other := c.start(ctx, composeTask(2))
+	id := c.start(ctx, composeTask(victim))
+
+	// Wait for the victim's turn to reach the model, then kill the worker
+	// container that runs it.
+	for call := range c.model.started {
+		if call.Task == victim && !call.Plan {
+			break
+		}
+	}
+	tc := c.tasks(ctx)
+	killed := c.workerOf(ctx, tc, id)
+	survivor := ""
+	for _, w := range c.workers(ctx) {
+		if w != killed {
+			survivor = w
+		}
+	}
+	if survivor == "" {
+		t.Fatalf("no second worker beside %s: %v", killed, c.workers(ctx))
+	}
+	killedAt := time.Now()
+	mustRun(ctx, t, nil, "", "docker", "kill", killed)
+	t.Logf("killed worker %.12s during task %s's model turn", killed, id)
+
+	for _, tid := range []string{id, other} {
+		if st := c.waitDone(ctx, tid); st.Phase != workflows.PhaseSucceeded {
+			t.Errorf("task %s ended %s: %s", tid, st.Phase, st.Error)
+		}
+	}
+	t.Logf("both tasks done %s after the first start", time.Since(start).Round(time.Second))
+
+	// The killed container stays down: what ran after the kill ran on the
+	// survivor.
+	if state := strings.TrimSpace(mustRun(ctx, t, nil, "", "docker", "inspect", "-f", "{{.State.Running}}", killed).stdout); state != "false" {
+		t.Errorf("the killed worker is running again (%s); the task may have finished there", state)
+	}
+	checkPaidOnce(t, c.model.Calls(), killedAt)
+
+	// Every activity of the victim that started after the kill started on
+	// the survivor.
+	events, err := tc.History(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := 0
+	for _, ev := range events {
+		if ev.GetEventType() != enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED || ev.GetEventTime().AsTime().Before(killedAt) {
+			continue
+		}
+		after++
+		if host := workerHost(ev.GetActivityTaskStartedEventAttributes().GetIdentity()); host != survivor[:12] {
+			t.Errorf("activity event %d after the kill ran on %q, want the survivor %.12s", ev.GetEventId(), host, survivor)
+		}
+	}
+	if after == 0 {
+		t.Error("no activity of the task started after the kill")
+	}
+}
+
+// tasks dials the cluster's Temporal from this test.
+func (c *composeCluster) tasks(ctx context.Context) *taskclient.Client {
+	c.t.Helper()
+	var addr string
+	for _, kv := range c.cliEnv {
+		if v, ok := strings.CutPrefix(kv, "TEMPORAL_ADDRESS="); ok {
+			addr = v
+		}
+	}
+	sdk, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: "default"})
+	if err != nil {
+		c.t.Fatalf("dial temporal at %s: %v", addr, err)
+	}
+	c.t.Cleanup(sdk.Close)
+	return taskclient.New(sdk, "default")
+}
+
+// workerOf returns the id of the worker container running one of the
+// task's activities: the SDK names a worker "pid@hostname@", and a
+// container's host name is the start of its id.
+func (c *composeCluster) workerOf(ctx context.Context, tc *taskclient.Client, id string) string {
+	c.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		d, err := tc.Describe(ctx, id)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				continue
+			}
+			host := workerHost(pa.GetLastWorkerIdentity())
+			for _, w := range c.workers(ctx) {
+				if w[:12] == host {
+					return w
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.t.Fatalf("no worker container runs an activity of task %s", id)
+	return ""
+}
+
+// workerHost is the host part of a worker identity ("pid@host@...").
+func workerHost(identity string) string {
+	_, rest, _ := strings.Cut(identity, "@")
+	host, _, _ := strings.Cut(rest, "@")
+	return host
+}
+
+// checkPaidOnce fails when a prompt was answered more than once, unless
+// the first call was in flight at the kill: the worker died before it
+// could record the answer, so the retry on the other worker asks again.
+func checkPaidOnce(t *testing.T, calls []modelCall, killedAt time.Time) {
+	t.Helper()
+	seen := map[string]modelCall{}
+	for _, call := range calls {
+		first, again := seen[call.Prompt]
+		if !again {
+			seen[call.Prompt] = call
+			continue
+		}
+		cutByKill := first.Start.Before(killedAt) && (first.End.IsZero() || first.End.After(killedAt))
+		if !cutByKill {
+			t.Errorf("task %d: prompt %s asked again at %s; the first call (%s–%s) was not in flight at the kill (%s)",
+				call.Task, call.Prompt, call.Start.Format(time.TimeOnly), first.Start.Format(time.TimeOnly),
+				first.End.Format(time.TimeOnly), killedAt.Format(time.TimeOnly))
+		}
+	}
+}
+
+// TestComposeThroughput runs the same twenty short tasks (each model call
+// answered after 200 ms) on one worker of the compose cluster, then on two,
+// and reports the ratio of the wall times. It measures; it asserts only
+// that every task succeeded.
+//
+//	AUTOCODER_COMPOSE_E2E=1 go test ./internal/deploytest/ -run TestComposeThroughput -v -timeout 60m
+func TestComposeThroughput(t *testing.T) {
+	requireComposeE2E(t)
+	ctx := testContext(t, 55*time.Minute)
+	ensureImages(ctx, t)
+	const tasks = 20
+	script := addScript(func(int) time.Duration { return 200 * time.Millisecond })
+	c := startCompose(ctx, t, llmtest.Script(func(req llmtest.ChatRequest) llmtest.Reply {
+		r := script(req)
+		r.Delay = 200 * time.Millisecond
+		return r
+	}), 1)
+
+	batch := func(first int) time.Duration {
+		start := time.Now()
+		var ids []string
+		for n := first; n < first+tasks; n++ {
+			ids = append(ids, c.start(ctx, composeTask(n)))
+		}
+		for _, id := range ids {
+			if st := c.waitDone(ctx, id); st.Phase != workflows.PhaseSucceeded {
+				t.Errorf("task %s ended %s: %s", id, st.Phase, st.Error)
+			}
+		}
+		return time.Since(start)
+	}
+	one := batch(100)
+	c.compose(ctx, "up", "-d", "--no-build", "--scale", "worker=2")
+	c.waitHealthy(ctx, 2)
+	two := batch(200)
+	t.Logf("%d tasks: 1 worker %s, 2 workers %s; ratio 1/2 = %.2f",
+		tasks, one.Round(time.Millisecond), two.Round(time.Millisecond), one.Seconds()/two.Seconds())
+}
