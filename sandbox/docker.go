@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -660,4 +661,17 @@ func runnerID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return hex.EncodeToString(b)
+}
+
+// LocalDaemon reports whether the docker daemon the sandboxes would use
+// (DOCKER_HOST, else the default socket) is reached through a unix socket
+// of this machine: only such a daemon can mount this host's files into a
+// sandbox, as egress runs need (the proxy's socket and the forwarder).
+func LocalDaemon() bool {
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return false
+	}
+	defer cli.Close()
+	return strings.HasPrefix(cli.DaemonHost(), "unix://")
 }

@@ -19,7 +19,7 @@ import (
 // sandbox.forwarder set, its executable the one exe gives, and returns
 // whether installs go through the egress proxy and what the worker
 // logged.
-func workerActivities(t *testing.T, exe func() (string, error)) (routed bool, log string) {
+func workerActivities(t *testing.T, exe func() (string, error), env ...string) (routed bool, log string) {
 	t.Helper()
 	var buf bytes.Buffer
 	prev := slog.Default()
@@ -28,6 +28,13 @@ func workerActivities(t *testing.T, exe func() (string, error)) (routed bool, lo
 	f := NewFactory(config{DataDir: t.TempDir(), Namespace: "default", Sandbox: "bwrap", uiPort: devserver.NoUI},
 		IOStreams{Out: io.Discard, ErrOut: io.Discard})
 	defer f.Close()
+	if len(env) > 0 {
+		kv := map[string]string{}
+		for i := 0; i+1 < len(env); i += 2 {
+			kv[env[i]] = env[i+1]
+		}
+		f.cfg.settings = settingsFor(t, kv)
+	}
 	f.Executable = exe
 	acts, stop, err := f.Activities(context.Background(), sandbox.Config{Backend: "bwrap", PoolSize: -1})
 	if err != nil {
@@ -61,5 +68,15 @@ func TestWorkerIsItsOwnForwarder(t *testing.T) {
 	}
 	if !strings.Contains(log, "dependency installs are off") || !strings.Contains(log, "sandbox.forwarder") || !strings.Contains(log, script) {
 		t.Errorf("the worker's log does not say why installs are off:\n%s", log)
+	}
+}
+
+// TestForwarderNoneTurnsInstallsOff: sandbox.forwarder = none is how a
+// person turns dependency installs off.
+func TestForwarderNoneTurnsInstallsOff(t *testing.T) {
+	bin := testenv.Forwarder(t, false)
+	routed, log := workerActivities(t, func() (string, error) { return bin, nil }, "AUTOCODER_SANDBOX_FORWARDER", "none")
+	if routed || !strings.Contains(log, "sandbox.forwarder is none") {
+		t.Errorf("installs routed with sandbox.forwarder = none (%v):\n%s", routed, log)
 	}
 }

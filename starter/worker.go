@@ -77,8 +77,22 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 // sandbox's user may not read it (installed without o+r), or it is
 // dynamically linked and its loader or a library it needs is not on this
 // host (a worker copied from another system).
-func (f *Factory) egressForwarder() string {
-	if fwd := f.cfg.settings.String("sandbox.forwarder"); fwd != "" {
+//
+// "none" turns installs off, and so does a docker daemon on another
+// machine (DOCKER_HOST over TCP or SSH), which cannot mount this host's
+// proxy socket or forwarder into a sandbox.
+func (f *Factory) egressForwarder(backend string) string {
+	fwd := f.cfg.settings.String("sandbox.forwarder")
+	if fwd == "none" {
+		slog.Info("dependency installs are off: sandbox.forwarder is none")
+		return ""
+	}
+	if backend != "bwrap" && !sandbox.LocalDaemon() {
+		slog.Warn("dependency installs are off: the docker daemon (DOCKER_HOST) is not on this machine, so it cannot mount the egress proxy into a sandbox; " +
+			"run the worker on the daemon's machine, or use the bwrap backend")
+		return ""
+	}
+	if fwd != "" {
 		return fwd
 	}
 	exe, err := f.Executable()
@@ -120,7 +134,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	if f.metrics != nil {
 		sc.Metrics = f.metrics
 	}
-	sc.Forwarder = f.egressForwarder()
+	sc.Forwarder = f.egressForwarder(sc.Backend)
 	sb, err := sandbox.New(ctx, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)

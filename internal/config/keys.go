@@ -73,7 +73,7 @@ var Keys = []Key{
 	{Name: "sandbox.image_workdir", Env: "AUTOCODER_IMAGE_WORKDIR", Fingerprint: true,
 		Help: "where the offline image build caches its Debian root file system"},
 	{Name: "sandbox.forwarder", Env: "AUTOCODER_SANDBOX_FORWARDER", Fingerprint: true,
-		Help: "the egress forwarder that egress-network sandbox runs reach the proxy through (default: this executable; or CGO_ENABLED=0 go build ./sandbox/cmd/egress-forward)"},
+		Help: "the egress forwarder that egress-network sandbox runs reach the proxy through (default: this executable; or CGO_ENABLED=0 go build ./sandbox/cmd/egress-forward; none: no dependency installs)"},
 	{Name: "sandbox.debian_mirror", Env: "DEBIAN_MIRROR", Fingerprint: true, check: checkURL,
 		Help: "the Debian mirror the offline image build installs from (default: the host's)"},
 	{Name: "limits.iterations", Flag: "max-iterations", Default: "6", kind: kindInt, check: atLeast(1)},

@@ -268,6 +268,9 @@ func markCacheBreakpoints(req *anRequest) {
 	}
 	mark := func(i int) {
 		b := req.Messages[i].Content
+		if len(b) == 0 { // an empty answer has no block to mark
+			return
+		}
 		b[len(b)-1].CacheControl = ephemeral
 	}
 	mark(last)

@@ -254,3 +254,15 @@ func TestSourceOfPrefersTheUsersIndex(t *testing.T) {
 		t.Errorf("a failing configuration command: %+v, want the default", got)
 	}
 }
+
+// TestRegistryCredentialsStayHidden: a registry address with credentials
+// is asked with them, but the result names it without them.
+func TestRegistryCredentialsStayHidden(t *testing.T) {
+	proxy := serve(t, map[string]page{"/example.com/m/@v/list": {mediaType: "text/plain", body: "v1.2.0\n"}})
+	withCreds := strings.Replace(proxy.URL, "http://", "http://ci-bot:s3cret@", 1)
+	res := resolveOne(t, &Resolver{}, lang.VersionsGoProxy, withCreds, "example.com/m")
+	wantVersion(t, res, "v1.2.0")
+	if strings.Contains(res.Registry, "s3cret") || strings.Contains(res.Registry, "ci-bot") {
+		t.Errorf("the result names the registry with its credentials: %s", res.Registry)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"io"
 	"net/http"
 	"os/exec"
@@ -109,8 +110,11 @@ func (r *Resolver) Resolve(ctx context.Context, src Source, pkgs []string) []Res
 	return results
 }
 
-func (r *Resolver) resolveOne(ctx context.Context, src Source, pkg string) Result {
-	res := Result{Package: pkg, Registry: src.URL}
+func (r *Resolver) resolveOne(ctx context.Context, src Source, pkg string) (res Result) {
+	// A registry's address may carry credentials (https://token@host/):
+	// what is shown, kept and cached never does.
+	defer func() { res.Registry = withoutUser(res.Registry) }()
+	res = Result{Package: pkg, Registry: src.URL}
 	key := cacheKey(src, pkg)
 	if e, ok := r.cached(ctx, key); ok {
 		res.Version, res.Registry, res.Cached = e.Version, e.Registry, true
@@ -123,7 +127,7 @@ func (r *Resolver) resolveOne(ctx context.Context, src Source, pkg string) Resul
 	}
 	res.Registry, res.Version, res.Err = ask(ctx, r, src.URL, pkg)
 	if res.Err == nil {
-		r.remember(ctx, key, cacheEntry{Version: res.Version, Registry: res.Registry, At: r.now()})
+		r.remember(ctx, key, cacheEntry{Version: res.Version, Registry: withoutUser(res.Registry), At: r.now()})
 	}
 	return res
 }
@@ -148,7 +152,7 @@ type cacheEntry struct {
 }
 
 func cacheKey(src Source, pkg string) string {
-	return "versions/1\x00" + string(src.API) + "\x00" + src.URL + "\x00" + pkg
+	return "versions/1\x00" + string(src.API) + "\x00" + withoutUser(src.URL) + "\x00" + pkg
 }
 
 func (r *Resolver) cached(ctx context.Context, key string) (cacheEntry, bool) {
@@ -244,3 +248,14 @@ func (r *Resolver) getJSON(ctx context.Context, url, accept string, v any) error
 
 // trimBase is a registry address without its trailing slashes.
 func trimBase(base string) string { return strings.TrimRight(base, "/") }
+
+// withoutUser is a registry address without the user and password it may
+// carry.
+func withoutUser(addr string) string {
+	u, err := url.Parse(addr)
+	if err != nil || u.User == nil {
+		return addr
+	}
+	u.User = nil
+	return u.String()
+}
