@@ -28,6 +28,7 @@ var startedRE = regexp.MustCompile(`task (` + taskIDPattern + `) started`)
 // TestBinaryEndToEnd runs the same flow through the built binary, with the
 // worker, the run and the status queries as separate processes.
 func TestBinaryEndToEnd(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Fatalf("go toolchain needed to build the binary: %v", err)
 	}
@@ -118,6 +119,7 @@ func statusJSON(t *testing.T, bin string, env []string, id string) workflows.Sta
 
 // TestBinaryErrors checks the messages and exit codes of common mistakes.
 func TestBinaryErrors(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	up := cleanEnv("TEMPORAL_ADDRESS="+ts.GetFrontendHostPort(), "TEMPORAL_NAMESPACE="+ts.GetDefaultNamespace(), "AUTOCODER_DATA_DIR="+t.TempDir())

@@ -33,6 +33,7 @@ import (
 // and its phase (current details).
 // Screenshots go to $AUTOCODER_ARTIFACTS or <repo>/.artifacts.
 func TestWebUIShowsTask(t *testing.T) {
+	t.Parallel()
 	chrome, err := exec.LookPath("chromium")
 	testenv.RequireService(t, "chromium (scripts/install-browser.sh installs it)", err)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

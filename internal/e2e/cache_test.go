@@ -216,6 +216,7 @@ func prefixBreaks(t testing.TB, reqs []cachedRequest) []string {
 // before, byte for byte, and the provider's cache serves that prefix,
 // which the task's usage counts as cached.
 func TestToolLoopRequestsKeepTheirPrefix(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb, st, c := services(ctx, t, sandbox.Config{Profiles: profilesOf("python")})
@@ -249,6 +250,7 @@ func TestToolLoopRequestsKeepTheirPrefix(t *testing.T) {
 // the budget; not earlier, when the same tokens all priced as fresh input
 // would have passed it. The budget is set where the two differ by turns.
 func TestBudgetCountsCachedInput(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb, st, c := services(ctx, t, sandbox.Config{Profiles: profilesOf("python")})

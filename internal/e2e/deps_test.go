@@ -71,6 +71,7 @@ func runInLocalMode(t *testing.T, l *local, dir, lang, task string) workflows.St
 // loopback that no configuration names, which the requirements point pip
 // to as well.
 func TestLocalWorkerInstallsDeps(t *testing.T) {
+	t.Parallel()
 	const task = "Make greeting end with an exclamation mark"
 	name, whl := registrytest.PureWheel(t, "greetlib", "1.0", "def hello():\n    return 'hello from greetlib'\n")
 	fix := edit("greet.py", "    return greetlib.hello()", "    return greetlib.hello() + \"!\"")

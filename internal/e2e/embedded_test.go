@@ -19,6 +19,7 @@ import (
 // killed with SIGKILL mid-task; resume brings local mode back and the task
 // finishes where it was, without planning again.
 func TestEmbeddedModeSurvivesAKill(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin := binary(t)

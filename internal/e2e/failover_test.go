@@ -18,6 +18,7 @@ import (
 // `status` names the switch. Then the first model recovers, and once its
 // breaker's cooldown has passed a second task is answered by it alone.
 func TestFailoverToTheNextModelAndBack(t *testing.T) {
+	t.Parallel()
 	requireBackend(t, "bwrap")
 	const cooldown = 2 * time.Second
 	var probs problems

@@ -79,6 +79,7 @@ var historyCases = []historyCase{
 //
 //	AUTOCODER_RECORD_HISTORY=1 go test ./internal/e2e -run TestRecordReplayHistories
 func TestRecordReplayHistories(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("AUTOCODER_RECORD_HISTORY") != "1" {
 		t.Skip("records the replay histories only with AUTOCODER_RECORD_HISTORY=1")
 	}

@@ -17,6 +17,7 @@ import (
 // TestApprovePlanFromAnotherProcess: run --approve-plan --detach waits at the
 // plan gate until a second process approves.
 func TestApprovePlanFromAnotherProcess(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pythonScenario.script())
 	id := c.start("--lang", "python", "--approve-plan", pythonScenario.task)
 
@@ -50,6 +51,7 @@ var policyScenario = scenario{
 // model, which removes the finding. Neither task teaches a lesson: not the
 // approved one's plan, not the rejected one's fix.
 func TestPolicyAskApprovedAndRejected(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, policyScenario.script())
 
 	approved := c.start("--lang", "python", "--policy", "ask", policyScenario.task)
@@ -87,6 +89,7 @@ func TestPolicyAskApprovedAndRejected(t *testing.T) {
 // TestWatchPiped: watch on a pipe prints plain lines and stops at a gate
 // with exit code 5, naming the commands that answer it.
 func TestWatchPiped(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, llmtest.Rules(
 		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: pythonScenario.plan, Delay: 500 * time.Millisecond}},
 		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: pythonScenario.fixed}},
@@ -116,6 +119,7 @@ func TestWatchPiped(t *testing.T) {
 // draws a progress bar, asks the plan question inline, sends the typed
 // answer and follows the task to the end.
 func TestWatchOnATerminal(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pythonScenario.script())
 	id := c.start("--lang", "python", "--approve-plan", pythonScenario.task)
 	c.waitFor(id, "the plan gate", waiting(workflows.GatePlan))
@@ -136,6 +140,7 @@ func TestWatchOnATerminal(t *testing.T) {
 // policy gate ask again and leave the task waiting; "yes" typed out runs the
 // flagged code.
 func TestWatchPolicyGateNeedsYes(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, policyScenario.script())
 	id := c.start("--lang", "python", "--policy", "ask", policyScenario.task)
 	c.waitFor(id, "the policy gate", waiting(workflows.GatePolicy))

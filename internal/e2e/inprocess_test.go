@@ -29,6 +29,7 @@ import (
 // talking HTTP to a scripted model: the first attempt fails its tests, the
 // failure is reported in the same conversation, and the answer passes.
 func TestTaskEndToEnd(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -124,6 +125,7 @@ func taskClient(c client.Client) *taskclient.Client { return taskclient.New(c, "
 // history limit: it must hop across several runs, keep its plan, counters
 // and checkpoints, and finish with the right files.
 func TestLongTaskContinuesAsNew(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sb, st, c := services(ctx, t, sandbox.Config{})

@@ -149,6 +149,7 @@ func firstTurn(req llmtest.ChatRequest) llmtest.ChatRequest {
 // lesson is saved. A model that adds its own test succeeds, and so does a
 // task allowed to edit the tests.
 func TestUsersTestsAreTheJudge(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"docker", "bwrap"} {
 		t.Run(backend, func(t *testing.T) {
 			requireBackend(t, backend)

@@ -71,6 +71,7 @@ func exampleScript() llmtest.Script {
 // compilers of four languages share two cores past the CLI's deadline);
 // the languages' own tests run each example on both backends.
 func TestEveryLanguageFromItsExample(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(testenv.RepoRoot(t), "examples")
 	c := newCluster(t, exampleScript(), "AUTOCODER_SANDBOX=docker")
 	for _, l := range languages.All() {
@@ -131,6 +132,7 @@ func copyTree(t *testing.T, src, dst string) {
 // sandbox image, the first `run` builds it (from its recipe, offline here)
 // and the task succeeds; nothing else was done beforehand.
 func TestFirstRunBuildsTheImage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds an image")
 	}

@@ -66,6 +66,7 @@ func freshDatabase(t *testing.T) string {
 // puts the fix in the first prompt, so it passes on the first attempt with
 // fewer tokens, and the lesson is credited.
 func TestLessonsMakeTheSecondTaskCheaper(t *testing.T) {
+	t.Parallel()
 	dbURL := freshDatabase(t)
 	c := newCluster(t, learningScript(), "AUTOCODER_DATABASE_URL="+dbURL)
 

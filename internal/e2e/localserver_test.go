@@ -203,6 +203,7 @@ func tail(s string, n int) string {
 // processes share the data dir's one server; SIGKILL of the first client
 // mid-task affects neither task, and resume writes the first task's files.
 func TestTwoClientsShareOneServer(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sc := pythonScenario
@@ -246,6 +247,7 @@ func TestTwoClientsShareOneServer(t *testing.T) {
 // the task once the server continues; stopped for less, the client says
 // contact is back and completes. Never "task failed".
 func TestLostContactIsNotFailure(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name           string
 		contactTimeout time.Duration
@@ -317,6 +319,7 @@ func TestLostContactIsNotFailure(t *testing.T) {
 // whose server stops answering (SIGSTOP) says so, keeps trying for the
 // contact timeout and exits 3 naming resume, as run and watch do.
 func TestTranscriptFollowLosesContact(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	const contactTimeout = 6 * time.Second
@@ -371,6 +374,7 @@ func TestTranscriptFollowLosesContact(t *testing.T) {
 // following mid-task; resume, from another directory and without --out,
 // writes the task's files back into the project, as the run would have.
 func TestResumeWritesIntoTheProject(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	sc := pythonScenario
@@ -423,6 +427,7 @@ var productLine = regexp.MustCompile(`^(starting the local server for .* \(log: 
 // and succeeds. Its whole output, server start included, holds only the
 // product's own lines: no log line of the SDK, the server or the sandbox.
 func TestTwoDataDirs(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sc := pythonScenario
@@ -481,6 +486,7 @@ func portsOf(env []string) []string {
 // how to re-attach or cancel; the task goes on in the server and resume
 // writes its files.
 func TestInterruptStopsOnlyFollowing(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sc := pythonScenario
@@ -512,6 +518,7 @@ func TestInterruptStopsOnlyFollowing(t *testing.T) {
 // for a person, stops by itself once no task is open and no client came
 // for the idle period, and the next command starts a new one.
 func TestIdleServerStops(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sc := pythonScenario
@@ -551,6 +558,7 @@ func TestIdleServerStops(t *testing.T) {
 // end of what it wrote to the log, without the lines an earlier server
 // left in the same file.
 func TestFailedStartShowsOnlyItsOwnLog(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const missing = "unix:///nonexistent/docker.sock"

@@ -121,6 +121,7 @@ func hostile(p *problems) agent {
 // they are not kept; and the task then succeeds with nothing of the refused
 // calls in its files.
 func TestMalformedToolCallsDoNotFailTheTask(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sb, st, c := services(ctx, t, sandbox.Config{Backend: "bwrap", Profiles: profilesOf("python")})

@@ -21,6 +21,7 @@ import (
 // transcript holds the call and its result, and the server's own log
 // shows the call ran exactly once.
 func TestModelCallsAnMCPToolOnceAcrossAWorkerKill(t *testing.T) {
+	t.Parallel()
 	requireBackend(t, "bwrap")
 	started := time.Now()
 	server := mcptest.LookupServer(t)

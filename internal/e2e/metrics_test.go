@@ -32,6 +32,7 @@ import (
 // naming the store while the proxy is cut, naming Temporal while it is
 // stopped, 200 again once each is back; the process stays alive.
 func TestWorkerMetricsAndHealth(t *testing.T) {
+	t.Parallel()
 	requireBackend(t, "bwrap")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

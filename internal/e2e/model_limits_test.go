@@ -16,6 +16,7 @@ import (
 // minutes) and the call retried, while `status` says how long the task
 // has been waiting for the model and at which attempt.
 func TestHangingModelIsCutOffAndShown(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, llmtest.Fixed(llmtest.Reply{Content: "1. Write it.", Delay: time.Hour}),
 		"AUTOCODER_MODEL_FIRST_BYTE_TIMEOUT=5s")
 	id := c.start("--lang", "python", pythonScenario.task)
@@ -61,6 +62,7 @@ func TestHangingModelIsCutOffAndShown(t *testing.T) {
 // than the activity's heartbeat timeout (5 s) but within the idle limit
 // is one call: the activity heartbeats while it waits.
 func TestPausingStreamKeepsItsAttempt(t *testing.T) {
+	t.Parallel()
 	sc := pythonScenario
 	rest := sc.script()
 	c := newCluster(t, func(req llmtest.ChatRequest) llmtest.Reply {
@@ -87,6 +89,7 @@ func TestPausingStreamKeepsItsAttempt(t *testing.T) {
 // free space than it needs fails the task at once, saying where and how
 // much, without a single model call.
 func TestFullDiskFailsBeforeTheModelIsPaid(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pythonScenario.script(), "AUTOCODER_MIN_FREE_SPACE=1000000GiB")
 	var dataDir string
 	for _, kv := range c.env {

@@ -16,6 +16,7 @@ import (
 // answer it; a second webhook that never answers holds up neither the
 // task nor the first webhook's messages.
 func TestNotifyEndToEnd(t *testing.T) {
+	t.Parallel()
 	messages := make(chan map[string]any, 16)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m map[string]any

@@ -65,6 +65,7 @@ func plantingAgent(canary string) agent {
 // status` in every directory, export --patch and export --git, the
 // planted command has never run. Both sandbox backends.
 func TestModelCannotPlantCommandsForTheUsersTools(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"docker", "bwrap"} {
 		t.Run(backend, func(t *testing.T) {
 			requireBackend(t, backend)

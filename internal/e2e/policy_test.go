@@ -73,6 +73,7 @@ import (
 )
 
 func TestPostThenGet(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer((&Store{}).Handler())
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+"/items", "application/json", strings.NewReader(`+"`\"apple\"`"+`))
@@ -167,6 +168,7 @@ func policyScript() llmtest.Script {
 // own untouched code that spawns processes and imports dynamically gives
 // no finding when the model changes another line, in deny mode too.
 func TestOrdinarySoftwarePassesTheSafetyPolicy(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, policyScript())
 	for _, tc := range []struct {
 		lang, task, test string

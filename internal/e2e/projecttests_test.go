@@ -19,6 +19,7 @@ import (
 // .gitignore ignores and the caches never reach the model; and of the
 // project's files only the one the task changed is written.
 func TestProjectTestsJudgeWithoutTestCmd(t *testing.T) {
+	t.Parallel()
 	const (
 		cacheMarker   = "PYTEST-CACHE-CONTENT"
 		pycMarker     = "PYCACHE-CONTENT"

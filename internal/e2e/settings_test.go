@@ -68,6 +68,7 @@ func (l *local) exec(ctx context.Context, t *testing.T, env []string, args ...st
 // key and AUTOCODER_SANDBOX=bwrap succeeds, on a server with that shell's
 // settings: the first server, settings-less, was replaced.
 func TestReadOnlyCommandThenRun(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sc := pythonScenario
@@ -110,6 +111,7 @@ func TestReadOnlyCommandThenRun(t *testing.T) {
 // that runs none of the task's activities (the task waits, and status
 // says how to go on), and resume from the shell with the key finishes it.
 func TestOpenTaskWaitsForSettings(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sc := pythonScenario
@@ -161,6 +163,7 @@ func TestOpenTaskWaitsForSettings(t *testing.T) {
 // a run from a shell with another model URL starts nothing and says which
 // setting differs and what to do.
 func TestBusyServerWithOtherSettings(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sc := pythonScenario
@@ -254,6 +257,7 @@ func matchesRetryGolden(t *testing.T, got, want string) bool {
 // naming the cause (golden output); the next run, with the right model
 // URL, restarts the idle server with it and succeeds.
 func TestModelErrorsThenTheRightURL(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sc := pythonScenario
@@ -287,6 +291,7 @@ func TestModelErrorsThenTheRightURL(t *testing.T) {
 // file says, with the key the command printed in the local server, and
 // the server's settings name the file's values.
 func TestRunWithModelFromConfigFile(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sc := pythonScenario

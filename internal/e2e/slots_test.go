@@ -22,6 +22,7 @@ import (
 // sandbox run at a time; the other tasks' runs wait in Temporal, scheduled
 // and not started, where any worker with a free slot could take them.
 func TestSandboxRunsWaitInTemporal(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sb, st, c := services(ctx, t, sandbox.Config{Slots: 1})

@@ -38,6 +38,7 @@ func rawControl(s string) (rune, bool) {
 // reaches run's progress and final error, and status, with every escape
 // made visible; status --json keeps it as it was.
 func TestHostileOutputCannotDriveTheTerminal(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, llmtest.Rules(
 		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: hostileScenario.plan}},
 		llmtest.Rule{Contains: "", Reply: llmtest.Reply{Content: hostileScenario.buggy}},
@@ -80,6 +81,7 @@ func TestHostileOutputCannotDriveTheTerminal(t *testing.T) {
 // TestRollbackOutOfRange: a checkpoint the task does not have is a bad
 // request (exit 2) that names the checkpoints it has.
 func TestRollbackOutOfRange(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, pythonScenario.script())
 	id := c.start("--lang", "python", "--approve-plan", pythonScenario.task)
 	c.waitFor(id, "the plan gate", waiting(workflows.GatePlan))

@@ -388,6 +388,7 @@ func views[R any](reqs []R, view func(R) turnView) []turnView {
 // searches, reads two files in one turn, edits, runs the bug's test, runs
 // the task's tests and finishes; the task's whole pytest suite passes.
 func TestToolLoopFindsBugInLargeRepo(t *testing.T) {
+	t.Parallel()
 	repo := repogen.Generate(repogen.Options{Seed: 1})
 	if len(repo.Files) < 300 || repo.Size() < 2<<20 {
 		t.Fatalf("repository of %d files and %d bytes; want at least 300 files and 2 MiB", len(repo.Files), repo.Size())
@@ -567,6 +568,7 @@ func stepOf(c llmtest.ToolCall) int {
 // finish fails its named test, and the failure comes back in the same
 // conversation), only step 3 by the whole suite.
 func TestThreeStepPlanOnlyFinishedWorkPasses(t *testing.T) {
+	t.Parallel()
 	requireBackend(t, "bwrap")
 	started := time.Now()
 	var probs problems
@@ -618,6 +620,7 @@ var instructionRule = regexp.MustCompile(`docstring that starts with "([^"]+)"`)
 // if it finds it in its prompt; the prefix is new on every run, so it
 // cannot be known in advance.
 func TestAgentsMdRuleReachesModel(t *testing.T) {
+	t.Parallel()
 	requireBackend(t, "bwrap")
 	prefix := fmt.Sprintf("Autocoder-%06x:", rand.N(1<<24))
 	rule := `Every new function gets a docstring that starts with "` + prefix + `".`

@@ -93,6 +93,7 @@ func plantInSnapshot(t *testing.T, dataDir, snapshot, path, body string) {
 // was; a snapshot that holds .git/config anyway (stored before the rule)
 // is refused whole by every export.
 func TestModelCannotReachTheUsersGit(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"docker", "bwrap"} {
 		t.Run(backend, func(t *testing.T) {
 			requireBackend(t, backend)
@@ -177,6 +178,7 @@ func TestModelCannotReachTheUsersGit(t *testing.T) {
 // hang on the pipe nor write half the files: it fails at once, names both
 // paths, and the project is as it was.
 func TestFinalWriteRefusesSpecialFilesWithoutWriting(t *testing.T) {
+	t.Parallel()
 	outside := filepath.Join(t.TempDir(), "outside.txt")
 	answer := edit("calc.py", "    return a - b", "    return a + b") +
 		fence("notes.txt", "notes\n") + fence("out.txt", "through the link\n")

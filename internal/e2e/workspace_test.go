@@ -21,6 +21,7 @@ func edit(path, search, replace string) string {
 // task back to checkpoint 1 with guidance mid-run, the next edit fixes it,
 // and export shows only the intended change.
 func TestExistingWorkspaceRollbackAndExport(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, llmtest.Rules(
 		llmtest.Rule{Contains: planMarker, Reply: llmtest.Reply{Content: "1. Fix add in calc.py."}},
 		// A person's guidance comes with the failure report after the

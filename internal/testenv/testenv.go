@@ -92,10 +92,24 @@ func Binary(t testing.TB) string {
 
 // BinaryCgo is the autocoder command built with CGO_ENABLED set to cgo:
 // a static executable without cgo, a dynamically linked one with it.
+// Where that is the toolchain's default, it is Binary's build.
 func BinaryCgo(t testing.TB, cgo bool) string {
 	t.Helper()
+	if cgoValue(cgo) == defaultCgo() {
+		return Binary(t)
+	}
 	return Build(t, ".", "autocoder-cgo"+cgoValue(cgo), "CGO_ENABLED="+cgoValue(cgo))
 }
+
+// defaultCgo is the CGO_ENABLED a build without it gets ("" if go cannot
+// tell).
+var defaultCgo = sync.OnceValue(func() string {
+	out, err := exec.Command("go", "env", "CGO_ENABLED").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+})
 
 // Forwarder is the egress forwarder alone (sandbox/cmd/egress-forward),
 // for sandbox Config.Forwarder: static, or with cgo dynamically linked.
