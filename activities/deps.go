@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -56,26 +57,39 @@ func (d depsInstall) spec(s sandbox.Spec) sandbox.Spec {
 // network is the egress proxy, and its directory is kept under DepsDir,
 // keyed by the manifests' hash (with the language, its image and the
 // registry), for every later check of any task to mount read-only. A
-// project that declares none, or a worker without the proxy, installs
-// nothing.
+// project that declares none installs nothing, and so does a worker
+// without the proxy, where a language that cannot build without its
+// install (lang.Deps.Required) fails the check and says why.
 func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []workspace.File) (depsInstall, error) {
 	manifests := manifestsOf(l, files)
-	if a.Egress == nil || len(l.Deps.Install) == 0 || len(manifests) == 0 ||
+	if len(l.Deps.Install) == 0 || len(manifests) == 0 ||
 		(l.Deps.Declares != nil && !l.Deps.Declares(manifestContents(manifests))) {
 		return depsInstall{}, nil
 	}
-	index := a.DepsIndexes[l.Name]
+	names := strings.Join(manifestNames(manifests), ", ")
+	if a.Egress == nil {
+		if !l.Deps.Required {
+			return depsInstall{}, nil
+		}
+		return depsInstall{failed: installRefused(l, names, "installs are off on this worker", fmt.Sprintf(
+			"this worker installs no dependencies (its sandboxes cannot reach the egress proxy: the worker's log says why), "+
+				"so nothing provides what %s declares: use the standard library only, or turn installs on and run the task again", names))}, nil
+	}
+	index, urls, err := installIndex(l, a.DepsIndexes[l.Name])
+	if err != nil {
+		return depsInstall{failed: installRefused(l, names, "no registry to install from", fmt.Sprintf("%v; what %s declares cannot be installed", err, names))}, nil
+	}
 	dir := filepath.Join(a.depsDir(), l.Name+"-"+depsKey(l, a.Sandbox.Name(), index, manifests))
 	d := depsInstall{dir: dir, env: l.Deps.Env}
 	if err := ownDepsDir(filepath.Dir(dir)); err != nil {
 		return depsInstall{}, err
 	}
 	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && ownedByWorker(fi) {
-		d.note = fmt.Sprintf("%s dependencies: cached (%s)", l.Title, strings.Join(manifestNames(manifests), ", "))
+		d.note = fmt.Sprintf("%s dependencies: cached (%s)", l.Title, names)
 		return d, nil
 	}
 	start := time.Now()
-	res, refused, err := a.runInstall(ctx, l, index, manifests, dir)
+	res, refused, err := a.runInstall(ctx, l, index, urls, manifests, dir)
 	if err != nil {
 		return depsInstall{}, err
 	}
@@ -98,11 +112,32 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 	return d, nil
 }
 
+// installRefused is the failed check of an install that cannot run over
+// the manifests names: why is for the status line, explain for the model
+// and the person.
+func installRefused(l lang.Language, names, why, explain string) *TestSummary {
+	return &TestSummary{Stage: "install", ExitCode: 1, Output: explain,
+		Deps: fmt.Sprintf("%s dependencies: not installed, %s (%s)", l.Title, why, names)}
+}
+
+// installIndex is the registry index an install names in its IndexVar,
+// from the configured one, and the URLs the egress proxy lets it reach
+// (lang.Deps.Index).
+func installIndex(l lang.Language, configured string) (string, []string, error) {
+	if l.Deps.Index != nil {
+		return l.Deps.Index(configured)
+	}
+	if configured == "" {
+		return "", nil, nil
+	}
+	return configured, []string{configured}, nil
+}
+
 // runInstall runs the language's install command over the manifests,
-// through a route of the egress proxy, into a new directory that becomes
-// dir once the install has succeeded. It returns the hosts the proxy
-// refused.
-func (a *Activities) runInstall(ctx context.Context, l lang.Language, index string, manifests []workspace.File, dir string) (sandbox.Result, []string, error) {
+// through a route of the egress proxy that reaches the language's
+// registries and the urls, into a new directory that becomes dir once the
+// install has succeeded. It returns the hosts the proxy refused.
+func (a *Activities) runInstall(ctx context.Context, l lang.Language, index string, urls []string, manifests []workspace.File, dir string) (sandbox.Result, []string, error) {
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".install-")
 	if err != nil {
 		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
@@ -113,13 +148,17 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 	}
 	allow := slices.Clone(l.Deps.Registries)
 	env := map[string]string{}
-	for k, v := range l.Deps.Env {
-		env[k] = v
+	if l.Deps.InstallEnv != nil {
+		maps.Copy(env, l.Deps.InstallEnv)
+	} else {
+		maps.Copy(env, l.Deps.Env)
 	}
 	if index != "" && l.Deps.IndexVar != "" {
 		env[l.Deps.IndexVar] = index
-		if u, err := url.Parse(index); err == nil && u.Host != "" {
-			allow = append(allow, u.Host)
+		for _, s := range urls {
+			if u, err := url.Parse(s); err == nil && u.Host != "" && !slices.Contains(allow, u.Host) {
+				allow = append(allow, u.Host)
+			}
 		}
 	}
 	rt, err := a.Egress.Route(taskIDOf(ctx), allow)

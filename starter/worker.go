@@ -10,6 +10,7 @@ import (
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/lang/languages"
 	"github.com/autocoder/autocoder/internal/mcptools"
+	"github.com/autocoder/autocoder/internal/versions"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
 )
@@ -107,6 +108,21 @@ func (f *Factory) egressForwarder(backend string) string {
 	return exe
 }
 
+// depsIndexes are the registries' indexes installs use, by language: the
+// configuration's (registries.index), else the one the ecosystem's own
+// configuration on this machine names (go env GOPROXY).
+func depsIndexes(ctx context.Context, indexes map[string]string) map[string]string {
+	for _, l := range languages.All() {
+		if _, ok := indexes[l.Name]; ok || l.Deps.IndexVar == "" || len(l.Deps.Versions.Configured) == 0 {
+			continue
+		}
+		if v := versions.Configured(ctx, l.Deps.Versions.Configured); v != "" {
+			indexes[l.Name] = v
+		}
+	}
+	return indexes
+}
+
 // Activities assembles the activities' dependencies: the store, a sandbox
 // (after reaping what a crashed worker left behind) and the model factory.
 func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activities.Activities, func(), error) {
@@ -140,7 +156,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
 	}
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
-		DepsIndexes: s.RegistryIndexes(), Prices: s.Prices()}
+		DepsIndexes: depsIndexes(ctx, s.RegistryIndexes()), Prices: s.Prices()}
 	// Installs reach the network through the proxy and the forwarder in
 	// the sandbox: without the forwarder no run could reach the proxy, so
 	// none is started and no dependency is installed.
@@ -150,7 +166,9 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 			sb.Close()
 			return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
 		}
-		eg.CABundle = s.String("egress.ca_bundle")
+		if ca := s.String("egress.ca_bundle"); ca != "" {
+			eg.CABundle = ca
+		}
 		acts.Egress = eg.Routes()
 	}
 	closeEgress := func() {

@@ -23,7 +23,9 @@ type Egress struct {
 	// Addr is host:port where the proxy listens.
 	Addr string
 	// CABundle, when set, is the PEM bundle routed runs trust
-	// (sandbox.Egress.CABundle).
+	// (sandbox.Egress.CABundle); StartEgress sets the host's own, so that
+	// an install trusts what the worker trusts whatever its image holds
+	// (an offline image's Debian minbase holds no CA at all).
 	CABundle string
 	done     chan error
 }
@@ -39,10 +41,32 @@ func StartEgress(cfg egress.Config, listen string) (*Egress, error) {
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: listen: %w", err)
 	}
-	e := &Egress{Proxy: p, Addr: l.Addr().String(), done: make(chan error, 1)}
+	e := &Egress{Proxy: p, Addr: l.Addr().String(), CABundle: systemCABundle(), done: make(chan error, 1)}
 	go func() { e.done <- p.Serve(l) }()
 	slog.Info("egress proxy started", "addr", e.Addr, "allow", cfg.Allow, "deny", cfg.Deny, "registries", cfg.Registries)
 	return e, nil
+}
+
+// caBundles are where Linux distributions keep the system's CA bundle,
+// as Go's crypto/x509 looks for it.
+var caBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt",                // Debian, Ubuntu, Gentoo, Arch
+	"/etc/pki/tls/certs/ca-bundle.crt",                  // Fedora, RHEL 6
+	"/etc/ssl/ca-bundle.pem",                            // openSUSE
+	"/etc/pki/tls/cacert.pem",                           // OpenELEC
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", // CentOS, RHEL 7
+	"/etc/ssl/cert.pem",                                 // Alpine
+}
+
+// systemCABundle is the host's CA bundle, "" when none is found (routed
+// runs then trust their image's).
+func systemCABundle() string {
+	for _, f := range caBundles {
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+			return f
+		}
+	}
+	return ""
 }
 
 // Close stops the proxy and ends the connections it carries.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,4 +130,86 @@ func removeNewInstalls(t *testing.T) {
 			}
 		}
 	})
+}
+
+// goModuleAgent writes a Go module that requires golang.org/x/text,
+// completes its go.sum with go mod tidy through the run tool, runs a
+// command that imports a module go.mod does not require, then the tests,
+// and finishes. seen gets the results each turn is sent of the last.
+func goModuleAgent(seen func(turn int, results string)) agent {
+	return func(v turnView) llmtest.Reply {
+		seen(v.turn(), strings.Join(v.lastResults(), "\n"))
+		switch v.turn() {
+		case 0:
+			return calls(v, "",
+				call("write", map[string]any{"path": "go.mod", "content": "module example.com/narrow\n\ngo 1.21\n\nrequire golang.org/x/text v0.21.0\n"}),
+				call("write", map[string]any{"path": "narrow.go", "content": "package narrow\n\nimport \"golang.org/x/text/width\"\n\n" +
+					"// Narrow folds full-width letters to their usual width.\nfunc Narrow(s string) string { return width.Fold.String(s) }\n"}),
+				call("write", map[string]any{"path": "narrow_test.go", "content": "package narrow\n\nimport \"testing\"\n\n" +
+					"func TestNarrow(t *testing.T) {\n\tif got := Narrow(\"ｈｅｌｌｏ\"); got != \"hello\" {\n\t\tt.Fatalf(\"Narrow: %q\", got)\n\t}\n}\n"}))
+		case 1:
+			return calls(v, "", call("run", map[string]any{"command": "go mod tidy"}))
+		case 2:
+			return calls(v, "", call("run", map[string]any{"command": undeclaredModule}))
+		case 3:
+			return calls(v, "", call("run_tests", map[string]any{}))
+		case 4:
+			return calls(v, "", call("finish", map[string]any{"summary": "Narrow folds full-width letters with golang.org/x/text."}))
+		}
+		return llmtest.Fail("unexpected turn %d; the last user message:\n%s", v.turn(), clipText(v.last, 2000))
+	}
+}
+
+// undeclaredModule builds, for a moment, a package that imports a module
+// go.mod does not require.
+const undeclaredModule = `mkdir -p extra && printf 'package extra\n\nimport _ "github.com/google/uuid"\n' > extra/extra.go && go build ./extra; s=$?; rm -rf extra; exit $s`
+
+// TestLocalWorkerInstallsGoModules: in the default local mode, on both
+// backends, a scripted model writes a Go module whose go.mod requires
+// golang.org/x/text; before its commands run, the worker downloads the
+// module through the egress proxy from the Go module proxy this machine's
+// go command is configured with; the model's go mod tidy completes go.sum
+// offline and the workspace keeps it; a command importing a module that
+// go.mod does not require fails at once with Go's own message; the task
+// succeeds, and the delivered go.mod and go.sum are what a plain go build
+// of the user's needs. status shows the install.
+func TestLocalWorkerInstallsGoModules(t *testing.T) {
+	const task = "Write Narrow, which folds full-width letters, with golang.org/x/text"
+	removeNewInstalls(t)
+	bin := testenv.BinaryCgo(t, false)
+	for _, backend := range []string{"docker", "bwrap"} {
+		t.Run(backend, func(t *testing.T) {
+			var mu sync.Mutex
+			results := map[int]string{}
+			model := llmtest.New(t, func(req llmtest.ChatRequest) llmtest.Reply {
+				return goModuleAgent(func(turn int, r string) {
+					mu.Lock()
+					defer mu.Unlock()
+					results[turn] = r
+				}).answer("1. Write Narrow with its test.", chatView(req))
+			})
+			l := newLocalOf(t, bin, model, "AUTOCODER_SANDBOX="+backend)
+			dir := t.TempDir()
+			st := runInLocalMode(t, l, dir, "go", task)
+			if st.LastTest == nil || !strings.Contains(st.LastTest.Deps, "Go dependencies") {
+				t.Errorf("the last check's deps: %+v", st.LastTest)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			tidy, undeclared := results[2], results[3]
+			t.Logf("deps: %s\ngo mod tidy:\n%s\nundeclared module:\n%s", st.LastTest.Deps, tidy, undeclared)
+			if !strings.Contains(tidy, "exit code: 0") || !strings.Contains(tidy, "go.sum (new)") {
+				t.Errorf("go mod tidy:\n%s", tidy)
+			}
+			if !strings.Contains(undeclared, "no required module provides package github.com/google/uuid") || strings.Contains(undeclared, "exit code: 0") {
+				t.Errorf("a module go.mod does not require:\n%s", undeclared)
+			}
+			sum, _ := os.ReadFile(filepath.Join(dir, "go.sum"))
+			for _, line := range []string{"golang.org/x/text v0.21.0 h1:", "golang.org/x/text v0.21.0/go.mod h1:"} {
+				if !strings.Contains(string(sum), line) {
+					t.Errorf("the delivered go.sum has no %q line:\n%s", line, sum)
+				}
+			}
+		})
+	}
 }

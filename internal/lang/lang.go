@@ -60,7 +60,7 @@ type Deps struct {
 	// rules (host, or host:port): only what the ecosystem documents as its
 	// default. The user's own registries come from the configuration.
 	Registries []string
-	// Manifests are the files, at the project's root, that declare its
+	// Manifests are the files (paths from the project's root) that declare its
 	// dependencies; their contents key the install's cache. Declares
 	// reports whether they name any dependency at all (nil: whenever one
 	// of them exists). Without Install the language installs nothing.
@@ -68,13 +68,25 @@ type Deps struct {
 	Declares  func(manifests map[string][]byte) bool
 	// Install runs in the project's root, through the egress proxy, and
 	// puts the dependencies in DepsDir; the test runs see that directory
-	// read-only, with Env.
-	Install []string
-	Env     map[string]string
+	// read-only, with Env. The install runs with InstallEnv in Env's
+	// place.
+	Install    []string
+	Env        map[string]string
+	InstallEnv map[string]string
 	// IndexVar is the install's variable that names a registry's index
 	// URL (PIP_INDEX_URL): set from the configuration when the user names
 	// one for the language.
 	IndexVar string
+	// Index, when set, reads the configured index ("" when none is) as
+	// the install uses it: the value IndexVar gets and the URLs the egress
+	// proxy lets the install reach. Its error says why no configured
+	// registry can be reached through the proxy. nil: the index as it is.
+	Index func(index string) (value string, urls []string, err error)
+	// Required is set when a project that declares dependencies cannot
+	// build without their install (Go, with no module proxy in the
+	// sandbox): where installs are off, its check fails and says so,
+	// instead of the toolchain's own puzzling error.
+	Required bool
 	// Versions is where the newest versions of the ecosystem's packages
 	// are looked up.
 	Versions Versions

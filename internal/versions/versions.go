@@ -36,7 +36,7 @@ type Source struct {
 // configuration names (v.Configured), else the documented default.
 func SourceOf(ctx context.Context, v lang.Versions, index string) Source {
 	if index == "" {
-		index = configured(ctx, v.Configured)
+		index = Configured(ctx, v.Configured)
 	}
 	if index == "" || index == v.URL {
 		return Source{API: v.API, URL: v.URL}
@@ -48,9 +48,10 @@ func SourceOf(ctx context.Context, v lang.Versions, index string) Source {
 	return Source{API: api, URL: index}
 }
 
-// configured is what the ecosystem's command prints of its registry; ""
-// when there is no such command or it fails.
-func configured(ctx context.Context, cmd []string) string {
+// Configured is what the ecosystem's command prints of its registry
+// (lang.Versions.Configured); "" when there is no such command or it
+// fails.
+func Configured(ctx context.Context, cmd []string) string {
 	if len(cmd) == 0 {
 		return ""
 	}

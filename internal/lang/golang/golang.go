@@ -4,6 +4,7 @@
 package golang
 
 import (
+	"fmt"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -34,8 +35,9 @@ func Language() lang.Language {
 			ConfirmNamed: true,
 			IsTestFile:   func(p string) bool { return strings.HasSuffix(path.Base(p), "_test.go") || lang.UnderTestDir(p) },
 		},
-		Guide: `Language: Go. The project is a Go module: keep or create go.mod ("module example.com/app", "go 1.21").
-Use the standard library only (there is no network to download modules). Tests are *_test.go files using package testing.`,
+		Guide: `Language: Go. The project is a Go module: keep or create go.mod ("module example.com/app", "go 1.21"). Prefer the standard library.
+A third-party module the code needs goes in go.mod's require with its version ("require github.com/owner/module v1.2.3"); it is downloaded before your commands and the tests run, and nothing downloads at run time (go get cannot). After changing the requires, run "go mod tidy" with the run tool: it completes go.sum from the downloaded modules, and the tests fail without a complete go.sum.
+Tests are *_test.go files using package testing.`,
 		Extensions: []string{".go"},
 		Symbols:    repomap.GoExtractor.Symbols,
 		Failure: lang.Failure{
@@ -50,7 +52,28 @@ Use the standard library only (there is no network to download modules). Tests a
 		// The defaults of GOPROXY (its "direct" fallback, to any VCS host,
 		// is left out) and GOSUMDB.
 		Deps: lang.Deps{Registries: []string{"proxy.golang.org", "sum.golang.org"},
-			Versions: lang.Versions{API: lang.VersionsGoProxy, URL: "https://proxy.golang.org,direct",
+			// go.sum is no manifest: it only checks what go.mod selects,
+			// and the tests check it against the installed modules. Keyed
+			// on it, the install would start over once go mod tidy has
+			// written it. A vendored project builds from vendor/ offline.
+			Manifests: []string{"go.mod", vendored},
+			Declares:  requiresModules,
+			// The whole build list, so that go mod tidy and go test find
+			// offline whatever the code imports, through indirect
+			// requirements too. Each module is checked against the
+			// checksum database (GOSUMDB's default) as it is downloaded:
+			// what the tests then trust without it. The cache stays
+			// writable (-modcacherw) for the worker to remove.
+			Install:    []string{"go", "mod", "download", "all"},
+			InstallEnv: map[string]string{"GOMODCACHE": modCache, "GOFLAGS": "-mod=mod -modcacherw"},
+			// The tests and the model's commands: the installed modules,
+			// read-only, no proxy, and go.mod and go.sum as the user's own
+			// go build would take them (-mod=readonly).
+			Env:      map[string]string{"GOMODCACHE": modCache, "GOSUMDB": "off"},
+			IndexVar: "GOPROXY",
+			Index:    proxyList,
+			Required: true,
+			Versions: lang.Versions{API: lang.VersionsGoProxy, URL: defaultProxy,
 				Configured: []string{"go", "env", "GOPROXY"}}},
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-go:1",
@@ -81,6 +104,66 @@ Use the standard library only (there is no network to download modules). Tests a
 			Install:       "install Go 1.21 or later (https://go.dev/dl/)",
 		},
 	}
+}
+
+// defaultProxy is GOPROXY's documented default.
+const defaultProxy = "https://proxy.golang.org,direct"
+
+// modCache is the module cache of an install, under lang.DepsDir.
+const modCache = lang.DepsDir + "/mod"
+
+// vendored marks a project whose modules are in its vendor directory,
+// which the go command then builds from.
+const vendored = "vendor/modules.txt"
+
+// requiresModules reports a go.mod that requires a module, a require line
+// or a line inside a require block, in a project that does not vendor
+// them.
+func requiresModules(manifests map[string][]byte) bool {
+	if _, ok := manifests[vendored]; ok {
+		return false
+	}
+	block := false
+	for _, line := range strings.Split(string(manifests["go.mod"]), "\n") {
+		line, _, _ = strings.Cut(line, "//")
+		f := strings.Fields(strings.NewReplacer("(", " ( ", ")", " ) ").Replace(line))
+		switch {
+		case len(f) == 0:
+		case block:
+			if f[0] == ")" {
+				block = false
+			} else {
+				return true
+			}
+		case f[0] != "require" || len(f) < 2:
+		case f[1] != "(":
+			return true
+		default:
+			block = len(f) == 2 // "require ()" requires nothing
+		}
+	}
+	return false
+}
+
+// proxyList is the GOPROXY an install uses and the proxies it reaches:
+// the configured list (Go's default when none is) without "direct",
+// which would fetch from any version control host, and "off", and
+// without the file:// proxies a sandbox cannot see.
+func proxyList(index string) (string, []string, error) {
+	if index == "" {
+		index = defaultProxy
+	}
+	var urls []string
+	for _, e := range strings.FieldsFunc(index, func(r rune) bool { return r == ',' || r == '|' }) {
+		if e = strings.TrimSpace(e); strings.HasPrefix(e, "https://") || strings.HasPrefix(e, "http://") {
+			urls = append(urls, e)
+		}
+	}
+	if len(urls) == 0 {
+		return "", nil, fmt.Errorf("GOPROXY %q names no module proxy the install can reach through the egress proxy "+
+			"(direct, off and file:// cannot be): name one in registries.index (go=https://...) or in the worker's go env GOPROXY", index)
+	}
+	return strings.Join(urls, ","), urls, nil
 }
 
 // named runs the named tests: their top-level part (subtests run with
