@@ -109,10 +109,16 @@ func TestLocalWorkerInstallsDeps(t *testing.T) {
 	}
 }
 
+// installsMu lets one test at a time install into the worker's install
+// cache, so that removeNewInstalls removes that test's installs alone.
+var installsMu sync.Mutex
+
 // removeNewInstalls removes, at the test's end, the installs its local
 // servers left in the worker's install cache (the servers run as this
-// process's user, with its temporary directory).
+// process's user, with its temporary directory). Until then, other tests
+// that call it wait.
 func removeNewInstalls(t *testing.T) {
+	installsMu.Lock()
 	cache := filepath.Join(os.TempDir(), fmt.Sprintf("autocoder-deps-%d", os.Geteuid()))
 	before := map[string]bool{}
 	if ents, err := os.ReadDir(cache); err == nil {
@@ -121,6 +127,7 @@ func removeNewInstalls(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() {
+		defer installsMu.Unlock()
 		ents, _ := os.ReadDir(cache)
 		for _, e := range ents {
 			if !before[e.Name()] {
@@ -174,6 +181,7 @@ const undeclaredModule = `mkdir -p extra && printf 'package extra\n\nimport _ "g
 // succeeds, and the delivered go.mod and go.sum are what a plain go build
 // of the user's needs. status shows the install.
 func TestLocalWorkerInstallsGoModules(t *testing.T) {
+	t.Parallel()
 	const task = "Write Narrow, which folds full-width letters, with golang.org/x/text"
 	removeNewInstalls(t)
 	bin := testenv.BinaryCgo(t, false)
