@@ -20,15 +20,16 @@ import (
 	"github.com/autocoder/autocoder/sandbox"
 )
 
-// depsEnv is the activities with the real bwrap sandbox, the worker's
-// egress proxy with index as a private registry and python's index, and
-// a deps cache of the test's.
+// depsEnv is the activities with a real sandbox of the backend, the
+// worker's egress proxy with the registry (host:port) a test serves as a
+// private registry and the languages' indexes, and a deps cache of the
+// test's.
 type depsEnv struct {
 	acts *activities.Activities
 	tenv *testsuite.TestActivityEnvironment
 }
 
-func newDepsEnv(t *testing.T, index *registrytest.PyIndex) *depsEnv {
+func newDepsEnv(t *testing.T, backend, registry string, indexes map[string]string) *depsEnv {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "a.db"))
@@ -36,13 +37,13 @@ func newDepsEnv(t *testing.T, index *registrytest.PyIndex) *depsEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	sb, err := sandbox.New(ctx, sandbox.Config{Backend: "bwrap", PoolSize: -1, Forwarder: testenv.Forwarder(t, false),
+	sb, err := sandbox.New(ctx, sandbox.Config{Backend: backend, PoolSize: -1, Forwarder: testenv.Forwarder(t, false),
 		Profiles: sandbox.ProfilesOf(languages.All())})
 	if err != nil {
-		testenv.RequireService(t, "the bwrap sandbox", err)
+		testenv.RequireService(t, "the "+backend+" sandbox", err)
 	}
 	t.Cleanup(func() { sb.Close() })
-	eg, err := StartEgress(egress.Config{Registries: []string{index.Host()}}, "127.0.0.1:0")
+	eg, err := StartEgress(egress.Config{Registries: []string{registry}}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,15 +54,14 @@ func newDepsEnv(t *testing.T, index *registrytest.PyIndex) *depsEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(deps) })
-	acts := &activities.Activities{Store: st, Sandbox: sb, Egress: eg.Routes(), DepsDir: deps,
-		DepsIndexes: map[string]string{"python": index.URL()}}
+	acts := &activities.Activities{Store: st, Sandbox: sb, Egress: eg.Routes(), DepsDir: deps, DepsIndexes: indexes}
 	var s testsuite.WorkflowTestSuite
 	tenv := s.NewTestActivityEnvironment()
 	tenv.RegisterActivity(acts)
 	return &depsEnv{acts: acts, tenv: tenv}
 }
 
-func (e *depsEnv) check(t *testing.T, files map[string]string) activities.TestSummary {
+func (e *depsEnv) check(t *testing.T, language string, files map[string]string) activities.TestSummary {
 	t.Helper()
 	var fs []workspace.File
 	for p, d := range files {
@@ -72,7 +72,7 @@ func (e *depsEnv) check(t *testing.T, files map[string]string) activities.TestSu
 		t.Fatal(err)
 	}
 	// The tests try the network themselves: the policy would stop them.
-	v, err := e.tenv.ExecuteActivity(e.acts.Check, activities.CheckInput{SnapshotID: id, Language: "python", IgnorePolicy: true})
+	v, err := e.tenv.ExecuteActivity(e.acts.Check, activities.CheckInput{SnapshotID: id, Language: language, IgnorePolicy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func (e *depsEnv) check(t *testing.T, files map[string]string) activities.TestSu
 func TestCheckInstallsPythonDeps(t *testing.T) {
 	name, whl := registrytest.PureWheel(t, "greetlib", "1.0", "def hello():\n    return 'hello from greetlib'\n")
 	index := registrytest.NewPyIndex(t, map[string][]byte{name: whl})
-	e := newDepsEnv(t, index)
+	e := newDepsEnv(t, "bwrap", index.Host(), map[string]string{"python": index.URL()})
 	project := map[string]string{
 		"requirements.txt": "# what the code needs\ngreetlib==1.0\n",
 		"test_greet.py": fmt.Sprintf(`import urllib.request
@@ -113,7 +113,7 @@ def test_no_network():
     raise AssertionError("the test run reached the index")
 `, index.URL()),
 	}
-	s := e.check(t, project)
+	s := e.check(t, "python", project)
 	if !s.Passed {
 		t.Fatalf("first check failed (stage %s): %s", s.Stage, s.Output)
 	}
@@ -125,7 +125,7 @@ def test_no_network():
 		t.Errorf("the first check's deps note: %q", s.Deps)
 	}
 
-	s = e.check(t, project)
+	s = e.check(t, "python", project)
 	if !s.Passed {
 		t.Fatalf("second check failed (stage %s): %s", s.Stage, s.Output)
 	}
@@ -137,9 +137,130 @@ def test_no_network():
 	}
 
 	project["requirements.txt"] = "greetlib==1.0\nno-such-package==2.0\n"
-	s = e.check(t, project)
+	s = e.check(t, "python", project)
 	t.Logf("missing package: %s\n%s", s.Deps, s.Output)
 	if s.Passed || s.Stage != "install" || !strings.Contains(s.Output, "no-such-package") {
 		t.Errorf("a missing package: passed=%v stage=%q output:\n%s", s.Passed, s.Stage, s.Output)
+	}
+}
+
+// npmPackages are what the npm registry of TestCheckInstallsNpmDeps
+// serves: greet (CommonJS, with its types) needs the scoped @acme/shout,
+// and tinytest is a test runner whose bin runs node --test.
+func npmPackages() []registrytest.NpmPackage {
+	return []registrytest.NpmPackage{
+		{Name: "@acme/shout", Version: "1.0.0", Files: map[string]string{
+			"index.js": "module.exports = (s) => s.toUpperCase();\n"}},
+		{Name: "greet", Version: "1.2.0", Dependencies: map[string]string{"@acme/shout": "^1.0.0"}, Files: map[string]string{
+			"index.js":   "const shout = require('@acme/shout');\nexports.hello = () => 'hello from greet';\nexports.loud = () => shout(exports.hello());\n",
+			"index.d.ts": "export declare function hello(): string;\nexport declare function loud(): string;\n"}},
+		{Name: "tinytest", Version: "0.3.0", Bin: map[string]string{"tinytest": "bin/tinytest.js"}, Files: map[string]string{
+			"bin/tinytest.js": `#!/usr/bin/env node
+console.log('tinytest runs node --test');
+const r = require('node:child_process').spawnSync(process.execPath, ['--test', '--test-reporter=tap'], { stdio: 'inherit' });
+process.exit(r.status === null ? 1 : r.status);
+`}},
+	}
+}
+
+// TestCheckInstallsNpmDeps: on both backends, a JavaScript project whose
+// package.json names a package of an npm registry the test serves (a
+// private registry, and npm's registry), with a scoped dependency of its
+// own, and a test runner in devDependencies, has them installed through
+// the egress proxy before its tests: its "test" script is the runner's
+// bin, and its tests find the package by require and by ESM import, and
+// cannot reach the registry. A second check reuses the install without a
+// download. A TypeScript project compiles against the package's types and
+// runs. A package the registry lacks is a failed check at stage install
+// with npm's message.
+func TestCheckInstallsNpmDeps(t *testing.T) {
+	for _, backend := range []string{"docker", "bwrap"} {
+		t.Run(backend, func(t *testing.T) {
+			reg := registrytest.NewNpmRegistry(t, npmPackages()...)
+			e := newDepsEnv(t, backend, reg.Host(), map[string]string{"javascript": reg.URL(), "typescript": reg.URL()})
+			js := map[string]string{
+				"package.json": `{"name": "app", "version": "1.0.0", "private": true, "scripts": {"test": "tinytest"},
+  "dependencies": {"greet": "1.2.0"}, "devDependencies": {"tinytest": "0.3.0"}}
+`,
+				"greet.test.js": fmt.Sprintf(`const test = require('node:test');
+const assert = require('node:assert/strict');
+const http = require('node:http');
+const { hello, loud } = require('greet');
+
+test('require finds greet and its dependency', () => {
+  assert.equal(hello(), 'hello from greet');
+  assert.equal(loud(), 'HELLO FROM GREET');
+});
+
+test('the tests have no network', async () => {
+  const reached = await new Promise((resolve) => {
+    const req = http.get(%q, () => resolve(true));
+    req.on('error', () => resolve(false));
+    req.setTimeout(3000, () => { req.destroy(); resolve(false); });
+  });
+  assert.equal(reached, false, 'the test run reached the registry');
+});
+`, reg.URL()+"greet"),
+				"greet.test.mjs": `import test from 'node:test';
+import assert from 'node:assert/strict';
+import greet, { loud } from 'greet';
+
+test('import finds greet', () => {
+  assert.equal(greet.hello(), 'hello from greet');
+  assert.equal(loud(), 'HELLO FROM GREET');
+});
+`,
+			}
+			s := e.check(t, "javascript", js)
+			if !s.Passed {
+				t.Fatalf("first check failed (stage %s, %s): %s", s.Stage, s.Deps, s.Output)
+			}
+			t.Logf("first check: %s; %s", s.Deps, s.Output)
+			for _, want := range []string{"tinytest runs node --test", "require finds greet", "import finds greet", "the tests have no network", "# pass 3"} {
+				if !strings.Contains(s.Output, want) {
+					t.Errorf("the first check's output lacks %q:\n%s", want, s.Output)
+				}
+			}
+			if n := reg.Downloads(); n != 3 {
+				t.Errorf("tarball downloads after the first check: %d, want 3", n)
+			}
+			if !strings.Contains(s.Deps, "installed in") {
+				t.Errorf("the first check's deps note: %q", s.Deps)
+			}
+
+			s = e.check(t, "javascript", js)
+			if !s.Passed {
+				t.Fatalf("second check failed (stage %s): %s", s.Stage, s.Output)
+			}
+			if n := reg.Downloads(); n != 3 || !strings.Contains(s.Deps, "cached") {
+				t.Errorf("after the second check: %d tarball downloads (want 3: the install is cached), deps note %q", n, s.Deps)
+			}
+
+			ts := map[string]string{
+				"package.json":  `{"name": "app", "version": "1.0.0", "private": true, "dependencies": {"greet": "1.2.0"}}` + "\n",
+				"tsconfig.json": `{"compilerOptions": {"target": "ES2020", "module": "commonjs", "strict": true, "esModuleInterop": true}}` + "\n",
+				"greet.test.ts": `import test from "node:test";
+import assert from "node:assert/strict";
+import { loud } from "greet";
+
+test("typed import of greet", () => {
+  const s: string = loud();
+  assert.equal(s, "HELLO FROM GREET");
+});
+`,
+			}
+			s = e.check(t, "typescript", ts)
+			if !s.Passed || !strings.Contains(s.Output, "typed import of greet") {
+				t.Errorf("the TypeScript check (stage %s, %s): passed=%v\n%s", s.Stage, s.Deps, s.Passed, s.Output)
+			}
+
+			js["package.json"] = `{"name": "app", "version": "1.0.0", "dependencies": {"greet": "1.2.0", "no-such-package": "2.0.0"}}` + "\n"
+			s = e.check(t, "javascript", js)
+			t.Logf("missing package: %s\n%s", s.Deps, s.Output)
+			if s.Passed || s.Stage != "install" || !strings.Contains(s.Output, "no-such-package") ||
+				!strings.HasPrefix(s.Output, "installing the dependencies (npm install") {
+				t.Errorf("a missing package: passed=%v stage=%q output, which should name npm's command and show its message:\n%s", s.Passed, s.Stage, s.Output)
+			}
+		})
 	}
 }
