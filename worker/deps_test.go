@@ -3,10 +3,12 @@ package worker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/testsuite"
 
@@ -211,10 +213,12 @@ test('import finds greet', () => {
 });
 `,
 			}
+			start := time.Now()
 			s := e.check(t, "javascript", js)
 			if !s.Passed {
 				t.Fatalf("first check failed (stage %s, %s): %s", s.Stage, s.Deps, s.Output)
 			}
+			cold := time.Since(start)
 			t.Logf("first check: %s; %s", s.Deps, s.Output)
 			for _, want := range []string{"tinytest runs node --test", "require finds greet", "import finds greet", "the tests have no network", "# pass 3"} {
 				if !strings.Contains(s.Output, want) {
@@ -228,12 +232,31 @@ test('import finds greet', () => {
 				t.Errorf("the first check's deps note: %q", s.Deps)
 			}
 
+			start = time.Now()
 			s = e.check(t, "javascript", js)
 			if !s.Passed {
 				t.Fatalf("second check failed (stage %s): %s", s.Stage, s.Output)
 			}
+			t.Logf("check with the install: %s; with the cached install: %s", cold.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 			if n := reg.Downloads(); n != 3 || !strings.Contains(s.Deps, "cached") {
 				t.Errorf("after the second check: %d tarball downloads (want 3: the install is cached), deps note %q", n, s.Deps)
+			}
+
+			// The lock file npm wrote, which the model may copy into the
+			// project: npm ci installs what it pins.
+			locks, _ := filepath.Glob(filepath.Join(e.acts.DepsDir, "javascript-*", "package-lock.json"))
+			if len(locks) != 1 {
+				t.Fatalf("lock files of the install: %q, want one", locks)
+			}
+			lock, err := os.ReadFile(locks[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			locked := maps.Clone(js)
+			locked["package-lock.json"] = string(lock)
+			s = e.check(t, "javascript", locked)
+			if !s.Passed || !strings.Contains(s.Deps, "installed in") || reg.Downloads() != 6 {
+				t.Errorf("with the lock file (stage %s, %s, %d downloads in all, want 6): passed=%v\n%s", s.Stage, s.Deps, reg.Downloads(), s.Passed, s.Output)
 			}
 
 			ts := map[string]string{
