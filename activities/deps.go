@@ -42,13 +42,14 @@ type EgressRoute interface {
 type depsInstall struct {
 	dir    string
 	env    map[string]string
+	link   string       // lang.Deps.Link
 	note   string       // for TestSummary.Deps
 	failed *TestSummary // the install failed: the check's outcome
 }
 
 // spec adds the installed dependencies to a test run's spec.
 func (d depsInstall) spec(s sandbox.Spec) sandbox.Spec {
-	s.Deps, s.Env = d.dir, d.env
+	s.Deps, s.Env, s.DepsLink = d.dir, d.env, d.link
 	return s
 }
 
@@ -80,7 +81,7 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 		return depsInstall{failed: installRefused(l, names, "no registry to install from", fmt.Sprintf("%v; what %s declares cannot be installed", err, names))}, nil
 	}
 	dir := filepath.Join(a.depsDir(), l.Name+"-"+depsKey(l, a.Sandbox.Name(), index, manifests))
-	d := depsInstall{dir: dir, env: l.Deps.Env}
+	d := depsInstall{dir: dir, env: l.Deps.Env, link: l.Deps.Link}
 	if err := ownDepsDir(filepath.Dir(dir)); err != nil {
 		return depsInstall{}, err
 	}
@@ -104,8 +105,12 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 		if s.ExitCode == 0 {
 			s.ExitCode = 1
 		}
+		text := l.Deps.InstallText
+		if text == "" {
+			text = strings.Join(l.Deps.Install, " ")
+		}
 		s.Output = tail(fmt.Sprintf("installing the dependencies (%s) failed; fix %s:\n%s",
-			strings.Join(l.Deps.Install, " "), strings.Join(manifestNames(manifests), " or "), s.Output), outputTail)
+			text, strings.Join(manifestNames(manifests), " or "), s.Output), outputTail)
 		s.Deps = strings.Replace(d.note, "installed in", "install failed after", 1)
 		d.failed = &s
 	}
@@ -181,6 +186,18 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 	// Only the worker's user may change what later runs import.
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return res, refused, fmt.Errorf("install deps: %w", err)
+	}
+	// The runs mount the link: an install that had nothing to put there
+	// leaves it empty, and one that made it anything but a directory is
+	// not kept.
+	if l.Deps.Link != "" {
+		link := filepath.Join(tmp, l.Deps.Link)
+		if err := os.Mkdir(link, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return res, refused, fmt.Errorf("install deps: %w", err)
+		}
+		if fi, err := os.Lstat(link); err != nil || !fi.IsDir() {
+			return res, refused, fmt.Errorf("install deps: the install left %s, and not as a directory", l.Deps.Link)
+		}
 	}
 	// A check of another task may have installed the same meanwhile:
 	// either directory is as good.

@@ -275,12 +275,14 @@ func (r *bwrapRunner) baseArgs(p Profile, lim Limits, rt *route, x extra) []stri
 		"--remount-ro", "/dev",
 		"--size", strconv.FormatInt(lim.TmpBytes, 10), "--perms", "1777", "--tmpfs", tmpDir,
 		"--size", strconv.FormatInt(lim.WorkdirBytes, 10), "--perms", "0755", "--tmpfs", workDir,
-		// The root is bwrap's own tmpfs; left writable it would be an
-		// unbounded place to fill memory.
-		"--remount-ro", "/",
-		"--chdir", workDir,
 	)
-	return a
+	if x.link != "" {
+		src, dst := x.linkMount()
+		a = append(a, "--ro-bind", src, dst)
+	}
+	// The root is bwrap's own tmpfs; left writable it would be an
+	// unbounded place to fill memory.
+	return append(a, "--remount-ro", "/", "--chdir", workDir)
 }
 
 // seccompFD is where bwrap reads the seccomp filter: the first of the

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -212,5 +214,57 @@ func TestCollectedListing(t *testing.T) {
 	}
 	if _, _, err := collected([]byte("./a\x00./b\x00./c\x00\x00"), nil, workspace.Limits{MaxFiles: 2}); !errors.Is(err, workspace.ErrTooLarge) {
 		t.Fatalf("too many files listed: %v", err)
+	}
+}
+
+// TestDepsLinkIsTheInstalls: a run with a deps link sees the install's
+// directory at that path of its workdir too, read-only, in place of the
+// workspace's own files there; the files it writes elsewhere come back,
+// and nothing under the link does (the install's files are newer than
+// the workspace's, and would otherwise come back as written by the run).
+func TestDepsLinkIsTheInstalls(t *testing.T) {
+	deps, err := os.MkdirTemp("", "autocoder-depslink-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(deps) })
+	if err := os.MkdirAll(filepath.Join(deps, "node_modules", "pkg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(deps, "node_modules", "pkg", "index.js"), []byte("installed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The sandbox's user must reach it, as the worker's deps directory.
+	if err := os.Chmod(deps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `cat node_modules/pkg/index.js /deps/node_modules/pkg/index.js; ls node_modules
+if touch node_modules/w 2>/dev/null; then echo writable; fi
+echo new > b.txt`
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			r := testRunner(t, be, 0)
+			res := run(t, r, Spec{Profile: "python", Deps: deps, DepsLink: "node_modules", Collect: true,
+				Files: files("a.txt", "a", "node_modules/stale.js", "stale"), Cmd: sh(script)})
+			if res.ExitCode != 0 || res.FilesErr != nil {
+				t.Fatalf("exit %d, files error %v, stderr %q", res.ExitCode, res.FilesErr, res.Stderr)
+			}
+			if want := "installed\ninstalled\npkg\n"; res.Stdout != want {
+				t.Errorf("stdout %q, want %q", res.Stdout, want)
+			}
+			if got, want := paths(res.Files), []string{"a.txt", "b.txt"}; !slices.Equal(got, want) {
+				t.Errorf("files %q, want %q", got, want)
+			}
+		})
+	}
+	// What the install made a symbolic link would show what it points to.
+	if err := os.Symlink("/etc", filepath.Join(deps, "etc")); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []string{"../x", "etc", "missing"} {
+		_, err = prepare(newProfileSet(testProfiles()), nil, Spec{Profile: "python", Deps: deps, DepsLink: link, Cmd: sh("true")})
+		if !errors.Is(err, ErrInvalidSpec) {
+			t.Errorf("deps link %q: %v, want ErrInvalidSpec", link, err)
+		}
 	}
 }

@@ -454,6 +454,11 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 	if x.deps != "" {
 		host.Mounts = append(slices.Clone(host.Mounts), mount.Mount{Type: mount.TypeBind, Source: x.deps, Target: lang.DepsDir, ReadOnly: !x.depsWritable})
 	}
+	if x.link != "" {
+		// The daemon mounts it after the workdir's tmpfs, deeper paths last.
+		src, dst := x.linkMount()
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: true})
+	}
 	return cfg, host
 }
 

@@ -60,6 +60,11 @@ type Spec struct {
 	// sandbox of its own.
 	Deps         string
 	DepsWritable bool
+	// DepsLink, when set, is a directory of Deps (a relative path) that
+	// the run sees read-only at the same path in its workdir too
+	// (node_modules). Files of the spec under that path are left out,
+	// and the run's collected files never hold what is in it.
+	DepsLink string
 	// Env adds to the profile's environment (a language's Deps.Env).
 	Env map[string]string
 }

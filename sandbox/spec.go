@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,7 +74,8 @@ const (
 // token, the workdir's regular files as NUL-terminated paths ending with an
 // empty one (missing if they could not be listed), and a tar of the files
 // the run wrote: one find and, if it wrote any, one tar, each a process the
-// run waits for. Both backends keep the
+// run waits for. The find stays on the workdir's own file system: a deps
+// link mounted in it is the install's, not the run's. Both backends keep the
 // workdir on a tmpfs that ends with the sandbox, so the files leave on the
 // stream that carries the output. The workspace is unpacked with
 // modification times of 0, so a file with a later one was written by the
@@ -108,7 +111,7 @@ status=$?
 kill -s KILL -1 2>/dev/null
 printf '\n%s %s\n' "` + collectMarker + `" "$collect"
 written=` + tmpDir + `/.written-$collect
-find . -type f -print0 -newermt @0 -fprint0 "$written" 2>/dev/null && printf '\0' &&
+find . -xdev -type f -print0 -newermt @0 -fprint0 "$written" 2>/dev/null && printf '\0' &&
 	{ [ ! -s "$written" ] || tar -c -f - --null --no-recursion -T "$written" 2>/dev/null; }
 exit $status
 `
@@ -160,17 +163,45 @@ type job struct {
 type extra struct {
 	deps         string // host directory mounted at lang.DepsDir
 	depsWritable bool
+	link         string   // a directory of deps also mounted at workDir/link, read-only
 	env          []string // KEY=VALUE
 }
 
 func (x extra) none() bool { return x.deps == "" && len(x.env) == 0 }
 
-// extraOf checks a spec's deps directory and variables.
+// linkMount is the host directory and the sandbox path of the deps link.
+func (x extra) linkMount() (string, string) {
+	return filepath.Join(x.deps, x.link), path.Join(workDir, x.link)
+}
+
+// visible are the files of the workspace the deps link leaves in view:
+// what is under it in the workdir is the install's.
+func (x extra) visible(files []workspace.File) []workspace.File {
+	if x.link == "" {
+		return files
+	}
+	return slices.DeleteFunc(slices.Clone(files), func(f workspace.File) bool {
+		return f.Path == x.link || strings.HasPrefix(f.Path, x.link+"/")
+	})
+}
+
+// extraOf checks a spec's deps directory, its link and variables.
 func extraOf(spec Spec) (extra, error) {
-	x := extra{deps: spec.Deps, depsWritable: spec.DepsWritable}
+	x := extra{deps: spec.Deps, depsWritable: spec.DepsWritable, link: spec.DepsLink}
 	if x.deps != "" {
 		if fi, err := os.Stat(x.deps); err != nil || !fi.IsDir() || !filepath.IsAbs(x.deps) {
 			return extra{}, fmt.Errorf("%w: deps %q is not an absolute path to a directory", ErrInvalidSpec, x.deps)
+		}
+	}
+	if x.link != "" {
+		// The install's own code made the directory: a symbolic link
+		// there would show the sandbox whatever it points to.
+		p, err := workspace.CleanPath(x.link)
+		if x.deps == "" || err != nil || p != x.link {
+			return extra{}, fmt.Errorf("%w: deps link %q is not a relative path in a deps directory", ErrInvalidSpec, x.link)
+		}
+		if fi, err := os.Lstat(filepath.Join(x.deps, x.link)); err != nil || !fi.IsDir() {
+			return extra{}, fmt.Errorf("%w: deps link %q is not a directory of %s", ErrInvalidSpec, x.link, x.deps)
 		}
 	}
 	for k, v := range spec.Env {
@@ -203,12 +234,17 @@ func prepare(profiles profileSet, fw *forwarder, spec Spec) (job, error) {
 			return job{}, fmt.Errorf("%w: NUL byte in command", ErrInvalidSpec)
 		}
 	}
+	x, err := extraOf(spec)
+	if err != nil {
+		return job{}, err
+	}
+	files := x.visible(spec.Files)
 	wsLimits := workspace.DefaultLimits
 	wsLimits.MaxTotalBytes = lim.WorkdirBytes
-	if err := wsLimits.Check(spec.Files); err != nil {
+	if err := wsLimits.Check(files); err != nil {
 		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
-	tb, err := tarFiles(spec.Files)
+	tb, err := tarFiles(files)
 	if err != nil {
 		return job{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
@@ -219,14 +255,10 @@ func prepare(profiles profileSet, fw *forwarder, spec Spec) (job, error) {
 	if rt != nil {
 		argv = rt.wrap(argv)
 	}
-	x, err := extraOf(spec)
-	if err != nil {
-		return job{}, err
-	}
 	quoted := shellQuote(argv)
 	token, collect, input := "-", "", []workspace.File(nil)
 	if spec.Collect {
-		input = spec.Files
+		input = files
 		token = randomHex(16)
 		collect = "\n" + collectMarker + " " + token + "\n"
 	}

@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/testsuite"
 
@@ -25,15 +27,16 @@ import (
 	"github.com/autocoder/autocoder/sandbox"
 )
 
-// depsEnv is the activities with the real bwrap sandbox, the worker's
-// egress proxy with the private registries, the languages' indexes, and
-// a deps cache of the test's.
+// depsEnv is the activities with a real sandbox of the backend, the
+// worker's egress proxy with the private registries (host:port of the
+// registries a test serves), the languages' indexes, and a deps cache of
+// the test's.
 type depsEnv struct {
 	acts *activities.Activities
 	tenv *testsuite.TestActivityEnvironment
 }
 
-func newDepsEnv(t *testing.T, private []string, indexes map[string]string) *depsEnv {
+func newDepsEnv(t *testing.T, backend string, private []string, indexes map[string]string) *depsEnv {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "a.db"))
@@ -41,10 +44,10 @@ func newDepsEnv(t *testing.T, private []string, indexes map[string]string) *deps
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	sb, err := sandbox.New(ctx, sandbox.Config{Backend: "bwrap", PoolSize: -1, Forwarder: testenv.Forwarder(t, false),
+	sb, err := sandbox.New(ctx, sandbox.Config{Backend: backend, PoolSize: -1, Forwarder: testenv.Forwarder(t, false),
 		Profiles: sandbox.ProfilesOf(languages.All())})
 	if err != nil {
-		testenv.RequireService(t, "the bwrap sandbox", err)
+		testenv.RequireService(t, "the "+backend+" sandbox", err)
 	}
 	t.Cleanup(func() { sb.Close() })
 	eg, err := StartEgress(egress.Config{Registries: private}, "127.0.0.1:0")
@@ -97,7 +100,7 @@ func (e *depsEnv) check(t *testing.T, lang string, files map[string]string) acti
 func TestCheckInstallsPythonDeps(t *testing.T) {
 	name, whl := registrytest.PureWheel(t, "greetlib", "1.0", "def hello():\n    return 'hello from greetlib'\n")
 	index := registrytest.NewPyIndex(t, map[string][]byte{name: whl})
-	e := newDepsEnv(t, []string{index.Host()}, map[string]string{"python": index.URL()})
+	e := newDepsEnv(t, "bwrap", []string{index.Host()}, map[string]string{"python": index.URL()})
 	project := map[string]string{
 		"requirements.txt": "# what the code needs\ngreetlib==1.0\n",
 		"test_greet.py": fmt.Sprintf(`import urllib.request
@@ -168,7 +171,7 @@ const (
 // fails the check and says what to do.
 func TestCheckInstallsGoModules(t *testing.T) {
 	goproxy := versions.Configured(context.Background(), golang.Language().Deps.Versions.Configured)
-	e := newDepsEnv(t, nil, map[string]string{"go": goproxy})
+	e := newDepsEnv(t, "bwrap", nil, map[string]string{"go": goproxy})
 	first, _, _ := strings.Cut(goproxy, ",")
 	proxyAddr := "localhost:443"
 	if u, err := url.Parse(first); err == nil && u.Host != "" {
@@ -189,6 +192,7 @@ func Narrow(s string) string { return width.Fold.String(s) }
 import (
 	"net"
 	"testing"
+	"time"
 	"time"
 )
 
@@ -228,5 +232,147 @@ func TestNoNetwork(t *testing.T) {
 	t.Logf("installs off: %s\n%s", s.Deps, s.Output)
 	if s.Passed || s.Stage != "install" || !strings.Contains(s.Output, "turn installs on") || !strings.Contains(s.Deps, "installs are off") {
 		t.Errorf("installs off: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+	}
+}
+
+// npmPackages are what the npm registry of TestCheckInstallsNpmDeps
+// serves: greet (CommonJS, with its types) needs the scoped @acme/shout,
+// and tinytest is a test runner whose bin runs node --test.
+func npmPackages() []registrytest.NpmPackage {
+	return []registrytest.NpmPackage{
+		{Name: "@acme/shout", Version: "1.0.0", Files: map[string]string{
+			"index.js": "module.exports = (s) => s.toUpperCase();\n"}},
+		{Name: "greet", Version: "1.2.0", Dependencies: map[string]string{"@acme/shout": "^1.0.0"}, Files: map[string]string{
+			"index.js":   "const shout = require('@acme/shout');\nexports.hello = () => 'hello from greet';\nexports.loud = () => shout(exports.hello());\n",
+			"index.d.ts": "export declare function hello(): string;\nexport declare function loud(): string;\n"}},
+		{Name: "tinytest", Version: "0.3.0", Bin: map[string]string{"tinytest": "bin/tinytest.js"}, Files: map[string]string{
+			"bin/tinytest.js": `#!/usr/bin/env node
+console.log('tinytest runs node --test');
+const r = require('node:child_process').spawnSync(process.execPath, ['--test', '--test-reporter=tap'], { stdio: 'inherit' });
+process.exit(r.status === null ? 1 : r.status);
+`}},
+	}
+}
+
+// TestCheckInstallsNpmDeps: on both backends, a JavaScript project whose
+// package.json names a package of an npm registry the test serves (a
+// private registry, and npm's registry), with a scoped dependency of its
+// own, and a test runner in devDependencies, has them installed through
+// the egress proxy before its tests: its "test" script is the runner's
+// bin, and its tests find the package by require and by ESM import, and
+// cannot reach the registry. A second check reuses the install without a
+// download. A TypeScript project compiles against the package's types and
+// runs. A package the registry lacks is a failed check at stage install
+// with npm's message.
+func TestCheckInstallsNpmDeps(t *testing.T) {
+	for _, backend := range []string{"docker", "bwrap"} {
+		t.Run(backend, func(t *testing.T) {
+			reg := registrytest.NewNpmRegistry(t, npmPackages()...)
+			e := newDepsEnv(t, backend, []string{reg.Host()}, map[string]string{"javascript": reg.URL(), "typescript": reg.URL()})
+			js := map[string]string{
+				"package.json": `{"name": "app", "version": "1.0.0", "private": true, "scripts": {"test": "tinytest"},
+  "dependencies": {"greet": "1.2.0"}, "devDependencies": {"tinytest": "0.3.0"}}
+`,
+				"greet.test.js": fmt.Sprintf(`const test = require('node:test');
+const assert = require('node:assert/strict');
+const http = require('node:http');
+const { hello, loud } = require('greet');
+
+test('require finds greet and its dependency', () => {
+  assert.equal(hello(), 'hello from greet');
+  assert.equal(loud(), 'HELLO FROM GREET');
+});
+
+test('the tests have no network', async () => {
+  const reached = await new Promise((resolve) => {
+    const req = http.get(%q, () => resolve(true));
+    req.on('error', () => resolve(false));
+    req.setTimeout(3000, () => { req.destroy(); resolve(false); });
+  });
+  assert.equal(reached, false, 'the test run reached the registry');
+});
+`, reg.URL()+"greet"),
+				"greet.test.mjs": `import test from 'node:test';
+import assert from 'node:assert/strict';
+import greet, { loud } from 'greet';
+
+test('import finds greet', () => {
+  assert.equal(greet.hello(), 'hello from greet');
+  assert.equal(loud(), 'HELLO FROM GREET');
+});
+`,
+			}
+			start := time.Now()
+			s := e.check(t, "javascript", js)
+			if !s.Passed {
+				t.Fatalf("first check failed (stage %s, %s): %s", s.Stage, s.Deps, s.Output)
+			}
+			cold := time.Since(start)
+			t.Logf("first check: %s; %s", s.Deps, s.Output)
+			for _, want := range []string{"tinytest runs node --test", "require finds greet", "import finds greet", "the tests have no network", "# pass 3"} {
+				if !strings.Contains(s.Output, want) {
+					t.Errorf("the first check's output lacks %q:\n%s", want, s.Output)
+				}
+			}
+			if n := reg.Downloads(); n != 3 {
+				t.Errorf("tarball downloads after the first check: %d, want 3", n)
+			}
+			if !strings.Contains(s.Deps, "installed in") {
+				t.Errorf("the first check's deps note: %q", s.Deps)
+			}
+
+			start = time.Now()
+			s = e.check(t, "javascript", js)
+			if !s.Passed {
+				t.Fatalf("second check failed (stage %s): %s", s.Stage, s.Output)
+			}
+			t.Logf("check with the install: %s; with the cached install: %s", cold.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+			if n := reg.Downloads(); n != 3 || !strings.Contains(s.Deps, "cached") {
+				t.Errorf("after the second check: %d tarball downloads (want 3: the install is cached), deps note %q", n, s.Deps)
+			}
+
+			// The lock file npm wrote, which the model may copy into the
+			// project: npm ci installs what it pins.
+			locks, _ := filepath.Glob(filepath.Join(e.acts.DepsDir, "javascript-*", "package-lock.json"))
+			if len(locks) != 1 {
+				t.Fatalf("lock files of the install: %q, want one", locks)
+			}
+			lock, err := os.ReadFile(locks[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			locked := maps.Clone(js)
+			locked["package-lock.json"] = string(lock)
+			s = e.check(t, "javascript", locked)
+			if !s.Passed || !strings.Contains(s.Deps, "installed in") || reg.Downloads() != 6 {
+				t.Errorf("with the lock file (stage %s, %s, %d downloads in all, want 6): passed=%v\n%s", s.Stage, s.Deps, reg.Downloads(), s.Passed, s.Output)
+			}
+
+			ts := map[string]string{
+				"package.json":  `{"name": "app", "version": "1.0.0", "private": true, "dependencies": {"greet": "1.2.0"}}` + "\n",
+				"tsconfig.json": `{"compilerOptions": {"target": "ES2020", "module": "commonjs", "strict": true, "esModuleInterop": true}}` + "\n",
+				"greet.test.ts": `import test from "node:test";
+import assert from "node:assert/strict";
+import { loud } from "greet";
+
+test("typed import of greet", () => {
+  const s: string = loud();
+  assert.equal(s, "HELLO FROM GREET");
+});
+`,
+			}
+			s = e.check(t, "typescript", ts)
+			if !s.Passed || !strings.Contains(s.Output, "typed import of greet") {
+				t.Errorf("the TypeScript check (stage %s, %s): passed=%v\n%s", s.Stage, s.Deps, s.Passed, s.Output)
+			}
+
+			js["package.json"] = `{"name": "app", "version": "1.0.0", "dependencies": {"greet": "1.2.0", "no-such-package": "2.0.0"}}` + "\n"
+			s = e.check(t, "javascript", js)
+			t.Logf("missing package: %s\n%s", s.Deps, s.Output)
+			if s.Passed || s.Stage != "install" || !strings.Contains(s.Output, "no-such-package") ||
+				!strings.HasPrefix(s.Output, "installing the dependencies (npm install") {
+				t.Errorf("a missing package: passed=%v stage=%q output, which should name npm's command and show its message:\n%s", s.Passed, s.Stage, s.Output)
+			}
+		})
 	}
 }

@@ -73,6 +73,14 @@ type Deps struct {
 	Install    []string
 	Env        map[string]string
 	InstallEnv map[string]string
+	// InstallText is the install as the model reads it when it fails,
+	// when Install says it badly (a script): "npm install".
+	InstallText string
+	// Link, when set, is a directory the install makes in DepsDir that
+	// the runs see, read-only, at the same path in the project as well
+	// ("node_modules": where Node looks for packages from every file of
+	// the project, ESM imports and npm scripts' .bin included).
+	Link string
 	// IndexVar is the install's variable that names a registry's index
 	// URL (PIP_INDEX_URL): set from the configuration when the user names
 	// one for the language.

@@ -17,33 +17,44 @@ import (
 	"testing"
 )
 
+// served is a registry's server on the loopback, which counts the
+// packages it hands out.
+type served struct {
+	srv       *httptest.Server
+	downloads atomic.Int32
+}
+
+func (s *served) start(t testing.TB, h http.Handler) {
+	s.srv = httptest.NewServer(h)
+	t.Cleanup(s.srv.Close)
+}
+
+// Host is the registry's host:port.
+func (s *served) Host() string {
+	u, _ := url.Parse(s.srv.URL)
+	return u.Host
+}
+
+// Downloads is how many packages (wheels, tarballs) the registry has
+// handed out.
+func (s *served) Downloads() int { return int(s.downloads.Load()) }
+
 // PyIndex is a PEP 503 simple index of wheels, served on the loopback;
 // it counts the wheels it hands out.
 type PyIndex struct {
-	srv       *httptest.Server
-	wheels    map[string][]byte // file name → wheel
-	downloads atomic.Int32
+	served
+	wheels map[string][]byte // file name → wheel
 }
 
 // NewPyIndex serves wheels (file name → contents) until the test ends.
 func NewPyIndex(t testing.TB, wheels map[string][]byte) *PyIndex {
 	ix := &PyIndex{wheels: wheels}
-	ix.srv = httptest.NewServer(http.HandlerFunc(ix.serve))
-	t.Cleanup(ix.srv.Close)
+	ix.start(t, http.HandlerFunc(ix.serve))
 	return ix
 }
 
 // URL is the index's URL, as pip's --index-url takes it.
 func (ix *PyIndex) URL() string { return ix.srv.URL + "/simple/" }
-
-// Host is the index's host:port.
-func (ix *PyIndex) Host() string {
-	u, _ := url.Parse(ix.srv.URL)
-	return u.Host
-}
-
-// Downloads is how many wheels the index has handed out.
-func (ix *PyIndex) Downloads() int { return int(ix.downloads.Load()) }
 
 func (ix *PyIndex) serve(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path

@@ -64,8 +64,11 @@ const tscFunc = `tsc_() {
 
 // tsBuild compiles the project into buildDir, with source maps that node
 // follows so that failures name the .ts files and lines; a type error
-// stops the tests, as it stops a TypeScript project's own build.
+// stops the tests, as it stops a TypeScript project's own build. The
+// project's node_modules shows in buildDir too: the compiled files import
+// its packages from there.
 const tsBuild = tscFunc + `rm -rf ` + buildDir + ` && tsc_ --noEmit false --sourceMap --outDir ` + buildDir + ` || exit 1
+[ ! -d node_modules ] || { mkdir -p ` + buildDir + ` && ln -s "$PWD/node_modules" ` + buildDir + `/node_modules; } || exit 1
 export NODE_OPTIONS=--enable-source-maps
 `
 

@@ -7,6 +7,7 @@
 package node
 
 import (
+	"encoding/json"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -25,10 +26,53 @@ const image = "autocoder/sandbox-node:1"
 // nodeCommands are the programs a test command of either language runs.
 var nodeCommands = []string{"node", "nodejs", "npm", "npx", "jest", "yarn", "pnpm"}
 
-// deps: npm's default registry (https://registry.npmjs.org/), which
-// serves the packages' tarballs too.
-var deps = lang.Deps{Registries: []string{"registry.npmjs.org"},
-	Versions: lang.Versions{API: lang.VersionsNpm, URL: "https://registry.npmjs.org"}}
+// deps installs what package.json declares (and package-lock.json pins)
+// with npm, from npm's default registry (https://registry.npmjs.org/),
+// which serves the packages' tarballs too, or the one registries.index
+// names (npm_config_registry). The runs see the install's node_modules
+// at the project's, where Node finds packages from every file of the
+// project and npm scripts their binaries.
+var deps = lang.Deps{
+	Registries:  []string{"registry.npmjs.org"},
+	Manifests:   []string{"package.json", "package-lock.json"},
+	Declares:    declaresPackages,
+	Install:     sh(npmInstall),
+	InstallText: "npm install --ignore-scripts, or npm ci with package-lock.json",
+	Link:        "node_modules",
+	IndexVar:    "npm_config_registry",
+	Versions:    lang.Versions{API: lang.VersionsNpm, URL: "https://registry.npmjs.org"},
+}
+
+// npmInstall installs the project's packages in lang.DepsDir: npm ci when
+// it has a lock file, npm install otherwise, which writes one there. No
+// package's install scripts run (they would have the network the tests
+// lack); npm's cache lives in the install while it runs, and not after.
+// The sandbox's npm is offline: not this one.
+const npmInstall = `cp package.json ` + lang.DepsDir + `/ || exit 1
+cmd=install
+if [ -f package-lock.json ]; then cp package-lock.json ` + lang.DepsDir + `/ || exit 1; cmd=ci; fi
+cd ` + lang.DepsDir + ` || exit 1
+npm "$cmd" --no-offline --ignore-scripts --include=dev --no-audit --no-fund --logs-max=0 --cache ` + lang.DepsDir + `/.npm-cache
+st=$?
+rm -rf ` + lang.DepsDir + `/.npm-cache
+exit $st
+`
+
+// declaresPackages reports a package.json that names a package to
+// install; one npm cannot read does too, for npm to say what is wrong.
+func declaresPackages(manifests map[string][]byte) bool {
+	var pkg map[string]json.RawMessage
+	if err := json.Unmarshal(manifests["package.json"], &pkg); err != nil {
+		return true
+	}
+	for _, field := range []string{"dependencies", "devDependencies", "optionalDependencies", "peerDependencies"} {
+		var names map[string]any
+		if json.Unmarshal(pkg[field], &names) == nil && len(names) > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // JavaScript returns JavaScript on Node.js.
 func JavaScript() lang.Language {
@@ -49,7 +93,7 @@ func JavaScript() lang.Language {
 			IsTestFile: isTestFile,
 		},
 		Guide: `Language: JavaScript on Node.js 18 (write code that runs on Node 18; use CommonJS require/module.exports unless package.json says "type": "module").
-There is no network: nothing can be installed (no npm install); use Node's built-in modules only.
+` + depsGuide + `
 Tests: name test files *.test.js (or put them under test/). Write them with Node's built-in runner:
   const test = require('node:test'); // or: const { describe, it } = require('node:test');
   const assert = require('node:assert/strict');
@@ -61,6 +105,9 @@ They run with node --test. If package.json has a "test" script, npm test runs th
 		Sandbox:    sandbox(jsPrewarm, []string{"node", "--version"}, "install Node.js 18 or later (apt-get install nodejs)"),
 	}
 }
+
+// depsGuide is what both guides say of packages.
+const depsGuide = `Prefer Node's built-in modules. A package the code needs goes in package.json's "dependencies", one only its tests need (a test library) in "devDependencies", each with an exact version ("name": "1.2.3"); it is installed before the tests run (npm install, without the packages' install scripts) and found in node_modules by require and import, and npm scripts find its binaries. The code and tests run with no network: nothing installs anything then (no npm install in commands). The lock file that install wrote is /deps/package-lock.json: cp /deps/package-lock.json . keeps it in the project.`
 
 // TypeScript returns TypeScript, compiled by tsc and run on Node.js.
 func TypeScript() lang.Language {
@@ -85,7 +132,7 @@ func TypeScript() lang.Language {
 			IsTestFile: isTestFile,
 		},
 		Guide: `Language: TypeScript 4.8 (tsc) on Node.js 18. Keep a tsconfig.json at the root; when there is none, create {"compilerOptions": {"target": "ES2020", "module": "commonjs", "strict": true, "esModuleInterop": true}}.
-There is no network: nothing can be installed (no npm install); use Node's built-in modules only. Their types (@types/node) are available.
+` + depsGuide + ` Node's types (@types/node) are available; a package without its own types needs its @types package.
 Tests: name test files *.test.ts next to the code. Write them with Node's built-in runner:
   import test from "node:test"; // or: import { describe, it } from "node:test";
   import assert from "node:assert/strict";
