@@ -211,12 +211,14 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 // a directory of the worker's user that no one else may write (the
 // default is under the shared temporary directory, where another user
 // could have made it first to plant what the tests import). The sandbox's
-// user, not the worker's, reaches installs through it: it is 0755.
+// user, not the worker's, reaches installs through it, but no one else
+// may list it (an install under way is writable by all until it is
+// done): it is 0711.
 func ownDepsDir(dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("install deps: %w", err)
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(dir, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("install deps: %w", err)
 	}
 	fi, err := os.Lstat(dir)
@@ -226,7 +228,7 @@ func ownDepsDir(dir string) error {
 	if !fi.IsDir() || !ownedByWorker(fi) {
 		return fmt.Errorf("install deps: %s is not a directory of this worker's user: remove it and try again", dir)
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
+	if err := os.Chmod(dir, 0o711); err != nil {
 		return fmt.Errorf("install deps: %w", err)
 	}
 	return nil
@@ -249,12 +251,22 @@ func refusedHosts(records []egress.Record) []string {
 	return hosts
 }
 
-// manifestsOf are the project's manifest files, in the language's order.
+// manifestsOf are the project's manifest files, in the language's order,
+// then the local ones they name (lang.Deps.Local).
 func manifestsOf(l lang.Language, files []workspace.File) []workspace.File {
 	var out []workspace.File
-	for _, name := range l.Deps.Manifests {
-		if i := slices.IndexFunc(files, func(f workspace.File) bool { return f.Path == name }); i >= 0 {
+	add := func(name string) {
+		i := slices.IndexFunc(files, func(f workspace.File) bool { return f.Path == name })
+		if i >= 0 && !slices.ContainsFunc(out, func(f workspace.File) bool { return f.Path == name }) {
 			out = append(out, files[i])
+		}
+	}
+	for _, name := range l.Deps.Manifests {
+		add(name)
+	}
+	if l.Deps.Local != nil && len(out) > 0 {
+		for _, name := range l.Deps.Local(manifestContents(out)) {
+			add(name)
 		}
 	}
 	return out
@@ -277,12 +289,15 @@ func manifestNames(manifests []workspace.File) []string {
 }
 
 // depsKey names an install by everything that decides what it installs:
-// the language's install command and image, the backend (whose toolchain
-// may differ), the registry and the manifests.
+// the language's install command, its environment and image, the backend
+// (whose toolchain may differ), the registry and the manifests.
 func depsKey(l lang.Language, backend, index string, manifests []workspace.File) string {
 	h := sha256.New()
 	for _, s := range []string{l.Name, l.Sandbox.Image, backend, index, strings.Join(l.Deps.Install, "\x00")} {
 		fmt.Fprintf(h, "%d:%s\n", len(s), s)
+	}
+	for _, k := range slices.Sorted(maps.Keys(l.Deps.InstallEnv)) {
+		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(l.Deps.InstallEnv[k]), l.Deps.InstallEnv[k])
 	}
 	for _, f := range manifests {
 		fmt.Fprintf(h, "%d:%s\n%d:", len(f.Path), f.Path, len(f.Data))

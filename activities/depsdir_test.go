@@ -27,8 +27,8 @@ func TestDepsDirBelongsToTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{fresh, open} {
-		if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o755 {
-			t.Errorf("%s: mode %v, want 0755", filepath.Base(dir), fi.Mode().Perm())
+		if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o711 {
+			t.Errorf("%s: mode %v, want 0711", filepath.Base(dir), fi.Mode().Perm())
 		}
 	}
 	link := filepath.Join(root, "link")

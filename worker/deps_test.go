@@ -193,7 +193,6 @@ import (
 	"net"
 	"testing"
 	"time"
-	"time"
 )
 
 func TestNarrow(t *testing.T) {
@@ -218,6 +217,18 @@ func TestNoNetwork(t *testing.T) {
 	s = e.check(t, "go", project)
 	if !s.Passed || !strings.Contains(s.Deps, "cached") {
 		t.Errorf("second check: passed=%v, deps %q:\n%s", s.Passed, s.Deps, s.Output)
+	}
+
+	// A module of the project's own, replaced by its directory: the
+	// install reads its go.mod, and downloads only what is remote.
+	local := maps.Clone(project)
+	local["go.mod"] = "module example.com/narrow\n\ngo 1.21\n\nrequire (\n\t" + textModule + "\n\texample.com/shout v0.0.0\n)\n\nreplace example.com/shout => ./shout\n"
+	local["shout/go.mod"] = "module example.com/shout\n\ngo 1.21\n"
+	local["shout/shout.go"] = "package shout\n\nimport \"strings\"\n\n// Shout is s in capitals.\nfunc Shout(s string) string { return strings.ToUpper(s) }\n"
+	local["loud_test.go"] = "package narrow\n\nimport (\n\t\"testing\"\n\n\t\"example.com/shout\"\n)\n\nfunc TestLoud(t *testing.T) {\n\tif got := shout.Shout(Narrow(\"ｈｉ\")); got != \"HI\" {\n\t\tt.Fatal(got)\n\t}\n}\n"
+	s = e.check(t, "go", local)
+	if !s.Passed || !strings.Contains(s.Deps, "installed in") {
+		t.Errorf("a module replaced by a directory: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
 	}
 
 	delete(project, "go.sum")

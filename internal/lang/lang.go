@@ -66,6 +66,11 @@ type Deps struct {
 	// of them exists). Without Install the language installs nothing.
 	Manifests []string
 	Declares  func(manifests map[string][]byte) bool
+	// Local, when set, names more files of the project an install reads,
+	// from the manifests (the go.mod of a module that go.mod replaces with
+	// a directory of the project): they are manifests too where they
+	// exist.
+	Local func(manifests map[string][]byte) []string
 	// Install runs in the project's root, through the egress proxy, and
 	// puts the dependencies in DepsDir; the test runs see that directory
 	// read-only, with Env. The install runs with InstallEnv in Env's

@@ -21,7 +21,9 @@ func TestRequiresModules(t *testing.T) {
 		{"module m\nrequire ()\n", false},
 		{"module m\n// require golang.org/x/text v0.21.0\n", false},
 		{"module m\nreplace golang.org/x/text => ../text\nexclude golang.org/x/text v0.1.0\n", false},
-		{"module m\nreplace (\n\tgolang.org/x/text v0.1.0 => ../text\n)\nrequire golang.org/x/text v0.1.0\n", true},
+		{"module m\nreplace (\n\tgolang.org/x/text v0.1.0 => ../text\n)\nrequire golang.org/x/text v0.1.0\n", false},
+		{"module m\nreplace golang.org/x/text => ./text\nrequire (\n\tgolang.org/x/text v0.1.0\n\texample.com/lib v1.0.0\n)\n", true},
+		{"module m\nreplace golang.org/x/text => example.com/text v0.2.0\nrequire golang.org/x/text v0.1.0\n", true},
 	} {
 		if got := requiresModules(map[string][]byte{"go.mod": []byte(tc.gomod)}); got != tc.want {
 			t.Errorf("requiresModules(%q) = %v, want %v", tc.gomod, got, tc.want)
@@ -55,5 +57,19 @@ func TestProxyList(t *testing.T) {
 		if _, _, err := proxyList(index); err == nil {
 			t.Errorf("proxyList(%q): no error", index)
 		}
+	}
+}
+
+// TestLocalModules: an install reads the go.mod of each module a replace
+// directive or go.work's use directive names by a directory inside the
+// project, and no other file.
+func TestLocalModules(t *testing.T) {
+	got := localModules(map[string][]byte{
+		"go.mod": []byte("module m\nreplace (\n\texample.com/a => ./a\n\texample.com/b v1.0.0 => ../outside\n\texample.com/c => example.com/d v1.0.0\n)\nreplace example.com/e => ./lib/e // local\n"),
+		"go.work": []byte("go 1.22\n\nuse (\n\t.\n\t./tools\n)\nuse ./a\n"),
+	})
+	want := []string{"a/go.mod", "lib/e/go.mod", "tools/go.mod"}
+	if !slices.Equal(got, want) {
+		t.Errorf("localModules = %q, want %q", got, want)
 	}
 }

@@ -55,8 +55,11 @@ Tests are *_test.go files using package testing.`,
 			// go.sum is no manifest: it only checks what go.mod selects,
 			// and the tests check it against the installed modules. Keyed
 			// on it, the install would start over once go mod tidy has
-			// written it. A vendored project builds from vendor/ offline.
-			Manifests: []string{"go.mod", vendored},
+			// written it. A vendored project builds from vendor/ offline;
+			// a workspace (go.work) and modules that replace directives
+			// name in the project give the install their go.mod too.
+			Manifests: []string{"go.mod", "go.work", "go.work.sum", vendored},
+			Local:     localModules,
 			Declares:  requiresModules,
 			// The whole build list, so that go mod tidy and go test find
 			// offline whatever the code imports, through indirect
@@ -65,7 +68,11 @@ Tests are *_test.go files using package testing.`,
 			// what the tests then trust without it. The cache stays
 			// writable (-modcacherw) for the worker to remove.
 			Install:    []string{"go", "mod", "download", "all"},
-			InstallEnv: map[string]string{"GOMODCACHE": modCache, "GOFLAGS": "-mod=mod -modcacherw"},
+			// GOSUMDB is set here, not left to the toolchain's go.env,
+			// which a distribution may ship with the checksum database
+			// off; no version control tool is ever run.
+			InstallEnv: map[string]string{"GOMODCACHE": modCache, "GOFLAGS": "-mod=mod -modcacherw",
+				"GOSUMDB": "sum.golang.org", "GOVCS": "*:off"},
 			// The tests and the model's commands: the installed modules,
 			// read-only, no proxy, and go.mod and go.sum as the user's own
 			// go build would take them (-mod=readonly).
@@ -116,33 +123,93 @@ const modCache = lang.DepsDir + "/mod"
 // which the go command then builds from.
 const vendored = "vendor/modules.txt"
 
-// requiresModules reports a go.mod that requires a module, a require line
-// or a line inside a require block, in a project that does not vendor
-// them.
+// requiresModules reports a go.mod that requires a module that neither a
+// directory of the project replaces nor its vendor directory holds: what
+// the install is for.
 func requiresModules(manifests map[string][]byte) bool {
 	if _, ok := manifests[vendored]; ok {
 		return false
 	}
-	block := false
-	for _, line := range strings.Split(string(manifests["go.mod"]), "\n") {
+	local := map[string]bool{}
+	for _, d := range directives(manifests["go.mod"], "replace") {
+		if old, target, ok := strings.Cut(strings.Join(d, " "), "=>"); ok && isLocalPath(firstField(target)) {
+			local[firstField(old)] = true
+		}
+	}
+	for _, d := range directives(manifests["go.mod"], "require") {
+		if len(d) > 0 && !local[d[0]] {
+			return true
+		}
+	}
+	return false
+}
+
+// localModules are the go.mod files of the project's own modules that an
+// install reads besides the root's: those of the directories go.mod's
+// replace directives and go.work's use directives name, inside the
+// project.
+func localModules(manifests map[string][]byte) []string {
+	var dirs []string
+	for _, d := range directives(manifests["go.mod"], "replace") {
+		if _, target, ok := strings.Cut(strings.Join(d, " "), "=>"); ok {
+			dirs = append(dirs, firstField(target))
+		}
+	}
+	for _, d := range directives(manifests["go.work"], "use") {
+		dirs = append(dirs, firstField(strings.Join(d, " ")))
+	}
+	var out []string
+	for _, dir := range dirs {
+		if !isLocalPath(dir) || path.IsAbs(dir) {
+			continue
+		}
+		if p := path.Join(dir, "go.mod"); p != "go.mod" && !strings.HasPrefix(p, "../") && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// directives are the arguments of each verb directive of a go.mod or
+// go.work file, on its own line or inside a block, without comments.
+func directives(file []byte, verb string) [][]string {
+	var out [][]string
+	block := ""
+	for _, line := range strings.Split(string(file), "\n") {
 		line, _, _ = strings.Cut(line, "//")
 		f := strings.Fields(strings.NewReplacer("(", " ( ", ")", " ) ").Replace(line))
 		switch {
 		case len(f) == 0:
-		case block:
+		case block != "":
 			if f[0] == ")" {
-				block = false
-			} else {
-				return true
+				block = ""
+			} else if block == verb {
+				out = append(out, f)
 			}
-		case f[0] != "require" || len(f) < 2:
-		case f[1] != "(":
-			return true
-		default:
-			block = len(f) == 2 // "require ()" requires nothing
+		case len(f) >= 2 && f[1] == "(":
+			block = f[0]
+			if len(f) > 2 && f[2] == ")" { // "require ()"
+				block = ""
+			}
+		case f[0] == verb:
+			out = append(out, f[1:])
 		}
 	}
-	return false
+	return out
+}
+
+func firstField(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return strings.Trim(f[0], `"`)
+}
+
+// isLocalPath reports a replacement that is a directory, not a module:
+// Go's rule, a path that starts with ./ or ../ (or is absolute).
+func isLocalPath(p string) bool {
+	return strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") || p == "." || p == ".." || path.IsAbs(p)
 }
 
 // proxyList is the GOPROXY an install uses and the proxies it reaches:
