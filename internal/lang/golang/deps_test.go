@@ -65,7 +65,7 @@ func TestProxyList(t *testing.T) {
 // project, and no other file.
 func TestLocalModules(t *testing.T) {
 	got := localModules(map[string][]byte{
-		"go.mod": []byte("module m\nreplace (\n\texample.com/a => ./a\n\texample.com/b v1.0.0 => ../outside\n\texample.com/c => example.com/d v1.0.0\n)\nreplace example.com/e => ./lib/e // local\n"),
+		"go.mod":  []byte("module m\nreplace (\n\texample.com/a => ./a\n\texample.com/b v1.0.0 => ../outside\n\texample.com/c => example.com/d v1.0.0\n)\nreplace example.com/e => ./lib/e // local\n"),
 		"go.work": []byte("go 1.22\n\nuse (\n\t.\n\t./tools\n)\nuse ./a\n"),
 	})
 	want := []string{"a/go.mod", "lib/e/go.mod", "tools/go.mod"}

@@ -67,7 +67,7 @@ Tests are *_test.go files using package testing.`,
 			// checksum database (GOSUMDB's default) as it is downloaded:
 			// what the tests then trust without it. The cache stays
 			// writable (-modcacherw) for the worker to remove.
-			Install:    []string{"go", "mod", "download", "all"},
+			Install: []string{"go", "mod", "download", "all"},
 			// GOSUMDB is set here, not left to the toolchain's go.env,
 			// which a distribution may ship with the checksum database
 			// off; no version control tool is ever run.
