@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net/url"
 	"os"
@@ -85,7 +86,7 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 	if err := ownDepsDir(filepath.Dir(dir)); err != nil {
 		return depsInstall{}, err
 	}
-	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && ownedByWorker(fi) {
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && ownedByWorker(fi) && linkIntact(l, dir) {
 		d.note = fmt.Sprintf("%s dependencies: cached (%s)", l.Title, names)
 		return d, nil
 	}
@@ -232,6 +233,23 @@ func ownDepsDir(dir string) error {
 		return fmt.Errorf("install deps: %w", err)
 	}
 	return nil
+}
+
+// linkIntact reports whether an install still holds the directory the
+// runs see in the project (lang.Deps.Link), which a cleaner of temporary
+// files may have removed; an install without it is done again.
+func linkIntact(l lang.Language, dir string) bool {
+	if l.Deps.Link == "" {
+		return true
+	}
+	fi, err := os.Lstat(filepath.Join(dir, l.Deps.Link))
+	if err == nil && fi.IsDir() {
+		return true
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		slog.Warn("remove a broken install", "dir", dir, "error", err)
+	}
+	return false
 }
 
 func isDir(p string) bool {

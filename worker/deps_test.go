@@ -377,6 +377,16 @@ test("typed import of greet", () => {
 				t.Errorf("the TypeScript check (stage %s, %s): passed=%v\n%s", s.Stage, s.Deps, s.Passed, s.Output)
 			}
 
+			// The project's .npmrc names its own registry for the @acme
+			// scope: the install asks that one, which the proxy refuses,
+			// and never takes @acme/shout from the default registry.
+			scoped := maps.Clone(js)
+			scoped[".npmrc"] = "@acme:registry=http://127.0.0.1:9/\n"
+			s = e.check(t, "javascript", scoped)
+			if s.Passed || s.Stage != "install" || !strings.Contains(s.Deps, "refused 127.0.0.1:9") {
+				t.Errorf("a scope's own registry: passed=%v stage=%q deps %q\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+			}
+
 			js["package.json"] = `{"name": "app", "version": "1.0.0", "dependencies": {"greet": "1.2.0", "no-such-package": "2.0.0"}}` + "\n"
 			s = e.check(t, "javascript", js)
 			t.Logf("missing package: %s\n%s", s.Deps, s.Output)

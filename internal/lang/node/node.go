@@ -34,7 +34,7 @@ var nodeCommands = []string{"node", "nodejs", "npm", "npx", "jest", "yarn", "pnp
 // project and npm scripts their binaries.
 var deps = lang.Deps{
 	Registries:  []string{"registry.npmjs.org"},
-	Manifests:   []string{"package.json", "package-lock.json"},
+	Manifests:   []string{"package.json", "package-lock.json", ".npmrc"},
 	Declares:    declaresPackages,
 	Install:     sh(npmInstall),
 	InstallText: "npm install --ignore-scripts, or npm ci with package-lock.json",
@@ -44,16 +44,27 @@ var deps = lang.Deps{
 }
 
 // npmInstall installs the project's packages in lang.DepsDir: npm ci when
-// it has a lock file, npm install otherwise, which writes one there. No
-// package's install scripts run (they would have the network the tests
-// lack); npm's cache lives in the install while it runs, and not after.
-// The sandbox's npm is offline: not this one.
+// it has a lock file, npm install otherwise (or when the lock file is out
+// of date), which writes one there. The project's .npmrc is the
+// install's: the registries it names for its scopes are asked, and
+// refused unless the configuration allows them, never swapped for the
+// default one. No package's install scripts run (they would have the
+// network the tests lack); npm's cache lives in the install while it
+// runs, and not after. The sandbox's npm is offline: not this one.
 const npmInstall = `cp package.json ` + lang.DepsDir + `/ || exit 1
+if [ -f .npmrc ]; then cp .npmrc ` + lang.DepsDir + `/ || exit 1; fi
 cmd=install
 if [ -f package-lock.json ]; then cp package-lock.json ` + lang.DepsDir + `/ || exit 1; cmd=ci; fi
 cd ` + lang.DepsDir + ` || exit 1
-npm "$cmd" --no-offline --ignore-scripts --include=dev --no-audit --no-fund --logs-max=0 --cache ` + lang.DepsDir + `/.npm-cache
+command -v npm >/dev/null || { echo "this sandbox has no npm: install it where the worker runs (apt-get install npm)"; exit 127; }
+npm_() { npm "$1" --no-offline --ignore-scripts --include=dev --no-audit --no-fund --logs-max=0 --cache ` + lang.DepsDir + `/.npm-cache; }
+npm_ "$cmd"
 st=$?
+if [ $st -ne 0 ] && [ "$cmd" = ci ]; then
+  echo "npm ci failed (is package-lock.json out of date with package.json?): trying npm install, which updates the lock file in ` + lang.DepsDir + `"
+  npm_ install
+  st=$?
+fi
 rm -rf ` + lang.DepsDir + `/.npm-cache
 exit $st
 `
