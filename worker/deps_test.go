@@ -36,7 +36,7 @@ type depsEnv struct {
 	tenv *testsuite.TestActivityEnvironment
 }
 
-func newDepsEnv(t *testing.T, backend string, private []string, indexes map[string]string) *depsEnv {
+func newDepsEnv(t testing.TB, backend string, private []string, indexes map[string]string) *depsEnv {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "a.db"))
@@ -68,7 +68,7 @@ func newDepsEnv(t *testing.T, backend string, private []string, indexes map[stri
 	return &depsEnv{acts: acts, tenv: tenv}
 }
 
-func (e *depsEnv) check(t *testing.T, lang string, files map[string]string) activities.TestSummary {
+func (e *depsEnv) check(t testing.TB, lang string, files map[string]string) activities.TestSummary {
 	t.Helper()
 	var fs []workspace.File
 	for p, d := range files {
