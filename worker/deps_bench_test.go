@@ -17,6 +17,8 @@ import (
 	"github.com/autocoder/autocoder/internal/lang/languages"
 	"github.com/autocoder/autocoder/internal/registrytest"
 	"github.com/autocoder/autocoder/internal/versions"
+	"github.com/autocoder/autocoder/internal/workspace"
+	"github.com/autocoder/autocoder/sandbox"
 )
 
 // depsInstallRuns is how many runs each way makes per language and
@@ -35,104 +37,134 @@ type depsBenchProject struct {
 	disabled string // why the row is left out, if it is
 }
 
+// The ways BenchmarkDepsInstall measures, in the order of its table.
+const (
+	wayCold   = iota // activities.Check, no install cached
+	wayCached        // activities.Check, the install cached
+	wayBare          // the test command on the host over the same install
+	wayRun           // sandbox.Run of the test command with the install
+	wayStart         // sandbox.Run of true with the install
+	ways
+)
+
 // BenchmarkDepsInstall measures a check of a project that uses a
-// dependency, per backend and language, three ways alternating so that
-// all see the same host: cold (activities.Check with no install cached:
-// the install, then the tests), cached (the same check with the install
+// dependency, per backend and language, alternating the ways so that all
+// see the same host: cold (activities.Check with no install cached: the
+// install, then the tests), cached (the same check with the install
 // cached), and bare (the language's test command run on the host, no
 // sandbox, over the same install directory). The target is cached ≤ 1.2×
-// bare. Python installs a wheel from a PEP 503 index the benchmark
-// serves, JavaScript packages from an npm registry it serves, Go
-// golang.org/x/text from the module proxy the machine's go command is
-// configured with:
+// bare. Two more ways show where a cached check's time goes: the test
+// command in a plain sandbox.Run with the install, and an empty run
+// (true) with it, the sandbox's own cost. Python installs a wheel from a
+// PEP 503 index the benchmark serves, JavaScript packages from an npm
+// registry it serves, Go golang.org/x/text from the module proxy the
+// machine's go command is configured with:
 //
 //	go test -run '^$' -bench DepsInstall -benchtime 1x ./worker/
 func BenchmarkDepsInstall(b *testing.B) {
 	const target = 1.2
 	projects := depsBenchProjects(b)
 	type row struct {
-		lang, backend           string
-		cold, cached, bare, why string
-		ratio                   float64
+		lang, backend, why string
+		p50                [ways]time.Duration
 	}
 	var rows []row
 	for _, backend := range []string{"bwrap", "docker"} {
 		for _, p := range projects {
-			if p.disabled != "" {
-				rows = append(rows, row{lang: p.lang, backend: backend, why: p.disabled})
-				continue
-			}
-			e := newDepsEnv(b, backend, p.private, map[string]string{p.lang: p.index})
-			l := languages.MustLookup(p.lang)
-			installs := filepath.Join(e.acts.DepsDir, p.lang+"-*")
-			check := func(wantDeps string) time.Duration {
-				start := time.Now()
-				s := e.check(b, p.lang, p.files)
-				took := time.Since(start)
-				if !s.Passed || !strings.Contains(s.Deps, wantDeps) {
-					b.Fatalf("%s %s check: passed=%v stage %s, deps %q, want %q:\n%s", backend, p.lang, s.Passed, s.Stage, s.Deps, wantDeps, s.Output)
+			r := row{lang: p.lang, backend: backend, why: p.disabled}
+			if r.why == "" {
+				r.p50 = benchDepsInstall(b, backend, p)
+				name := backend + "-" + p.lang
+				for w, what := range []string{"cold", "cached", "bare", "run", "start"} {
+					b.ReportMetric(ms(r.p50[w]), name+"-"+what+"-p50-ms")
 				}
-				return took
+				b.ReportMetric(float64(r.p50[wayCached])/float64(r.p50[wayBare]), name+"-cached/bare")
 			}
-			cold := func() time.Duration {
-				old, _ := filepath.Glob(installs)
-				for _, dir := range old {
-					if err := os.RemoveAll(dir); err != nil {
-						b.Fatal(err)
-					}
-				}
-				return check("installed in")
-			}
-			bare := func() time.Duration {
-				dirs, _ := filepath.Glob(installs)
-				if len(dirs) != 1 {
-					b.Fatalf("installs of %s: %q, want one", p.lang, dirs)
-				}
-				return runBare(b, l, p, dirs[0])
-			}
-			var colds, cacheds, bares []time.Duration
-			for n := range depsInstallRuns + 1 { // the first round warms up
-				var took [3]time.Duration
-				for k := range 3 {
-					// Each way goes first, second and third equally often;
-					// the warm-up round starts cold, and a round starting
-					// with cached or bare has the previous round's install.
-					switch way := (n + k) % 3; way {
-					case 0:
-						took[way] = cold()
-					case 1:
-						took[way] = check("cached")
-					default:
-						took[way] = bare()
-					}
-				}
-				if n > 0 {
-					colds, cacheds, bares = append(colds, took[0]), append(cacheds, took[1]), append(bares, took[2])
-				}
-			}
-			r := row{lang: p.lang, backend: backend, ratio: float64(median(cacheds)) / float64(median(bares))}
-			r.cold, r.cached, r.bare = fmtMS(median(colds)), fmtMS(median(cacheds)), fmtMS(median(bares))
 			rows = append(rows, r)
-			name := backend + "-" + p.lang
-			b.ReportMetric(ms(median(colds)), name+"-cold-p50-ms")
-			b.ReportMetric(ms(median(cacheds)), name+"-cached-p50-ms")
-			b.ReportMetric(ms(median(bares)), name+"-bare-p50-ms")
-			b.ReportMetric(r.ratio, name+"-cached/bare")
 		}
 	}
 	fmt.Printf("install + test of a project with a dependency, %d runs each (p50); target: cached ≤ %.1f× bare\n", depsInstallRuns, target)
-	fmt.Printf("  %-10s %-7s %10s %10s %10s %12s\n", "language", "backend", "cold", "cached", "bare", "cached/bare")
+	fmt.Printf("  %-10s %-7s %9s %9s %9s %12s %-18s %9s %9s\n", "language", "backend", "cold", "cached", "bare", "cached/bare", "", "run", "empty run")
 	for _, r := range rows {
 		if r.why != "" {
 			fmt.Printf("  %-10s %-7s left out: %s\n", r.lang, r.backend, r.why)
 			continue
 		}
+		ratio := float64(r.p50[wayCached]) / float64(r.p50[wayBare])
 		verdict := "meets the target"
-		if r.ratio > target {
+		if ratio > target {
 			verdict = "misses the target"
 		}
-		fmt.Printf("  %-10s %-7s %10s %10s %10s %11.2fx  %s\n", r.lang, r.backend, r.cold, r.cached, r.bare, r.ratio, verdict)
+		fmt.Printf("  %-10s %-7s %6.0f ms %6.0f ms %6.0f ms %11.2fx %-18s %6.0f ms %6.0f ms\n", r.lang, r.backend,
+			ms(r.p50[wayCold]), ms(r.p50[wayCached]), ms(r.p50[wayBare]), ratio, verdict, ms(r.p50[wayRun]), ms(r.p50[wayStart]))
 	}
+	fmt.Println("  run: the test command in a sandbox.Run with the install, no check around it; empty run: true in one")
+}
+
+// benchDepsInstall is the p50 of each way for the project on the backend.
+func benchDepsInstall(b *testing.B, backend string, p depsBenchProject) [ways]time.Duration {
+	ctx := context.Background()
+	e := newDepsEnv(b, backend, p.private, map[string]string{p.lang: p.index})
+	l := languages.MustLookup(p.lang)
+	installs := filepath.Join(e.acts.DepsDir, p.lang+"-*")
+	install := func() string {
+		dirs, _ := filepath.Glob(installs)
+		if len(dirs) != 1 {
+			b.Fatalf("installs of %s: %q, want one", p.lang, dirs)
+		}
+		return dirs[0]
+	}
+	check := func(wantDeps string) {
+		s := e.check(b, p.lang, p.files)
+		if !s.Passed || !strings.Contains(s.Deps, wantDeps) {
+			b.Fatalf("%s %s check: passed=%v stage %s, deps %q, want %q:\n%s", backend, p.lang, s.Passed, s.Stage, s.Deps, wantDeps, s.Output)
+		}
+	}
+	var files []workspace.File
+	for name, data := range p.files {
+		files = append(files, workspace.File{Path: name, Data: []byte(data)})
+	}
+	run := func(cmd []string) {
+		res, err := e.acts.Sandbox.Run(ctx, sandbox.Spec{Profile: p.lang, Files: files, Cmd: cmd, Limits: sandbox.DefaultLimits(),
+			Deps: install(), Env: l.Deps.Env, DepsLink: l.Deps.Link})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("%s %s sandbox run of %q: %v %+v", backend, p.lang, cmd, err, res)
+		}
+	}
+	do := [ways]func(){
+		wayCold: func() {
+			old, _ := filepath.Glob(installs)
+			for _, dir := range old {
+				if err := os.RemoveAll(dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+			check("dependencies: installed in")
+		},
+		wayCached: func() { check("dependencies: cached") },
+		wayBare:   func() { runBare(b, l, p, install()) },
+		wayRun:    func() { run(l.Tests.Command) },
+		wayStart:  func() { run([]string{"true"}) },
+	}
+	var took [ways][]time.Duration
+	for n := range depsInstallRuns + 1 { // the first round warms up
+		// Each way takes each place in a round equally often; the
+		// warm-up round starts cold, and every later one has the
+		// previous round's install until its cold run.
+		for k := range ways {
+			way := (n + k) % ways
+			start := time.Now()
+			do[way]()
+			if n > 0 {
+				took[way] = append(took[way], time.Since(start))
+			}
+		}
+	}
+	var p50 [ways]time.Duration
+	for w := range ways {
+		p50[w] = median(took[w])
+	}
+	return p50
 }
 
 // depsBenchProjects are the projects BenchmarkDepsInstall checks, with
@@ -182,7 +214,7 @@ func depsBenchProjects(b *testing.B) []depsBenchProject {
 // with the install at dir in the place the sandbox gives it: its
 // environment (lang.Deps.Env with lang.DepsDir as dir) and its link in
 // the project (lang.Deps.Link).
-func runBare(b *testing.B, l lang.Language, p depsBenchProject, dir string) time.Duration {
+func runBare(b *testing.B, l lang.Language, p depsBenchProject, dir string) {
 	project := b.TempDir()
 	for name, data := range p.files {
 		if err := os.WriteFile(filepath.Join(project, name), []byte(data), 0o644); err != nil {
@@ -206,13 +238,9 @@ func runBare(b *testing.B, l lang.Language, p depsBenchProject, dir string) time
 	// sh finds the command on the environment's PATH.
 	cmd := exec.Command("sh", append([]string{"-c", `exec "$@"`, "sh"}, l.Tests.Command...)...)
 	cmd.Dir, cmd.Env = project, env
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	took := time.Since(start)
-	if err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("%s tests on the bare host: %v\n%s", l.Name, err, out)
 	}
-	return took
 }
 
 func median(d []time.Duration) time.Duration {
@@ -222,5 +250,3 @@ func median(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func fmtMS(d time.Duration) string { return fmt.Sprintf("%.0f ms", ms(d)) }
