@@ -36,7 +36,7 @@ type depsEnv struct {
 	tenv *testsuite.TestActivityEnvironment
 }
 
-func newDepsEnv(t *testing.T, backend string, private []string, indexes map[string]string) *depsEnv {
+func newDepsEnv(t testing.TB, backend string, private []string, indexes map[string]string) *depsEnv {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "a.db"))
@@ -68,7 +68,7 @@ func newDepsEnv(t *testing.T, backend string, private []string, indexes map[stri
 	return &depsEnv{acts: acts, tenv: tenv}
 }
 
-func (e *depsEnv) check(t *testing.T, lang string, files map[string]string) activities.TestSummary {
+func (e *depsEnv) check(t testing.TB, lang string, files map[string]string) activities.TestSummary {
 	t.Helper()
 	var fs []workspace.File
 	for p, d := range files {
@@ -139,7 +139,7 @@ def test_no_network():
 	if n := index.Downloads(); n != 1 {
 		t.Errorf("wheel downloads after the second check: %d, want 1 (the install is cached)", n)
 	}
-	if !strings.Contains(s.Deps, "cached") {
+	if !strings.Contains(s.Deps, "dependencies: cached") {
 		t.Errorf("the second check's deps note: %q", s.Deps)
 	}
 
@@ -215,7 +215,7 @@ func TestNoNetwork(t *testing.T) {
 		t.Fatalf("first check: passed=%v stage %s, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
 	}
 	s = e.check(t, "go", project)
-	if !s.Passed || !strings.Contains(s.Deps, "cached") {
+	if !s.Passed || !strings.Contains(s.Deps, "dependencies: cached") {
 		t.Errorf("second check: passed=%v, deps %q:\n%s", s.Passed, s.Deps, s.Output)
 	}
 
@@ -233,7 +233,7 @@ func TestNoNetwork(t *testing.T) {
 
 	delete(project, "go.sum")
 	s = e.check(t, "go", project)
-	if s.Passed || s.Stage != "test" || !strings.Contains(s.Output, "missing go.sum entry") || !strings.Contains(s.Deps, "cached") {
+	if s.Passed || s.Stage != "test" || !strings.Contains(s.Output, "missing go.sum entry") || !strings.Contains(s.Deps, "dependencies: cached") {
 		t.Errorf("without go.sum: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
 	}
 
@@ -338,7 +338,7 @@ test('import finds greet', () => {
 				t.Fatalf("second check failed (stage %s): %s", s.Stage, s.Output)
 			}
 			t.Logf("check with the install: %s; with the cached install: %s", cold.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-			if n := reg.Downloads(); n != 3 || !strings.Contains(s.Deps, "cached") {
+			if n := reg.Downloads(); n != 3 || !strings.Contains(s.Deps, "dependencies: cached") {
 				t.Errorf("after the second check: %d tarball downloads (want 3: the install is cached), deps note %q", n, s.Deps)
 			}
 
