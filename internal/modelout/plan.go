@@ -103,13 +103,13 @@ func indentWidth(ws string) int {
 }
 
 // nextProse returns the first non-blank line after line i, unless it is a
-// fence or another step.
+// fence, another step or the plan's packages line (ParsePackages).
 func nextProse(lines []string, i int) string {
 	for _, l := range lines[i+1:] {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		if _, _, ok := openingFence(l); ok || stepLine.MatchString(l) || numberedLine.MatchString(l) {
+		if _, _, ok := openingFence(l); ok || stepLine.MatchString(l) || numberedLine.MatchString(l) || packagesLine.MatchString(l) {
 			return ""
 		}
 		return l

@@ -32,6 +32,10 @@ func TestParsePlan(t *testing.T) {
 		{"crlf", "1. a\r\n2. b\r\n", []string{"a", "b"}},
 		{"decimal is not a step", "Use version 1.5 of the API\n1. Upgrade", []string{"Upgrade"}},
 		{"whitespace collapsed", "1.   Create   the\tfile  ", []string{"Create the file"}},
+		{"packages line is not a step", "1. Write greet\n2. Test it\n\nPackages: greetlib, requests\n",
+			[]string{"Write greet", "Test it"}},
+		{"packages line is not a heading's body", "### Step 1\nWrite greet.\n\n### Step 2\n\nPackages: greetlib\n",
+			[]string{"Write greet."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,4 +90,25 @@ func FuzzParsePlan(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestParsePackages(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []string
+	}{
+		{"none", "1. Write it\n2. Test it\n", nil},
+		{"commas", "1. Write it\nPackages: greetlib, requests", []string{"greetlib", "requests"}},
+		{"markdown and repeats", "1. a\n**Packages:** `golang.org/x/text`, golang.org/x/text, @scope/pkg.", []string{"golang.org/x/text", "@scope/pkg"}},
+		{"says none", "1. a\nPackages: none", nil},
+		{"the last line wins", "Packages: old\n1. a\nPackages: new", []string{"new"}},
+		{"code blocks ignored", "1. a\n```\nPackages: quoted\n```\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ParsePackages(tt.in); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
 }
