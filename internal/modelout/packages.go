@@ -15,22 +15,11 @@ var packagesLine = regexp.MustCompile(`(?i)^[\s#>*_-]*packages\s*(?:\*\*|__)?\s*
 func ParsePackages(text string) []string {
 	var last string
 	found := false
-	var fence string
-	for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
-		if f, _, ok := openingFence(line); ok && fence == "" {
-			fence = f
-			continue
-		}
-		if fence != "" {
-			if isClosingFence(line, fence) {
-				fence = ""
-			}
-			continue
-		}
+	outsideFences(planLines(text), func(_ int, line string) {
 		if m := packagesLine.FindStringSubmatch(line); m != nil {
 			last, found = m[1], true
 		}
-	}
+	})
 	if !found {
 		return nil
 	}

@@ -27,26 +27,15 @@ type planItem struct {
 
 // ParsePlan extracts the steps of a numbered plan.
 func ParsePlan(text string) ([]string, error) {
-	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	lines := planLines(text)
 	var steps, numbered []planItem
-	var fence string
-	for i, line := range lines {
-		if f, _, ok := openingFence(line); ok && fence == "" {
-			fence = f
-			continue
-		}
-		if fence != "" {
-			if isClosingFence(line, fence) {
-				fence = ""
-			}
-			continue
-		}
+	outsideFences(lines, func(i int, line string) {
 		if m := stepLine.FindStringSubmatch(line); m != nil {
 			steps = append(steps, planItem{text: m[2], line: i})
 		} else if m := numberedLine.FindStringSubmatch(line); m != nil {
 			numbered = append(numbered, planItem{indent: indentWidth(m[1]), text: m[3], line: i})
 		}
-	}
+	})
 	items := steps
 	if len(items) == 0 {
 		items = outermost(numbered)
@@ -70,6 +59,28 @@ func ParsePlan(text string) ([]string, error) {
 		return nil, ErrNoPlan
 	}
 	return out, nil
+}
+
+func planLines(text string) []string {
+	return strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+}
+
+// outsideFences visits the lines that are not inside a fenced code block.
+func outsideFences(lines []string, visit func(i int, line string)) {
+	var fence string
+	for i, line := range lines {
+		if f, _, ok := openingFence(line); ok && fence == "" {
+			fence = f
+			continue
+		}
+		if fence != "" {
+			if isClosingFence(line, fence) {
+				fence = ""
+			}
+			continue
+		}
+		visit(i, line)
+	}
 }
 
 // outermost keeps the least indented numbered items, dropping sub-lists.
