@@ -59,6 +59,9 @@ type Activities struct {
 	// DepsIndexes are the registries' index URLs the user configured, by
 	// language name (lang.Deps.IndexVar).
 	DepsIndexes map[string]string
+	// VersionsTTL is how long the registries' answers on the newest
+	// versions are kept in the store (versions.ttl); 0 asks every time.
+	VersionsTTL time.Duration
 	// Metrics counts model calls, tool calls and checks; nil counts
 	// nothing.
 	Metrics Metrics

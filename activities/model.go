@@ -43,6 +43,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanOutput, error)
 		activity.GetLogger(ctx).Warn("plan unreadable, using a single step", "error", err)
 		steps = fallbackPlan
 	}
+	a.noteVersions(ctx, in.Language, resp.Text)
 	return PlanOutput{Steps: steps, Usage: usage, Lessons: lessons, Instructions: instr.Paths()}, nil
 }
 
@@ -70,7 +71,7 @@ func (a *Activities) Generate(ctx context.Context, in GenerateInput) (GenerateOu
 			in.Lessons += refl.Lessons.Text
 		}
 	}
-	resp, usage, err := a.complete(ctx, in.Model, systemPrompt, generatePrompt(in, files), in.Iteration)
+	resp, usage, err := a.complete(ctx, in.Model, systemPrompt, generatePrompt(in, files, a.stepVersions(ctx)), in.Iteration)
 	if err != nil {
 		return GenerateOutput{}, err
 	}

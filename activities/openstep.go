@@ -48,7 +48,7 @@ func (a *Activities) OpenStep(ctx context.Context, in OpenStepInput) (OpenStepOu
 	}
 	if err := a.appendMessages(ctx, in.Transcript, 0,
 		llm.Message{Role: llm.RoleSystem, Text: system},
-		llm.Message{Role: llm.RoleUser, Text: openStepPrompt(in, instr, m)},
+		llm.Message{Role: llm.RoleUser, Text: openStepPrompt(in, instr, m, a.stepVersions(ctx))},
 	); err != nil {
 		return OpenStepOutput{}, err
 	}

@@ -77,11 +77,16 @@ func planPrompt(in PlanInput, files []workspace.File, instr instructions.Set, m 
 	writeGuidance(&b, in.Guidance)
 	writeLessons(&b, in.Lessons)
 	b.WriteString(`Write a short plan as numbered steps (1. 2. 3.), at most 5, each one line. Small tasks need one step.
-Only the last step is judged by the whole test command; each earlier step must compile and pass the tests it names, so give each step its own tests.`)
+Only the last step is judged by the whole test command; each earlier step must compile and pass the tests it names, so give each step its own tests.
+If the task needs third-party packages, end the plan with one line naming them as the language's registry does, for example:
+Packages: name, name
+Their current versions will be looked up for you. Without such packages, write no such line.`)
 	return b.String()
 }
 
-func generatePrompt(in GenerateInput, files []workspace.File) string {
+// generatePrompt asks for a step's code; current is the task's note of
+// current package versions (stepVersions).
+func generatePrompt(in GenerateInput, files []workspace.File, current string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Task:\n%s\n\n%s\n%s\n\n", in.Task, languageGuide(in.Language), testGuide(in.TestCmd))
 	writePlan(&b, in.Plan, in.Step)
@@ -95,6 +100,7 @@ func generatePrompt(in GenerateInput, files []workspace.File) string {
 	}
 	writeGuidance(&b, in.Guidance)
 	writeLessons(&b, in.Lessons)
+	writeVersions(&b, current)
 	b.WriteString(outputFormat)
 	return b.String()
 }
@@ -116,7 +122,8 @@ Do not write the full code.`)
 // the task and its step, the project's instructions, what people and
 // earlier tasks said, the last failure, and the repository map. A fenced
 // conversation (a model without tool calling) ends with the output format.
-func openStepPrompt(in OpenStepInput, instr instructions.Set, m repomap.Map) string {
+// current is the task's note of current package versions (stepVersions).
+func openStepPrompt(in OpenStepInput, instr instructions.Set, m repomap.Map, current string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Task:\n%s\n\n%s\n%s\n\n", in.Task, languageGuide(in.Language), testGuide(in.TestCmd))
 	writePlan(&b, in.Plan, in.Step)
@@ -129,6 +136,7 @@ func openStepPrompt(in OpenStepInput, instr instructions.Set, m repomap.Map) str
 	writeInstructions(&b, instr)
 	writeGuidance(&b, in.Guidance)
 	writeLessons(&b, in.Lessons)
+	writeVersions(&b, current)
 	if in.Failure != "" {
 		fmt.Fprintf(&b, "The last attempt failed. Output:\n```\n%s\n```\n\n", tailClip(in.Failure, failureBytes))
 	}
@@ -249,5 +257,15 @@ func writeLessons(b *strings.Builder, lessons string) {
 	}
 	b.WriteString("Lessons from earlier tasks (verified fixes; apply them where they fit):\n")
 	b.WriteString(lessons)
+	b.WriteString("\n")
+}
+
+// writeVersions quotes the current versions of the packages the plan
+// named, so manifests pin versions that exist today.
+func writeVersions(b *strings.Builder, note string) {
+	if note == "" {
+		return
+	}
+	b.WriteString(note)
 	b.WriteString("\n")
 }
