@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -42,14 +43,25 @@ func versionsKey(ctx context.Context) string {
 // cannot answer is a line of the note, a store that cannot keep it a
 // warning in the log.
 func (a *Activities) noteVersions(ctx context.Context, language, plan string) {
-	pkgs := modelout.ParsePackages(plan)
+	var pkgs []string
+	for _, p := range modelout.ParsePackages(plan) {
+		if packageName.MatchString(p) && len(pkgs) < maxNotedPackages {
+			pkgs = append(pkgs, p)
+		}
+	}
 	l := knownOrNamed(language)
-	if len(pkgs) == 0 || l.Deps.Versions.API == "" {
+	if l.Deps.Versions.API == "" {
+		pkgs = nil
+	}
+	key := versionsKey(ctx)
+	old, err := a.readVersions(ctx, key)
+	if (err == nil && slices.Equal(old.Packages, pkgs)) || (len(pkgs) == 0 && errors.Is(err, store.ErrNotFound)) {
 		return
 	}
-	pkgs = pkgs[:min(len(pkgs), maxNotedPackages)]
-	key := versionsKey(ctx)
-	if old, err := a.readVersions(ctx, key); err == nil && slices.Equal(old.Packages, pkgs) {
+	if len(pkgs) == 0 {
+		// A new plan without packages: an earlier plan's note (a
+		// rejected one's) must not reach its steps.
+		a.keepVersions(ctx, key, versionsNote{})
 		return
 	}
 	lookup, cancel := context.WithTimeout(ctx, versionsTimeout)
@@ -58,7 +70,11 @@ func (a *Activities) noteVersions(ctx context.Context, language, plan string) {
 	r := &versions.Resolver{Cache: a.Store, TTL: a.VersionsTTL}
 	results := r.Resolve(lookup, versions.SourceOf(lookup, l.Deps.Versions, a.DepsIndexes[l.Name]), pkgs)
 	stop()
-	raw, err := json.Marshal(versionsNote{Packages: pkgs, Text: versionsText(ctx, results)})
+	a.keepVersions(ctx, key, versionsNote{Packages: pkgs, Text: versionsText(ctx, results)})
+}
+
+func (a *Activities) keepVersions(ctx context.Context, key string, note versionsNote) {
+	raw, err := json.Marshal(note)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("versions not noted", "error", err)
 		return
@@ -68,14 +84,25 @@ func (a *Activities) noteVersions(ctx context.Context, language, plan string) {
 	}
 }
 
+// packageName and versionString are what a note may quote of the model's
+// plan and of a registry's answer: the characters registries allow in
+// names and versions, bounded, never text that could read as an
+// instruction.
+var (
+	packageName   = regexp.MustCompile(`^[@A-Za-z0-9][@/A-Za-z0-9._:-]{0,213}$`)
+	versionString = regexp.MustCompile(`^v?[0-9A-Za-z][0-9A-Za-z.+_~-]{0,63}$`)
+)
+
 // versionsText tells the model the versions found and names the packages
 // without one.
 func versionsText(ctx context.Context, results []versions.Result) string {
 	var found, missing []string
 	for _, res := range results {
 		switch {
-		case res.Err == nil:
+		case res.Err == nil && versionString.MatchString(res.Version):
 			found = append(found, res.Package+" "+res.Version)
+		case res.Err == nil:
+			missing = append(missing, res.Package+" (the registry's answer was not a version)")
 		case errors.Is(res.Err, versions.ErrNotFound):
 			missing = append(missing, res.Package+" (the registry has no such package)")
 		default:
