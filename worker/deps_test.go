@@ -248,7 +248,8 @@ func TestNoNetwork(t *testing.T) {
 
 // npmPackages are what the npm registry of TestCheckInstallsNpmDeps
 // serves: greet (CommonJS, with its types) needs the scoped @acme/shout,
-// and tinytest is a test runner whose bin runs node --test.
+// tinytest is a test runner whose bin runs node --test, and typescript's
+// tsc says it is the project's and runs the one on the PATH.
 func npmPackages() []registrytest.NpmPackage {
 	return []registrytest.NpmPackage{
 		{Name: "@acme/shout", Version: "1.0.0", Files: map[string]string{
@@ -260,6 +261,12 @@ func npmPackages() []registrytest.NpmPackage {
 			"bin/tinytest.js": `#!/usr/bin/env node
 console.log('tinytest runs node --test');
 const r = require('node:child_process').spawnSync(process.execPath, ['--test', '--test-reporter=tap'], { stdio: 'inherit' });
+process.exit(r.status === null ? 1 : r.status);
+`}},
+		{Name: "typescript", Version: "5.0.0", Bin: map[string]string{"tsc": "bin/tsc"}, Files: map[string]string{
+			"bin/tsc": `#!/usr/bin/env node
+console.log("the project's own tsc");
+const r = require('node:child_process').spawnSync('tsc', process.argv.slice(2), { stdio: 'inherit' });
 process.exit(r.status === null ? 1 : r.status);
 `}},
 	}
@@ -359,8 +366,11 @@ test('import finds greet', () => {
 				t.Errorf("with the lock file (stage %s, %s, %d downloads in all, want 6): passed=%v\n%s", s.Stage, s.Deps, reg.Downloads(), s.Passed, s.Output)
 			}
 
+			// The project's devDependencies install a TypeScript of its
+			// own (here one that says so, then runs the image's): the
+			// tests compile with it.
 			ts := map[string]string{
-				"package.json":  `{"name": "app", "version": "1.0.0", "private": true, "dependencies": {"greet": "1.2.0"}}` + "\n",
+				"package.json":  `{"name": "app", "version": "1.0.0", "private": true, "dependencies": {"greet": "1.2.0"}, "devDependencies": {"typescript": "5.0.0"}}` + "\n",
 				"tsconfig.json": `{"compilerOptions": {"target": "ES2020", "module": "commonjs", "strict": true, "esModuleInterop": true}}` + "\n",
 				"greet.test.ts": `import test from "node:test";
 import assert from "node:assert/strict";
@@ -373,7 +383,7 @@ test("typed import of greet", () => {
 `,
 			}
 			s = e.check(t, "typescript", ts)
-			if !s.Passed || !strings.Contains(s.Output, "typed import of greet") {
+			if !s.Passed || !strings.Contains(s.Output, "typed import of greet") || !strings.Contains(s.Output, "the project's own tsc") {
 				t.Errorf("the TypeScript check (stage %s, %s): passed=%v\n%s", s.Stage, s.Deps, s.Passed, s.Output)
 			}
 

@@ -53,12 +53,14 @@ const typeRoots = "./node_modules/@types,/usr/local/lib/node_modules/@types,/usr
 const buildDir = "/tmp/tsbuild"
 
 // tscFunc defines tsc_, tsc over the project: its tsconfig.json, or with
-// strict CommonJS defaults over its .ts files when it has none. Type
-// declarations are not checked themselves (skipLibCheck): checking
-// Node's takes three times as long as a small project.
+// strict CommonJS defaults over its .ts files when it has none. The
+// project's own TypeScript, when its packages install one, else the
+// image's. Type declarations are not checked themselves (skipLibCheck):
+// checking Node's takes three times as long as a small project.
 const tscFunc = `tsc_() {
-  if [ -f tsconfig.json ]; then tsc -p . --skipLibCheck --typeRoots ` + typeRoots + ` "$@"
-  else tsc --strict --target es2020 --module commonjs --esModuleInterop --skipLibCheck --typeRoots ` + typeRoots + ` $(find . -name node_modules -prune -o -name '*.ts' -print) "$@"; fi
+  t=tsc; [ ! -x node_modules/.bin/tsc ] || t=./node_modules/.bin/tsc
+  if [ -f tsconfig.json ]; then "$t" -p . --skipLibCheck --typeRoots ` + typeRoots + ` "$@"
+  else "$t" --strict --target es2020 --module commonjs --esModuleInterop --skipLibCheck --typeRoots ` + typeRoots + ` $(find . -name node_modules -prune -o -name '*.ts' -print) "$@"; fi
 }
 `
 
