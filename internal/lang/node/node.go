@@ -137,7 +137,7 @@ func TypeScript() lang.Language {
 		},
 		Tests: lang.Tests{
 			Command:    tsTestCmd,
-			Describe:   "the package.json `test` script, else `tsc` into a build dir, then `node --test` on its output",
+			Describe:   "the package.json `test` script, else `tsc` (the project's own when its packages install TypeScript, else the image's) into a build dir, then `node --test` on its output",
 			Named:      named(tsNamedScript),
 			Compile:    tsCompile,
 			IsTestFile: isTestFile,
