@@ -56,6 +56,10 @@ type Activities struct {
 	// and manifests' hash; "" is one under os.TempDir(). The bwrap
 	// backend's sandbox user must be able to reach it (no 0700 parent).
 	DepsDir string
+	// DepsMaxSize bounds the bytes of the installs kept in DepsDir: past
+	// it a new install evicts those used least recently (but none used in
+	// the last hour). 0 keeps every install.
+	DepsMaxSize int64
 	// DepsIndexes are the registries' index URLs the user configured, by
 	// language name (lang.Deps.IndexVar).
 	DepsIndexes map[string]string

@@ -86,9 +86,13 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 	if err := ownDepsDir(filepath.Dir(dir)); err != nil {
 		return depsInstall{}, err
 	}
-	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && ownedByWorker(fi) && linkIntact(l, dir) {
-		d.note = fmt.Sprintf("%s dependencies: cached (%s)", l.Title, names)
-		return d, nil
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && ownedByWorker(fi) {
+		if linkIntact(l, dir) && useInstall(dir) {
+			d.note = fmt.Sprintf("%s dependencies: cached (%s)", l.Title, names)
+			return d, nil
+		}
+		// A cleaner of temporary files took part of it: made again.
+		removeInstall(dir)
 	}
 	start := time.Now()
 	res, refused, err := a.runInstall(ctx, l, index, urls, manifests, dir)
@@ -99,6 +103,9 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 	d.note = fmt.Sprintf("%s dependencies: installed in %s (not cached)", l.Title, took)
 	if len(refused) > 0 {
 		d.note += "; the egress proxy refused " + joinLimited(refused, 5)
+	}
+	if res.ExitCode == 0 && !res.TimedOut && !res.OOMKilled {
+		a.evictInstalls(dir)
 	}
 	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
 		s := summarize(res, lang.Language{}, a.limits().MemoryBytes)
@@ -144,7 +151,7 @@ func installIndex(l lang.Language, configured string) (string, []string, error) 
 // registries and the urls, into a new directory that becomes dir once the
 // install has succeeded. It returns the hosts the proxy refused.
 func (a *Activities) runInstall(ctx context.Context, l lang.Language, index string, urls []string, manifests []workspace.File, dir string) (sandbox.Result, []string, error) {
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".install-")
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), installingPrefix)
 	if err != nil {
 		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
 	}
@@ -237,19 +244,26 @@ func ownDepsDir(dir string) error {
 
 // linkIntact reports whether an install still holds the directory the
 // runs see in the project (lang.Deps.Link), which a cleaner of temporary
-// files may have removed; an install without it is done again.
+// files may have removed.
 func linkIntact(l lang.Language, dir string) bool {
 	if l.Deps.Link == "" {
 		return true
 	}
 	fi, err := os.Lstat(filepath.Join(dir, l.Deps.Link))
-	if err == nil && fi.IsDir() {
-		return true
+	return err == nil && fi.IsDir()
+}
+
+// evictInstalls keeps the installs within DepsMaxSize once dir, new, has
+// been added, removing those used least recently.
+func (a *Activities) evictInstalls(dir string) {
+	useInstall(dir) // its time is the install's end, not its start
+	removed, err := evictInstalls(filepath.Dir(dir), a.DepsMaxSize, time.Now())
+	if err != nil {
+		slog.Warn("keep installs within their size limit", "error", err)
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		slog.Warn("remove a broken install", "dir", dir, "error", err)
+	if len(removed) > 0 {
+		slog.Info("evicted installed dependencies used least recently", "limit", a.DepsMaxSize, "evicted", removed)
 	}
-	return false
 }
 
 func isDir(p string) bool {

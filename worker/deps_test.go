@@ -407,3 +407,47 @@ test("typed import of greet", () => {
 		})
 	}
 }
+
+// TestCheckEvictsInstallsUsedLeast: past the installs' size limit a new
+// install evicts those used least recently, but never one used within the
+// last hour (a check may be running over it): an evicted install is made
+// again on its next check, a kept one stays cached.
+func TestCheckEvictsInstallsUsedLeast(t *testing.T) {
+	name, whl := registrytest.PureWheel(t, "greetlib", "1.0", "def hello():\n    return 'hi'\n")
+	index := registrytest.NewPyIndex(t, map[string][]byte{name: whl})
+	e := newDepsEnv(t, "bwrap", []string{index.Host()}, map[string]string{"python": index.URL()})
+	e.acts.DepsMaxSize = 1 // any install is past it
+	project := func(comment string) map[string]string {
+		return map[string]string{
+			"requirements.txt": "# " + comment + "\ngreetlib==1.0\n",
+			"test_greet.py":    "import greetlib\n\n\ndef test_hello():\n    assert greetlib.hello() == 'hi'\n",
+		}
+	}
+	checkDeps := func(p map[string]string, want string) {
+		t.Helper()
+		s := e.check(t, "python", p)
+		if !s.Passed || !strings.Contains(s.Deps, want) {
+			t.Fatalf("check: passed %v, deps %q (want %q): %s", s.Passed, s.Deps, want, s.Output)
+		}
+	}
+	checkDeps(project("old"), "installed in")
+	old, err := filepath.Glob(filepath.Join(e.acts.DepsDir, "python-*"))
+	if err != nil || len(old) != 1 {
+		t.Fatalf("installs after the first check: %v %v", old, err)
+	}
+	// Used two hours ago.
+	then := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old[0], then, then); err != nil {
+		t.Fatal(err)
+	}
+	checkDeps(project("new"), "installed in")
+	if _, err := os.Stat(old[0]); !os.IsNotExist(err) {
+		t.Errorf("the install used two hours ago is still there past the limit (%v)", err)
+	}
+	// The new one was used in the last hour: kept although over the limit.
+	checkDeps(project("new"), "cached")
+	checkDeps(project("old"), "installed in")
+	if n := index.Downloads(); n != 3 {
+		t.Errorf("wheel downloads: %d, want 3 (old, new, old again)", n)
+	}
+}

@@ -111,6 +111,8 @@ var Keys = []Key{
 		Help: "registries (host:port or URL) installs may reach even at a loopback or private address"},
 	{Name: "registries.index", Env: "AUTOCODER_REGISTRY_INDEXES", Fingerprint: true, kind: kindList, check: checkIndex,
 		Help: "a language's package index its installs use instead of the default: LANGUAGE=URL (python=https://pypi.example/simple)"},
+	{Name: "deps.max_size", Env: "AUTOCODER_DEPS_MAX_SIZE", Default: "10GiB", check: checkBytes,
+		Help: "the most disk the installed dependencies kept for later checks take: past it, those used least recently are removed (0: no limit)"},
 	{Name: "versions.ttl", Env: "AUTOCODER_VERSIONS_TTL", Default: "24h", kind: kindDuration,
 		Help: "how long a registry's answer for a package's newest version is kept in the store (0: ask every time)"},
 }
