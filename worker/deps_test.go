@@ -449,5 +449,33 @@ func TestCheckEvictsInstallsUsedLeast(t *testing.T) {
 	checkDeps(project("old"), "installed in")
 	if n := index.Downloads(); n != 3 {
 		t.Errorf("wheel downloads: %d, want 3 (old, new, old again)", n)
+
+// TestCheckInstallsPyprojectDeps: a project with no requirements.txt whose
+// pyproject.toml declares a package in [project] dependencies and another
+// in a test dependency group has both installed before its tests, and
+// never the project itself (its own extra names it); on both backends.
+func TestCheckInstallsPyprojectDeps(t *testing.T) {
+	greet, greetWhl := registrytest.PureWheel(t, "greetlib", "1.0", "def hello():\n    return 'hi'\n")
+	check, checkWhl := registrytest.PureWheel(t, "checklib", "2.0", "def ok():\n    return True\n")
+	index := registrytest.NewPyIndex(t, map[string][]byte{greet: greetWhl, check: checkWhl})
+	project := map[string]string{
+		"pyproject.toml": `[project]
+name = "demo"
+version = "0.1"
+dependencies = ["greetlib==1.0"]
+
+[dependency-groups]
+test = ["checklib>=2", "demo[extra]"]
+`,
+		"test_demo.py": "import checklib\nimport greetlib\n\n\ndef test_both():\n    assert greetlib.hello() == 'hi' and checklib.ok()\n",
+	}
+	for _, backend := range []string{"bwrap", "docker"} {
+		t.Run(backend, func(t *testing.T) {
+			e := newDepsEnv(t, backend, []string{index.Host()}, map[string]string{"python": index.URL()})
+			s := e.check(t, "python", project)
+			if !s.Passed || !strings.Contains(s.Deps, "installed in") {
+				t.Fatalf("check: passed %v, deps %q, stage %s: %s", s.Passed, s.Deps, s.Stage, s.Output)
+			}
+		})
 	}
 }

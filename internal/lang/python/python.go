@@ -39,7 +39,7 @@ func Language() lang.Language {
 			},
 			IsTestFile: isTestFile,
 		},
-		Guide: `Language: Python 3.11. Prefer the standard library. A third-party package the code needs goes in requirements.txt (name==version); it is installed before the tests run, and nothing installs it at run time.
+		Guide: `Language: Python 3.11. Prefer the standard library. A third-party package the code needs goes in requirements.txt (name==version), or in pyproject.toml's [project] dependencies when the project has one; it is installed before the tests run, and nothing installs it at run time.
 Tests are pytest files named test_*.py next to the code; import the code under test by module name.`,
 		Extensions: []string{".py"},
 		Failure: lang.Failure{
@@ -54,13 +54,13 @@ Tests are pytest files named test_*.py next to the code; import the code under t
 		// pip's default index (https://pypi.org/simple) and the host
 		// PyPI serves that index's files from.
 		Deps: lang.Deps{
-			Registries: []string{"pypi.org", "files.pythonhosted.org"},
-			Manifests:  []string{"requirements.txt"},
-			Declares:   declaresRequirements,
-			Install: []string{"python3", "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check",
-				"--no-input", "--target", lang.DepsDir, "-r", "requirements.txt"},
-			Env:      map[string]string{"PYTHONPATH": lang.DepsDir},
-			IndexVar: "PIP_INDEX_URL",
+			Registries:  []string{"pypi.org", "files.pythonhosted.org"},
+			Manifests:   []string{"requirements.txt", "pyproject.toml"},
+			Declares:    declaresDependencies,
+			Install:     []string{"sh", "-c", pipInstall},
+			InstallText: "pip install --target " + lang.DepsDir + " with requirements.txt and pyproject.toml's dependencies and test groups",
+			Env:         map[string]string{"PYTHONPATH": lang.DepsDir},
+			IndexVar:    "PIP_INDEX_URL",
 			// PyPI's JSON API; an index the user names speaks the simple
 			// repository API.
 			Versions: lang.Versions{API: lang.VersionsPyPI, URL: "https://pypi.org", IndexAPI: lang.VersionsSimple},

@@ -1,0 +1,136 @@
+package python
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/autocoder/autocoder/internal/lang"
+)
+
+// What a project's pyproject.toml asks to have installed before its tests:
+// [project] dependencies, and from [project.optional-dependencies] and
+// PEP 735's [dependency-groups] the groups its tests need (testGroups).
+// The project itself is not installed: its tests run on its files as the
+// model leaves them, and building it would need its build backend. A
+// requirement naming the project (its own extras) is left out for the same
+// reason. pyprojectScript does the same in the sandbox: TestPyprojectRules
+// holds the two to one answer.
+
+// testGroups are the groups whose requirements the tests are taken to need.
+var testGroups = []string{"test", "tests", "testing", "dev"}
+
+// pyprojectRequirements are the requirements pyproject.toml declares for
+// the project and its tests; a file TOML cannot read declares none (pip
+// says nothing of it, so the tests' import errors will).
+func pyprojectRequirements(data []byte) []string {
+	var doc struct {
+		Project struct {
+			Name                 string              `toml:"name"`
+			Dependencies         []string            `toml:"dependencies"`
+			OptionalDependencies map[string][]string `toml:"optional-dependencies"`
+		} `toml:"project"`
+		DependencyGroups map[string][]any `toml:"dependency-groups"`
+	}
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return nil
+	}
+	reqs := append([]string(nil), doc.Project.Dependencies...)
+	for _, g := range testGroups {
+		reqs = append(reqs, doc.Project.OptionalDependencies[g]...)
+		reqs = append(reqs, groupRequirements(doc.DependencyGroups, g, map[string]bool{})...)
+	}
+	self := normalizeName(doc.Project.Name)
+	var out []string
+	for _, r := range reqs {
+		if r = strings.TrimSpace(r); r != "" && (self == "" || normalizeName(requirementName(r)) != self) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// groupRequirements are a dependency group's requirements, with the
+// groups it includes ({include-group = "name"}) once each.
+func groupRequirements(groups map[string][]any, name string, seen map[string]bool) []string {
+	if seen[name] {
+		return nil
+	}
+	seen[name] = true
+	var out []string
+	for _, item := range groups[name] {
+		switch v := item.(type) {
+		case string:
+			out = append(out, v)
+		case map[string]any:
+			if inc, ok := v["include-group"].(string); ok {
+				out = append(out, groupRequirements(groups, inc, seen)...)
+			}
+		}
+	}
+	return out
+}
+
+var requirementNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
+
+// requirementName is the distribution a requirement names ("a[b]>=1" → "a").
+func requirementName(req string) string { return requirementNameRE.FindString(req) }
+
+var separatorsRE = regexp.MustCompile(`[-_.]+`)
+
+// normalizeName is a distribution's name as PEP 503 compares them.
+func normalizeName(name string) string {
+	return separatorsRE.ReplaceAllString(strings.ToLower(name), "-")
+}
+
+// pyprojectScript prints, one a line, the requirements of the
+// pyproject.toml in the working directory by pyprojectRequirements' rules.
+var pyprojectScript = `import re, sys, tomllib
+try:
+    doc = tomllib.load(open("pyproject.toml", "rb"))
+except (OSError, ValueError):
+    sys.exit(0)
+def norm(n):
+    return re.sub(r"[-_.]+", "-", n.lower())
+def group(groups, name, seen):
+    if name in seen:
+        return []
+    seen.add(name)
+    out = []
+    for item in groups.get(name) or []:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
+            out += group(groups, item["include-group"], seen)
+    return out
+project = doc.get("project") or {}
+reqs = list(project.get("dependencies") or [])
+for g in ("` + strings.Join(testGroups, `", "`) + `",):
+    reqs += (project.get("optional-dependencies") or {}).get(g) or []
+    reqs += group(doc.get("dependency-groups") or {}, g, set())
+self = norm(project.get("name") or "")
+for r in reqs:
+    r = r.strip()
+    m = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", r)
+    if r and (not self or norm(m.group(0) if m else "") != self):
+        print(r)
+`
+
+// pipInstall installs what requirements.txt and pyproject.toml declare,
+// in one pip run so that one resolver sees all of it.
+var pipInstall = `set --
+if [ -f requirements.txt ]; then set -- "$@" -r requirements.txt; fi
+if [ -f pyproject.toml ]; then
+  python3 - > /tmp/pyproject-requirements.txt <<'PY' || exit 1
+` + pyprojectScript + `PY
+  if [ -s /tmp/pyproject-requirements.txt ]; then set -- "$@" -r /tmp/pyproject-requirements.txt; fi
+fi
+[ $# -gt 0 ] || exit 0
+exec python3 -m pip install --no-cache-dir --disable-pip-version-check --no-input --target ` + lang.DepsDir + ` "$@"
+`
+
+// declaresDependencies reports manifests that name a package to install.
+func declaresDependencies(manifests map[string][]byte) bool {
+	return declaresRequirements(manifests) || len(pyprojectRequirements(manifests["pyproject.toml"])) > 0
+}

@@ -1,0 +1,78 @@
+package python
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/autocoder/autocoder/internal/testenv"
+)
+
+var pyprojects = []struct {
+	name, text string
+	want       []string
+}{
+	{"project, test extras and groups", `
+[project]
+name = "My_Pkg"
+dependencies = ["attrs>=23", "  ", "requests >= 2.0 ; python_version >= '3.8'"]
+
+[project.optional-dependencies]
+test = ["pytest-mock==3.14", "my-pkg[extra]"]
+docs = ["sphinx"]
+
+[dependency-groups]
+lint = ["ruff"]
+base = ["hypothesis>=6", {include-group = "dev"}]
+dev = [{include-group = "base"}, "coverage[toml]"]
+`, []string{"attrs>=23", "requests >= 2.0 ; python_version >= '3.8'", "pytest-mock==3.14", "hypothesis>=6", "coverage[toml]"}},
+	{"no dependencies", "[project]\nname = \"x\"\nversion = \"1\"\n", nil},
+	{"poetry's own table is not read", "[tool.poetry.dependencies]\nrequests = \"^2\"\n", nil},
+	{"not TOML", "[project\ndependencies = [", nil},
+}
+
+// pyprojectRequirements takes [project] dependencies and the test groups
+// of optional dependencies and dependency groups (included groups once),
+// never the project itself.
+func TestPyprojectRequirements(t *testing.T) {
+	for _, c := range pyprojects {
+		if got := pyprojectRequirements([]byte(c.text)); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+		if got := declaresDependencies(map[string][]byte{"pyproject.toml": []byte(c.text)}); got != (len(c.want) > 0) {
+			t.Errorf("%s: declares %v", c.name, got)
+		}
+	}
+}
+
+// TestPyprojectRules: the script the install runs in the sandbox reads
+// pyproject.toml as pyprojectRequirements does (here with the host's
+// Python, 3.11 like the image's).
+func TestPyprojectRules(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		testenv.RequireService(t, "python3", err)
+	}
+	for _, c := range pyprojects {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(py, "-c", pyprojectScript)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", c.name, err, out)
+		}
+		var got []string
+		if text := strings.TrimSpace(string(out)); text != "" {
+			got = strings.Split(text, "\n")
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: the script printed %q, want %q", c.name, got, c.want)
+		}
+	}
+}
