@@ -67,6 +67,8 @@ func (c *client) keyHint() string {
 		return "set " + EnvOpenAIKey + " to a valid key"
 	case ProviderAnthropic:
 		return "set " + EnvAnthropicKey + " to a valid key"
+	case ProviderGemini:
+		return "set " + EnvGeminiKey + " to a valid key"
 	}
 	return "check the server at " + EnvOllamaHost
 }

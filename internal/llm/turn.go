@@ -18,11 +18,15 @@ import (
 // model's answer: text, tool calls, or both.
 //
 // Tool turns go through small clients of our own for each wire protocol
-// (OpenAI chat completions, which Ollama also serves, and Anthropic
-// messages) rather than through langchaingo v0.1.14, whose clients lose
-// tool calls: its OpenAI stream parser ignores a tool-call delta's index
-// and passes the calls' JSON to the text callback, and its Anthropic
-// client sends back only the first part of an assistant or tool message.
+// (OpenAI chat completions, which Ollama also serves, Anthropic messages
+// and Gemini generateContent) rather than through langchaingo v0.1.14,
+// whose clients lose tool calls: its OpenAI stream parser ignores a
+// tool-call delta's index and passes the calls' JSON to the text callback,
+// and its Anthropic client sends back only the first part of an assistant
+// or tool message. Its Gemini client would add Google's deprecated
+// generative-ai-go SDK (gRPC and Cloud dependencies) for a protocol a page
+// of code speaks, and gives calls no ids; Gemini has no langchaingo client
+// here at all, completions included.
 // They share the HTTP client, failure classification and logging of
 // Complete.
 func (c *client) Turn(ctx context.Context, conv Conversation, tools []Tool, opts TurnOptions) (TurnResult, error) {
@@ -39,9 +43,12 @@ func (c *client) Turn(ctx context.Context, conv Conversation, tools []Tool, opts
 	start := time.Now()
 	var res TurnResult
 	status, err := c.observed(ctx, func(ctx context.Context) (err error) {
-		if c.spec.Provider == ProviderAnthropic {
+		switch c.spec.Provider {
+		case ProviderAnthropic:
 			res, err = c.anthropicTurn(ctx, conv, tools, maxTokens, stream, onText)
-		} else {
+		case ProviderGemini:
+			res, err = c.geminiTurn(ctx, conv, tools, maxTokens, stream, onText)
+		default:
 			res, err = c.openAITurn(ctx, conv, tools, maxTokens, stream, onText)
 		}
 		return err
