@@ -286,7 +286,8 @@ func TestGeminiThoughtSignature(t *testing.T) {
 // TestGeminiClassifiesErrors: the API's failures are classified like the
 // other providers': a 429 is retried after the wait it names, a 500 or
 // 503 is an outage a fallback chain passes to its next model, and a 400
-// or a refused key is never retried.
+// or a refused key (which Gemini answers with a 400 whose details say so)
+// is never retried.
 func TestGeminiClassifiesErrors(t *testing.T) {
 	tests := []struct {
 		reply     llmtest.Reply
@@ -299,6 +300,7 @@ func TestGeminiClassifiesErrors(t *testing.T) {
 		{llmtest.Reply{Status: 503}, llm.KindTransient, 0, "The model is overloaded"},
 		{llmtest.Reply{Status: 400, Content: "Request contains an invalid argument."}, llm.KindInvalidRequest, 0, "(HTTP 400): Request contains an invalid argument."},
 		{llmtest.Reply{Status: 403, Content: "Permission denied"}, llm.KindAuth, 0, "set GEMINI_API_KEY to a valid key"},
+		{llmtest.Reply{Status: 400, Content: llmtest.InvalidGeminiKey}, llm.KindAuth, 0, "rejected the API key (HTTP 400): set GEMINI_API_KEY to a valid key"},
 		{llmtest.Reply{Status: 404}, llm.KindInvalidRequest, 0, `does not serve model "gemini-2.5-pro"`},
 		{llmtest.Reply{}, llm.KindTransient, 0, "empty response"},
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -139,7 +140,7 @@ func (c *client) post(ctx context.Context, url string, header http.Header, body 
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes)) // the status says enough if the body is cut
-	return nil, errors.New(errorMessage(raw, resp.Status))
+	return nil, refusal(raw, resp.Status)
 }
 
 // exchangeTurn posts a turn's request and reads the answer: a whole JSON
@@ -161,18 +162,40 @@ func exchangeTurn[W any](ctx context.Context, c *client, url string, header http
 	return whole(w), nil
 }
 
-// errorMessage reads error.message, where OpenAI and Anthropic both put
-// it, else the body, else the status line.
-func errorMessage(raw []byte, status string) string {
+// refusedError is a provider's answer other than 200: its message, and
+// the reasons of the error details Google's APIs add (google.rpc.ErrorInfo).
+type refusedError struct {
+	msg     string
+	reasons []string
+}
+
+func (e *refusedError) Error() string { return e.msg }
+
+// keyRefused reports whether the provider named the key as the problem,
+// which Gemini does with HTTP 400 rather than 401.
+func (e *refusedError) keyRefused() bool { return slices.Contains(e.reasons, "API_KEY_INVALID") }
+
+// refusal reads error.message, where OpenAI, Anthropic and Gemini all put
+// it, else the body, else the status line; and error.details[].reason.
+func refusal(raw []byte, status string) error {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`
+			Details []struct {
+				Reason string `json:"reason"`
+			} `json:"details"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-		return e.Error.Message
+	if json.Unmarshal(raw, &e) != nil || e.Error.Message == "" {
+		return &refusedError{msg: cmp.Or(strings.TrimSpace(string(raw)), status)}
 	}
-	return cmp.Or(strings.TrimSpace(string(raw)), status)
+	out := &refusedError{msg: e.Error.Message}
+	for _, d := range e.Error.Details {
+		if d.Reason != "" {
+			out.reasons = append(out.reasons, d.Reason)
+		}
+	}
+	return out
 }
 
 // readEvents calls fn with the data of each server-sent event in r, until

@@ -381,6 +381,11 @@ func decodeGemini(r *http.Request) (GeminiRequest, error) {
 	return req, nil
 }
 
+// InvalidGeminiKey is the message of the API's answer to a key it does not
+// know: a reply of status 400 with it as Content carries the error detail
+// saying so (reason API_KEY_INVALID), as the API's does.
+const InvalidGeminiKey = "API key not valid. Please pass a valid API key."
+
 // writeGeminiError answers like the API does on failure: the HTTP status,
 // its code and the canonical status name.
 func writeGeminiError(w http.ResponseWriter, status int, msg string) {
@@ -413,5 +418,9 @@ func writeGeminiError(w http.ResponseWriter, status int, msg string) {
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	writeJSON(w, status, map[string]any{"error": map[string]any{"code": status, "message": msg, "status": name}})
+	body := map[string]any{"code": status, "message": msg, "status": name}
+	if status == http.StatusBadRequest && msg == InvalidGeminiKey {
+		body["details"] = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}}
+	}
+	writeJSON(w, status, map[string]any{"error": body})
 }
