@@ -365,3 +365,14 @@ func TestGeminiNeedsAKey(t *testing.T) {
 		t.Errorf("error = %v, want one naming GEMINI_API_KEY and GOOGLE_API_KEY", err)
 	}
 }
+
+// TestGeminiToolCalling: Gemini models take tools; the Gemma models the
+// API also serves do not, so their tasks ask for fenced blocks.
+func TestGeminiToolCalling(t *testing.T) {
+	for model, want := range map[string]bool{"gemini-2.5-pro": true, "gemini-2.5-flash": true, "gemma-3-27b-it": false} {
+		m := mustNew(t, llm.Spec{Provider: llm.ProviderGemini, Model: model}, llm.Env{GeminiKey: "k"})
+		if m.ToolCalling() != want {
+			t.Errorf("%s: tool calling %v, want %v", model, m.ToolCalling(), want)
+		}
+	}
+}

@@ -80,9 +80,11 @@ func (c *client) checkTurn(conv Conversation, tools []Tool) error {
 
 // toolless lists model families, by name prefix, known to have no native
 // tool calling: OpenAI's completion-only and early reasoning models, and
-// Ollama library models published without the "tools" capability.
+// Ollama library models published without the "tools" capability, and
+// the Gemma models the Gemini API serves without function calling.
 var toolless = map[Provider][]string{
 	ProviderOpenAI: {"o1-mini", "o1-preview", "gpt-3.5-turbo-instruct", "davinci", "babbage"},
+	ProviderGemini: {"gemma"},
 	ProviderOllama: {"codellama", "deepseek-coder", "starcoder", "codegemma", "gemma", "llama2", "phi3", "tinyllama"},
 }
 
