@@ -78,10 +78,9 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 		Long: "Start a coding task and follow it until it is done. The task runs in the local server (or on the\n" +
 			"Temporal server " + envTemporalAddress + " names); Ctrl-C only stops following, and `autocoder resume ID`\n" +
 			"re-attaches.\n\n" +
-			"The model: --model PROVIDER:NAME (openai, anthropic or ollama; the provider alone takes its default\n" +
-			"model), else " + llm.EnvModel + " or the configuration file's model (autocoder config show), else the\n" +
-			"first provider whose settings are set: " + llm.EnvOpenAIKey + "\n" +
-			"(with " + llm.EnvOpenAIBaseURL + " for any OpenAI-compatible server), " + llm.EnvAnthropicKey + ", " + llm.EnvOllamaHost + ".\n\n" +
+			"The model: --model PROVIDER:NAME (" + llm.ProviderNames() + "; the provider alone takes its\n" +
+			"default model), else " + llm.EnvModel + " or the configuration file's model (autocoder config show),\n" +
+			"else the first provider whose settings are set: " + llm.CredentialVars() + ".\n\n" +
 			"With --dir the task works on a copy of your project and writes back the files it changed; without\n" +
 			"it the files go to --out (default ./<task id>). Your tests judge: --test-cmd, else the project's tests\n" +
 			"run by the language's test command, else tests the model writes.",

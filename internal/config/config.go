@@ -133,14 +133,14 @@ func Load(o Options) (*Config, error) {
 		c.prices = fr.prices
 	}
 	for _, k := range Keys {
-		text := o.Getenv(k.Env)
-		if k.Env == "" || text == "" {
+		name, text := k.fromEnv(o.Getenv)
+		if text == "" {
 			continue
 		}
 		if err := k.validate(text); err != nil {
-			return nil, fmt.Errorf("%s (%s): %v; fix or unset it", k.Env, k.Name, err)
+			return nil, fmt.Errorf("%s (%s): %v; fix or unset it", name, k.Name, err)
 		}
-		c.values[k.Name] = Value{Text: text, Source: Source{Kind: FromEnv, Name: k.Env}}
+		c.values[k.Name] = Value{Text: text, Source: Source{Kind: FromEnv, Name: name}}
 	}
 	for name, v := range o.Flags {
 		k, ok := lookupKey(name)

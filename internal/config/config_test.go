@@ -106,7 +106,7 @@ func TestFileErrorsNameTheLine(t *testing.T) {
 		{"bad value", "[sandbox]\n# the backend\nbackend = \"podman\"\n", 3, "sandbox.backend: \"podman\": want auto, docker, bwrap"},
 		{"wrong type", "[limits]\niterations = \"many\"\n", 2, "limits.iterations: want a whole number"},
 		{"out of range", "[limits]\niterations = 0\n", 2, "want 1 or more"},
-		{"bad model", "model = \"gemini:pro\"\n", 1, "provider must be openai"},
+		{"bad model", "model = \"mistral:large\"\n", 1, "provider must be openai"},
 		{"inline table", "providers = { openai = { base_url = \"nope\" } }\n", 1, "providers.openai.base_url"},
 		{"reserved not a table", "\nregistries = 3\n", 2, "registries must be a table"},
 		{"syntax", "model = \n", 1, "TOML syntax"},
@@ -185,6 +185,42 @@ func TestAPIKeyForms(t *testing.T) {
 	}
 	if k, _ := c.apiKey(context.Background(), "anthropic"); k != "sk-env" {
 		t.Errorf("ANTHROPIC_API_KEY did not override api_key_cmd: %q", k)
+	}
+}
+
+// TestGeminiSettings: Gemini's key comes from GEMINI_API_KEY, else from
+// GOOGLE_API_KEY as Google's SDKs accept it, else from the file's
+// [providers.gemini]; its base URL from GEMINI_BASE_URL or the file; and a
+// key alone makes Gemini the default model.
+func TestGeminiSettings(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "gemini.toml", "[providers.gemini]\napi_key_env = \"MY_GEMINI_KEY\"\nbase_url = \"http://127.0.0.1:9/v1beta\"\n", 0o644)
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		key, src string
+		url      string
+	}{
+		{"GEMINI_API_KEY", map[string]string{"GEMINI_API_KEY": "gm-1", "GOOGLE_API_KEY": "gm-2", "MY_GEMINI_KEY": "gm-3"}, "gm-1", "env GEMINI_API_KEY", "http://127.0.0.1:9/v1beta"},
+		{"GOOGLE_API_KEY", map[string]string{"GOOGLE_API_KEY": "gm-2", "MY_GEMINI_KEY": "gm-3"}, "gm-2", "env GOOGLE_API_KEY", "http://127.0.0.1:9/v1beta"},
+		{"file", map[string]string{"MY_GEMINI_KEY": "gm-3", "GEMINI_BASE_URL": "http://127.0.0.1:8/v1beta"}, "gm-3", "", "http://127.0.0.1:8/v1beta"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(Options{File: file, Getenv: envOf(tc.env)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := c.ModelEnv(context.Background())
+			if err != nil || e.GeminiKey != tc.key || e.GeminiBaseURL != tc.url {
+				t.Errorf("ModelEnv: key %q, base URL %q, %v; want %q, %q", e.GeminiKey, e.GeminiBaseURL, err, tc.key, tc.url)
+			}
+			if v := c.Get("providers.gemini.api_key"); tc.src != "" && v.Source.String() != tc.src {
+				t.Errorf("api_key from %s, want %s", v.Source, tc.src)
+			}
+			if sp, err := c.DefaultModel(); err != nil || sp.String() != "gemini:gemini-2.5-pro" {
+				t.Errorf("DefaultModel = %v, %v; want gemini:gemini-2.5-pro", sp, err)
+			}
+		})
 	}
 }
 

@@ -30,8 +30,10 @@ const (
 // Key is one setting: its dotted name in the file, the environment
 // variable and flag that override it, its default and its check.
 type Key struct {
-	Name    string
-	Env     string // "" when only the file (or a flag) sets it
+	Name string
+	Env  string // "" when only the file (or a flag) sets it
+	// AltEnv is a second variable, read when Env is unset.
+	AltEnv  string
 	Flag    string // the command-line flag that sets it, for `config show`
 	Default string
 	// Secret values are masked by `config show` and hashed in fingerprints.
@@ -61,6 +63,11 @@ var Keys = []Key{
 	{Name: "providers.anthropic.api_key", Env: llm.EnvAnthropicKey, Secret: true, Fingerprint: true},
 	{Name: "providers.anthropic.api_key_env", Fingerprint: true, check: checkEnvName},
 	{Name: "providers.anthropic.api_key_cmd", Fingerprint: true},
+	{Name: "providers.gemini.base_url", Env: llm.EnvGeminiBaseURL, Fingerprint: true, check: checkURL,
+		Help: "the Gemini API up to its version (default https://generativelanguage.googleapis.com/v1beta)"},
+	{Name: "providers.gemini.api_key", Env: llm.EnvGeminiKey, AltEnv: llm.EnvGoogleKey, Secret: true, Fingerprint: true},
+	{Name: "providers.gemini.api_key_env", Fingerprint: true, check: checkEnvName},
+	{Name: "providers.gemini.api_key_cmd", Fingerprint: true},
 	{Name: "providers.ollama.host", Env: llm.EnvOllamaHost, Fingerprint: true},
 	{Name: "model_call.first_byte_timeout", Env: llm.EnvFirstByteTimeout, Fingerprint: true, kind: kindDuration},
 	{Name: "model_call.idle_timeout", Env: llm.EnvIdleTimeout, Fingerprint: true, kind: kindDuration},
@@ -115,6 +122,20 @@ var Keys = []Key{
 		Help: "the most disk the installed dependencies kept for later checks take: past it, those used least recently are removed (0: no limit)"},
 	{Name: "versions.ttl", Env: "AUTOCODER_VERSIONS_TTL", Default: "24h", kind: kindDuration,
 		Help: "how long a registry's answer for a package's newest version is kept in the store (0: ask every time)"},
+}
+
+// fromEnv reads k's variable, else its AltEnv; it returns the name of the
+// variable that was set and its text, or "" and "".
+func (k Key) fromEnv(getenv func(string) string) (string, string) {
+	for _, name := range []string{k.Env, k.AltEnv} {
+		if name == "" {
+			continue
+		}
+		if text := getenv(name); text != "" {
+			return name, text
+		}
+	}
+	return "", ""
 }
 
 // lookupKey finds a key by its dotted name.

@@ -17,7 +17,7 @@ import (
 // provider is a [providers.NAME] section that takes a key.
 type provider string
 
-var providers = []provider{"openai", "anthropic"}
+var providers = []provider{"openai", "anthropic", "gemini"}
 
 // keyForms are the ways a provider's key is given; at most one per file.
 var keyForms = []string{"api_key", "api_key_env", "api_key_cmd"}
@@ -39,6 +39,9 @@ func (c *Config) ModelEnv(ctx context.Context) (llm.Env, error) {
 	if e.AnthropicKey, err = c.apiKey(ctx, "anthropic"); err != nil {
 		return llm.Env{}, err
 	}
+	if e.GeminiKey, err = c.apiKey(ctx, "gemini"); err != nil {
+		return llm.Env{}, err
+	}
 	return e, nil
 }
 
@@ -52,6 +55,9 @@ func (c *Config) DefaultModel() (llm.Spec, error) {
 	if c.hasKey("anthropic") {
 		e.AnthropicKey = "set"
 	}
+	if c.hasKey("gemini") {
+		e.GeminiKey = "set"
+	}
 	return e.DefaultSpec()
 }
 
@@ -61,6 +67,7 @@ func (c *Config) modelEnv() llm.Env {
 		ModelSpec:        c.String("model"),
 		OpenAIBaseURL:    c.String("providers.openai.base_url"),
 		AnthropicBaseURL: c.String("providers.anthropic.base_url"),
+		GeminiBaseURL:    c.String("providers.gemini.base_url"),
 		OllamaHost:       c.String("providers.ollama.host"),
 		FirstByteTimeout: c.String("model_call.first_byte_timeout"),
 		IdleTimeout:      c.String("model_call.idle_timeout"),

@@ -54,7 +54,7 @@ func TestPricesAndFallback(t *testing.T) {
 		t.Errorf("file prices = %+v, want the second from line 7", got)
 	}
 
-	if _, err := Load(Options{Flags: map[string]Value{"fallback": {Text: "openai:gpt-4.1,gemini:pro"}}}); err == nil || !strings.Contains(err.Error(), "--fallback") {
+	if _, err := Load(Options{Flags: map[string]Value{"fallback": {Text: "openai:gpt-4.1,mistral:large"}}}); err == nil || !strings.Contains(err.Error(), "--fallback") {
 		t.Errorf("a bad model in --fallback: %v", err)
 	}
 	for _, tc := range []struct {

@@ -27,6 +27,9 @@ func (c *client) classify(ctx context.Context, o outcome, err error, now time.Ti
 	case st == http.StatusUnauthorized:
 		e.Kind = KindAuth
 		e.Err = fmt.Errorf("%s rejected the API key (HTTP 401): %s: %w", who, c.keyHint(), err)
+	case st == http.StatusBadRequest && keyRefused(err):
+		e.Kind = KindAuth
+		e.Err = fmt.Errorf("%s rejected the API key (HTTP 400): %s: %w", who, c.keyHint(), err)
 	case st == http.StatusForbidden:
 		e.Kind = KindAuth
 		e.Err = fmt.Errorf("%s refused access to model %q (HTTP 403): %s: %w", who, c.spec.Model, c.keyHint(), err)
@@ -61,12 +64,20 @@ func (c *client) classify(ctx context.Context, o outcome, err error, now time.Ti
 	return e
 }
 
+// keyRefused reports whether a refusal names the key as its reason.
+func keyRefused(err error) bool {
+	var r *refusedError
+	return errors.As(err, &r) && r.keyRefused()
+}
+
 func (c *client) keyHint() string {
 	switch c.spec.Provider {
 	case ProviderOpenAI:
 		return "set " + EnvOpenAIKey + " to a valid key"
 	case ProviderAnthropic:
 		return "set " + EnvAnthropicKey + " to a valid key"
+	case ProviderGemini:
+		return "set " + EnvGeminiKey + " to a valid key"
 	}
 	return "check the server at " + EnvOllamaHost
 }

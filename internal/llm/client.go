@@ -20,6 +20,7 @@ import (
 const (
 	openAIURL    = "https://api.openai.com/v1"
 	anthropicURL = "https://api.anthropic.com/v1"
+	geminiURL    = "https://generativelanguage.googleapis.com/v1beta"
 	ollamaPort   = "11434"
 
 	// anthropicMaxTokens replaces the library's default of 2048 output
@@ -36,7 +37,9 @@ const (
 type client struct {
 	spec     Spec
 	endpoint string
-	llm      llms.Model
+	// llm serves Complete; nil for providers whose client is ours alone
+	// (Gemini), whose Complete is a turn without tools.
+	llm llms.Model
 	// hc and key serve the tool-calling clients of our own, see Turn.
 	hc  *http.Client
 	key string
@@ -91,6 +94,12 @@ func New(spec Spec, env Env) (Model, error) {
 		c.key = env.AnthropicKey
 		c.llm, err = anthropic.New(anthropic.WithToken(env.AnthropicKey), anthropic.WithModel(spec.Model),
 			anthropic.WithBaseURL(c.endpoint), anthropic.WithHTTPClient(hc))
+	case ProviderGemini:
+		if env.GeminiKey == "" {
+			return nil, fmt.Errorf("new model %s: %w: set %s (or %s)", spec, ErrMissingKey, EnvGeminiKey, EnvGoogleKey)
+		}
+		c.endpoint = cmp.Or(env.GeminiBaseURL, geminiURL)
+		c.key = env.GeminiKey
 	case ProviderOllama:
 		var u *url.URL
 		if u, err = ollamaURL(env.OllamaHost); err != nil {
@@ -135,6 +144,9 @@ func ollamaURL(host string) (*url.URL, error) {
 // req.Stream or req.OnChunk is set; token usage comes from the provider's
 // own report.
 func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
+	if c.llm == nil {
+		return c.completeByTurn(ctx, req)
+	}
 	msgs := make([]llms.MessageContent, 0, 2)
 	if req.System != "" {
 		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeSystem, req.System))
@@ -171,6 +183,24 @@ func (c *client) Complete(ctx context.Context, req Request) (Response, error) {
 	c.logDone(stream, start, out.PromptTokens, out.CompletionTokens)
 	out.Model = c.spec.String()
 	return out, nil
+}
+
+// completeByTurn answers a completion as a turn offering no tools, for
+// providers served by our own client alone.
+func (c *client) completeByTurn(ctx context.Context, req Request) (Response, error) {
+	var conv Conversation
+	if req.System != "" {
+		conv.Append(Message{Role: RoleSystem, Text: req.System})
+	}
+	conv.Append(Message{Role: RoleUser, Text: req.Prompt})
+	res, err := c.Turn(ctx, conv, nil, TurnOptions{MaxTokens: req.MaxTokens, Stream: req.Stream, OnText: req.OnChunk})
+	if err != nil {
+		return Response{}, err
+	}
+	if int64(len(res.Text)) > c.limits.MaxAnswerBytes {
+		return Response{}, c.limitFailure(outcome{}, answerTooLarge(c.limits.MaxAnswerBytes))
+	}
+	return Response{Text: res.Text, PromptTokens: res.Usage.InputTokens, CompletionTokens: res.Usage.OutputTokens, Model: res.Model}, nil
 }
 
 // maxTokens is the output limit to ask for: Anthropic requires one.

@@ -19,21 +19,29 @@ type Price struct {
 // Cached input is a quarter of the input price for the GPT-4.1 family and
 // o4-mini, half for GPT-4o and o3-mini; OpenAI charges nothing extra to
 // write its cache. Anthropic bills a cache read at a tenth of the input
-// price and a (five-minute) cache write at 1.25 times it.
+// price and a (five-minute) cache write at 1.25 times it. Gemini's are
+// Google's list prices for prompts up to 200,000 tokens (longer ones cost
+// more; set [prices] in the configuration file to price them); its implicit
+// cache bills a read at a tenth of the input price and nothing to write.
+// All are defaults: the configuration file's [prices] override them.
 var Prices = map[string]Price{
-	"gpt-4.1":           {InputPerMTok: 2, CachedInputPerMTok: 0.5, CacheWritePerMTok: 2, OutputPerMTok: 8},
-	"gpt-4.1-mini":      {InputPerMTok: 0.4, CachedInputPerMTok: 0.1, CacheWritePerMTok: 0.4, OutputPerMTok: 1.6},
-	"gpt-4.1-nano":      {InputPerMTok: 0.1, CachedInputPerMTok: 0.025, CacheWritePerMTok: 0.1, OutputPerMTok: 0.4},
-	"gpt-4o":            {InputPerMTok: 2.5, CachedInputPerMTok: 1.25, CacheWritePerMTok: 2.5, OutputPerMTok: 10},
-	"gpt-4o-mini":       {InputPerMTok: 0.15, CachedInputPerMTok: 0.075, CacheWritePerMTok: 0.15, OutputPerMTok: 0.6},
-	"o3-mini":           {InputPerMTok: 1.1, CachedInputPerMTok: 0.55, CacheWritePerMTok: 1.1, OutputPerMTok: 4.4},
-	"o4-mini":           {InputPerMTok: 1.1, CachedInputPerMTok: 0.275, CacheWritePerMTok: 1.1, OutputPerMTok: 4.4},
-	"claude-opus-4-1":   {InputPerMTok: 15, CachedInputPerMTok: 1.5, CacheWritePerMTok: 18.75, OutputPerMTok: 75},
-	"claude-opus-4":     {InputPerMTok: 15, CachedInputPerMTok: 1.5, CacheWritePerMTok: 18.75, OutputPerMTok: 75},
-	"claude-sonnet-4-5": {InputPerMTok: 3, CachedInputPerMTok: 0.3, CacheWritePerMTok: 3.75, OutputPerMTok: 15},
-	"claude-sonnet-4":   {InputPerMTok: 3, CachedInputPerMTok: 0.3, CacheWritePerMTok: 3.75, OutputPerMTok: 15},
-	"claude-haiku-4-5":  {InputPerMTok: 1, CachedInputPerMTok: 0.1, CacheWritePerMTok: 1.25, OutputPerMTok: 5},
-	"claude-3-5-haiku":  {InputPerMTok: 0.8, CachedInputPerMTok: 0.08, CacheWritePerMTok: 1, OutputPerMTok: 4},
+	"gpt-4.1":               {InputPerMTok: 2, CachedInputPerMTok: 0.5, CacheWritePerMTok: 2, OutputPerMTok: 8},
+	"gpt-4.1-mini":          {InputPerMTok: 0.4, CachedInputPerMTok: 0.1, CacheWritePerMTok: 0.4, OutputPerMTok: 1.6},
+	"gpt-4.1-nano":          {InputPerMTok: 0.1, CachedInputPerMTok: 0.025, CacheWritePerMTok: 0.1, OutputPerMTok: 0.4},
+	"gpt-4o":                {InputPerMTok: 2.5, CachedInputPerMTok: 1.25, CacheWritePerMTok: 2.5, OutputPerMTok: 10},
+	"gpt-4o-mini":           {InputPerMTok: 0.15, CachedInputPerMTok: 0.075, CacheWritePerMTok: 0.15, OutputPerMTok: 0.6},
+	"o3-mini":               {InputPerMTok: 1.1, CachedInputPerMTok: 0.55, CacheWritePerMTok: 1.1, OutputPerMTok: 4.4},
+	"o4-mini":               {InputPerMTok: 1.1, CachedInputPerMTok: 0.275, CacheWritePerMTok: 1.1, OutputPerMTok: 4.4},
+	"claude-opus-4-1":       {InputPerMTok: 15, CachedInputPerMTok: 1.5, CacheWritePerMTok: 18.75, OutputPerMTok: 75},
+	"claude-opus-4":         {InputPerMTok: 15, CachedInputPerMTok: 1.5, CacheWritePerMTok: 18.75, OutputPerMTok: 75},
+	"claude-sonnet-4-5":     {InputPerMTok: 3, CachedInputPerMTok: 0.3, CacheWritePerMTok: 3.75, OutputPerMTok: 15},
+	"claude-sonnet-4":       {InputPerMTok: 3, CachedInputPerMTok: 0.3, CacheWritePerMTok: 3.75, OutputPerMTok: 15},
+	"claude-haiku-4-5":      {InputPerMTok: 1, CachedInputPerMTok: 0.1, CacheWritePerMTok: 1.25, OutputPerMTok: 5},
+	"claude-3-5-haiku":      {InputPerMTok: 0.8, CachedInputPerMTok: 0.08, CacheWritePerMTok: 1, OutputPerMTok: 4},
+	"gemini-2.5-pro":        {InputPerMTok: 1.25, CachedInputPerMTok: 0.125, CacheWritePerMTok: 1.25, OutputPerMTok: 10},
+	"gemini-2.5-flash":      {InputPerMTok: 0.3, CachedInputPerMTok: 0.03, CacheWritePerMTok: 0.3, OutputPerMTok: 2.5},
+	"gemini-2.5-flash-lite": {InputPerMTok: 0.1, CachedInputPerMTok: 0.01, CacheWritePerMTok: 0.1, OutputPerMTok: 0.4},
+	"gemini-2.0-flash":      {InputPerMTok: 0.1, CachedInputPerMTok: 0.025, CacheWritePerMTok: 0.1, OutputPerMTok: 0.4},
 }
 
 // PriceOf finds a model's price: an exact entry, else the longest entry

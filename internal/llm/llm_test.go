@@ -286,7 +286,7 @@ func TestNewRequiresCredentials(t *testing.T) {
 			t.Errorf("New(%v) error = %v, want ErrMissingKey naming %s", tt.spec, err, tt.want)
 		}
 	}
-	if _, err := llm.New(llm.Spec{Provider: "gemini"}, llm.Env{}); !errors.Is(err, llm.ErrBadSpec) {
+	if _, err := llm.New(llm.Spec{Provider: "mistral"}, llm.Env{}); !errors.Is(err, llm.ErrBadSpec) {
 		t.Errorf("unknown provider error = %v, want ErrBadSpec", err)
 	}
 	if _, err := llm.New(llm.Spec{Provider: llm.ProviderOllama}, llm.Env{OllamaHost: "ftp://x"}); !errors.Is(err, llm.ErrBadSpec) {

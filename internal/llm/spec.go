@@ -15,13 +15,19 @@ type Provider string
 const (
 	ProviderOpenAI    Provider = "openai"
 	ProviderAnthropic Provider = "anthropic"
+	ProviderGemini    Provider = "gemini"
 	ProviderOllama    Provider = "ollama"
 )
+
+// Providers lists every provider, in the order DefaultSpec tries their
+// credentials; messages naming the providers are written from it.
+var Providers = []Provider{ProviderOpenAI, ProviderAnthropic, ProviderGemini, ProviderOllama}
 
 // DefaultModels is the model used for a provider when a spec names none.
 var DefaultModels = map[Provider]string{
 	ProviderOpenAI:    "gpt-4.1",
 	ProviderAnthropic: "claude-sonnet-4-5",
+	ProviderGemini:    "gemini-2.5-pro",
 	ProviderOllama:    "qwen2.5-coder",
 }
 
@@ -32,16 +38,60 @@ const (
 	EnvOpenAIBaseURL    = "OPENAI_BASE_URL"
 	EnvAnthropicKey     = "ANTHROPIC_API_KEY"
 	EnvAnthropicBaseURL = "ANTHROPIC_BASE_URL"
-	EnvOllamaHost       = "OLLAMA_HOST"
+	EnvGeminiKey        = "GEMINI_API_KEY"
+	// EnvGoogleKey is read when EnvGeminiKey is unset, as Google's own
+	// SDKs accept it.
+	EnvGoogleKey     = "GOOGLE_API_KEY"
+	EnvGeminiBaseURL = "GEMINI_BASE_URL"
+	EnvOllamaHost    = "OLLAMA_HOST"
 )
+
+// credentialVars are the variables that make a provider the default, by
+// provider, as people read them.
+var credentialVars = map[Provider]string{
+	ProviderOpenAI:    EnvOpenAIKey + " (or " + EnvOpenAIBaseURL + " for any OpenAI-compatible server)",
+	ProviderAnthropic: EnvAnthropicKey,
+	ProviderGemini:    EnvGeminiKey + " (or " + EnvGoogleKey + ")",
+	ProviderOllama:    EnvOllamaHost,
+}
+
+// ProviderNames lists the providers as people read them: "a, b or c".
+func ProviderNames() string {
+	return orList(Providers, func(p Provider) string { return string(p) })
+}
+
+// CredentialVars lists, in DefaultSpec's order, the variables that make a
+// provider the default: "OPENAI_API_KEY (...), ... or OLLAMA_HOST".
+func CredentialVars() string {
+	return orList(Providers, func(p Provider) string { return credentialVars[p] })
+}
+
+// ExampleSpecs are each provider with its default model, as --model takes them.
+func ExampleSpecs() string {
+	parts := make([]string, len(Providers))
+	for i, p := range Providers {
+		parts[i] = Spec{Provider: p, Model: DefaultModels[p]}.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orList[T any](items []T, name func(T) string) string {
+	parts := make([]string, len(items))
+	for i, it := range items {
+		parts[i] = name(it)
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
 
 var (
 	// ErrNoModel means no model was named and the environment suggests none.
 	ErrNoModel = errors.New("no model configured: pass --model provider:model " +
-		"(e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder), write model = \"provider:model\" " +
+		"(e.g. " + ExampleSpecs() + "), write model = \"provider:model\" " +
 		"in the configuration file (autocoder config show), or set " +
-		EnvModel + ", " + EnvOpenAIKey + " (or " + EnvOpenAIBaseURL + "), " +
-		EnvAnthropicKey + " or " + EnvOllamaHost)
+		EnvModel + ", " + CredentialVars())
 	// ErrBadSpec reports a model spec that cannot be understood.
 	ErrBadSpec = errors.New("invalid model spec")
 	// ErrMissingKey reports a provider chosen without its API key.
@@ -64,6 +114,8 @@ type Env struct {
 	OpenAIBaseURL    string
 	AnthropicKey     string
 	AnthropicBaseURL string
+	GeminiKey        string
+	GeminiBaseURL    string
 	OllamaHost       string
 	// Limits of one call, as written in the environment; see Env.Limits.
 	FirstByteTimeout string
@@ -92,7 +144,7 @@ func ParseSpec(s string) (Spec, error) {
 
 // DefaultSpec picks a model from the environment: AUTOCODER_MODEL when set,
 // else the first provider whose credentials are present, in the order
-// OpenAI (key or base URL), Anthropic, Ollama.
+// of Providers: OpenAI (key or base URL), Anthropic, Gemini, Ollama.
 func (e Env) DefaultSpec() (Spec, error) {
 	switch {
 	case strings.TrimSpace(e.ModelSpec) != "":
@@ -105,6 +157,8 @@ func (e Env) DefaultSpec() (Spec, error) {
 		return Spec{Provider: ProviderOpenAI, Model: DefaultModels[ProviderOpenAI]}, nil
 	case e.AnthropicKey != "":
 		return Spec{Provider: ProviderAnthropic, Model: DefaultModels[ProviderAnthropic]}, nil
+	case e.GeminiKey != "":
+		return Spec{Provider: ProviderGemini, Model: DefaultModels[ProviderGemini]}, nil
 	case e.OllamaHost != "":
 		return Spec{Provider: ProviderOllama, Model: DefaultModels[ProviderOllama]}, nil
 	}
@@ -116,7 +170,7 @@ func parseSpec(s string) (Spec, error) {
 	p := Provider(strings.ToLower(strings.TrimSpace(name)))
 	def, ok := DefaultModels[p]
 	if !ok {
-		return Spec{}, fmt.Errorf("%w %q: provider must be openai, anthropic or ollama, written provider:model", ErrBadSpec, s)
+		return Spec{}, fmt.Errorf("%w %q: provider must be %s, written provider:model", ErrBadSpec, s, ProviderNames())
 	}
 	model = strings.TrimSpace(model)
 	if model == "" {

@@ -21,7 +21,9 @@ func TestParseSpec(t *testing.T) {
 		{"openai:", llm.Spec{}, true}, // a colon promises a model name
 		{"openai: ", llm.Spec{}, true},
 		{"gpt-4o", llm.Spec{}, true},
-		{"gemini:pro", llm.Spec{}, true},
+		{"gemini:gemini-2.5-flash", llm.Spec{Provider: llm.ProviderGemini, Model: "gemini-2.5-flash"}, false},
+		{"gemini", llm.Spec{Provider: llm.ProviderGemini, Model: llm.DefaultModels[llm.ProviderGemini]}, false},
+		{"google:gemini-2.5-pro", llm.Spec{}, true},
 		{":gpt-4o", llm.Spec{}, true},
 	}
 	for _, tt := range tests {
@@ -38,6 +40,7 @@ func TestParseSpec(t *testing.T) {
 func TestDefaultSpec(t *testing.T) {
 	openai := llm.Spec{Provider: llm.ProviderOpenAI, Model: llm.DefaultModels[llm.ProviderOpenAI]}
 	anthropic := llm.Spec{Provider: llm.ProviderAnthropic, Model: llm.DefaultModels[llm.ProviderAnthropic]}
+	gemini := llm.Spec{Provider: llm.ProviderGemini, Model: llm.DefaultModels[llm.ProviderGemini]}
 	ollama := llm.Spec{Provider: llm.ProviderOllama, Model: llm.DefaultModels[llm.ProviderOllama]}
 	tests := []struct {
 		name string
@@ -48,7 +51,8 @@ func TestDefaultSpec(t *testing.T) {
 		{"explicit wins", llm.Env{ModelSpec: "ollama:llama3", OpenAIKey: "k"}, llm.Spec{Provider: llm.ProviderOllama, Model: "llama3"}, nil},
 		{"openai key", llm.Env{OpenAIKey: "k", AnthropicKey: "k"}, openai, nil},
 		{"openai base url", llm.Env{OpenAIBaseURL: "http://localhost:8000/v1", AnthropicKey: "k"}, openai, nil},
-		{"anthropic key", llm.Env{AnthropicKey: "k", OllamaHost: "h"}, anthropic, nil},
+		{"anthropic key", llm.Env{AnthropicKey: "k", GeminiKey: "k", OllamaHost: "h"}, anthropic, nil},
+		{"gemini key", llm.Env{GeminiKey: "k", OllamaHost: "h"}, gemini, nil},
 		{"ollama host", llm.Env{OllamaHost: "localhost"}, ollama, nil},
 		{"nothing", llm.Env{}, llm.Spec{}, llm.ErrNoModel},
 		{"bad explicit", llm.Env{ModelSpec: "nope:x"}, llm.Spec{}, llm.ErrBadSpec},
@@ -72,7 +76,8 @@ func TestParseSpecEmptyIsAnError(t *testing.T) {
 		t.Errorf("ParseSpec(\"\") with ANTHROPIC_API_KEY = %v, %v; want ErrBadSpec", got, err)
 	}
 	_, err := llm.Env{}.DefaultSpec()
-	for _, s := range []string{"AUTOCODER_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_HOST", "--model provider:model", "model ="} {
+	for _, s := range []string{"AUTOCODER_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OLLAMA_HOST",
+		"gemini:gemini-2.5-pro", "--model provider:model", "model ="} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("ErrNoModel message lacks %q", s)
 		}
@@ -89,6 +94,8 @@ func TestCost(t *testing.T) {
 		{"gpt-4.1-mini-2025-04-14", 1_000_000, 0, 0.4},
 		{"claude-sonnet-4-5-20250929", 2000, 1000, 0.021},
 		{"claude-opus-4-20250514", 0, 1_000_000, 75},
+		{"gemini-2.5-pro", 1_000_000, 1_000_000, 11.25},
+		{"gemini-2.5-flash-lite-preview-09-2025", 1_000_000, 0, 0.1}, // priced as gemini-2.5-flash-lite, not -flash
 		{"qwen2.5-coder:7b", 5000, 5000, 0},
 		{"gpt-4.1x", 1_000_000, 0, 0}, // not a "-" boundary: unknown
 	}

@@ -55,6 +55,9 @@ type ToolCall struct {
 	// Arguments is the JSON the model wrote, kept as text: a model can write
 	// invalid JSON, and the loop reports that back instead of losing it.
 	Arguments string `json:"arguments"`
+	// Signature is opaque data the provider attached to the call and wants
+	// back with it (Gemini's thought signature); empty for most.
+	Signature string `json:"signature,omitempty"`
 	// Problem, when set, says why the call is not run (see ScreenCalls);
 	// the loop answers it with this text as an error result. It is ours:
 	// providers never see it.

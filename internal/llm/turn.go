@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,11 +19,15 @@ import (
 // model's answer: text, tool calls, or both.
 //
 // Tool turns go through small clients of our own for each wire protocol
-// (OpenAI chat completions, which Ollama also serves, and Anthropic
-// messages) rather than through langchaingo v0.1.14, whose clients lose
-// tool calls: its OpenAI stream parser ignores a tool-call delta's index
-// and passes the calls' JSON to the text callback, and its Anthropic
-// client sends back only the first part of an assistant or tool message.
+// (OpenAI chat completions, which Ollama also serves, Anthropic messages
+// and Gemini generateContent) rather than through langchaingo v0.1.14,
+// whose clients lose tool calls: its OpenAI stream parser ignores a
+// tool-call delta's index and passes the calls' JSON to the text callback,
+// and its Anthropic client sends back only the first part of an assistant
+// or tool message. Its Gemini client would add Google's deprecated
+// generative-ai-go SDK (gRPC and Cloud dependencies) for a protocol a page
+// of code speaks, and gives calls no ids; Gemini has no langchaingo client
+// here at all, completions included.
 // They share the HTTP client, failure classification and logging of
 // Complete.
 func (c *client) Turn(ctx context.Context, conv Conversation, tools []Tool, opts TurnOptions) (TurnResult, error) {
@@ -39,9 +44,12 @@ func (c *client) Turn(ctx context.Context, conv Conversation, tools []Tool, opts
 	start := time.Now()
 	var res TurnResult
 	status, err := c.observed(ctx, func(ctx context.Context) (err error) {
-		if c.spec.Provider == ProviderAnthropic {
+		switch c.spec.Provider {
+		case ProviderAnthropic:
 			res, err = c.anthropicTurn(ctx, conv, tools, maxTokens, stream, onText)
-		} else {
+		case ProviderGemini:
+			res, err = c.geminiTurn(ctx, conv, tools, maxTokens, stream, onText)
+		default:
 			res, err = c.openAITurn(ctx, conv, tools, maxTokens, stream, onText)
 		}
 		return err
@@ -72,9 +80,11 @@ func (c *client) checkTurn(conv Conversation, tools []Tool) error {
 
 // toolless lists model families, by name prefix, known to have no native
 // tool calling: OpenAI's completion-only and early reasoning models, and
-// Ollama library models published without the "tools" capability.
+// Ollama library models published without the "tools" capability, and
+// the Gemma models the Gemini API serves without function calling.
 var toolless = map[Provider][]string{
 	ProviderOpenAI: {"o1-mini", "o1-preview", "gpt-3.5-turbo-instruct", "davinci", "babbage"},
+	ProviderGemini: {"gemma"},
 	ProviderOllama: {"codellama", "deepseek-coder", "starcoder", "codegemma", "gemma", "llama2", "phi3", "tinyllama"},
 }
 
@@ -132,7 +142,7 @@ func (c *client) post(ctx context.Context, url string, header http.Header, body 
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes)) // the status says enough if the body is cut
-	return nil, errors.New(errorMessage(raw, resp.Status))
+	return nil, refusal(raw, resp.Status)
 }
 
 // exchangeTurn posts a turn's request and reads the answer: a whole JSON
@@ -154,18 +164,40 @@ func exchangeTurn[W any](ctx context.Context, c *client, url string, header http
 	return whole(w), nil
 }
 
-// errorMessage reads error.message, where OpenAI and Anthropic both put
-// it, else the body, else the status line.
-func errorMessage(raw []byte, status string) string {
+// refusedError is a provider's answer other than 200: its message, and
+// the reasons of the error details Google's APIs add (google.rpc.ErrorInfo).
+type refusedError struct {
+	msg     string
+	reasons []string
+}
+
+func (e *refusedError) Error() string { return e.msg }
+
+// keyRefused reports whether the provider named the key as the problem,
+// which Gemini does with HTTP 400 rather than 401.
+func (e *refusedError) keyRefused() bool { return slices.Contains(e.reasons, "API_KEY_INVALID") }
+
+// refusal reads error.message, where OpenAI, Anthropic and Gemini all put
+// it, else the body, else the status line; and error.details[].reason.
+func refusal(raw []byte, status string) error {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`
+			Details []struct {
+				Reason string `json:"reason"`
+			} `json:"details"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-		return e.Error.Message
+	if json.Unmarshal(raw, &e) != nil || e.Error.Message == "" {
+		return &refusedError{msg: cmp.Or(strings.TrimSpace(string(raw)), status)}
 	}
-	return cmp.Or(strings.TrimSpace(string(raw)), status)
+	out := &refusedError{msg: e.Error.Message}
+	for _, d := range e.Error.Details {
+		if d.Reason != "" {
+			out.reasons = append(out.reasons, d.Reason)
+		}
+	}
+	return out
 }
 
 // readEvents calls fn with the data of each server-sent event in r, until

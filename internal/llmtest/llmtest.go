@@ -1,12 +1,13 @@
 // Package llmtest serves scripted answers over the OpenAI chat completions
-// protocol and Anthropic's messages protocol, so tests drive the real
+// protocol, Anthropic's messages protocol and Gemini's generateContent
+// protocol, so tests drive the real
 // provider clients end to end: JSON and SSE streaming replies, tool calls,
 // usage reports, error statuses and Retry-After, and models that hang,
 // stall mid-answer or flood. Like the real services, the servers refuse a
 // conversation whose tool calls and results do not pair up.
 //
 // Point a model at it with OPENAI_BASE_URL=Server.URL() (or
-// ANTHROPIC_BASE_URL=AnthropicServer.URL()). To serve a script from another
+// ANTHROPIC_BASE_URL=AnthropicServer.URL(), GEMINI_BASE_URL=GeminiServer.URL()). To serve a script from another
 // process (a worker under test), mount Handler(script) on any listener.
 package llmtest
 
@@ -208,7 +209,9 @@ func newHandler(script Script) *protocolHandler[ChatRequest] {
 
 // protocol is what the servers of the wire protocols do differently.
 type protocol[R any] struct {
-	path   string // served at the root and under /v1
+	path string // served at the root and under /v1
+	// route, when set, decides which paths are served instead of path.
+	route  func(path string) bool
 	decode func(*http.Request) (R, error)
 	// check returns the API's complaint about a well-formed request.
 	check func(R) string
@@ -217,6 +220,13 @@ type protocol[R any] struct {
 	cache  func(*promptCache, *R)
 	fail   func(w http.ResponseWriter, status int, msg string)
 	answer func(w http.ResponseWriter, r *http.Request, n int, req R, reply Reply)
+}
+
+func (p protocol[R]) serves(path string) bool {
+	if p.route != nil {
+		return p.route(path)
+	}
+	return path == "/v1"+p.path || path == p.path
 }
 
 // statusError is a decoding failure answered with a status other than 400.
@@ -237,7 +247,7 @@ type protocolHandler[R any] struct {
 }
 
 func (h *protocolHandler[R]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1"+h.proto.path && r.URL.Path != h.proto.path {
+	if !h.proto.serves(r.URL.Path) {
 		h.proto.fail(w, http.StatusNotFound, "unknown path "+r.URL.Path)
 		return
 	}

@@ -60,7 +60,7 @@ func CleanEnv(extra ...string) []string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "TEMPORAL_") || strings.HasPrefix(name, "AUTOCODER_") ||
-			strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "ANTHROPIC_") || name == "OLLAMA_HOST" ||
+			strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "ANTHROPIC_") || strings.HasPrefix(name, "GEMINI_") || name == "GOOGLE_API_KEY" || name == "OLLAMA_HOST" ||
 			name == "XDG_CONFIG_HOME" {
 			continue
 		}
