@@ -56,6 +56,9 @@ type Activities struct {
 	// and manifests' hash; "" is one under os.TempDir(). The bwrap
 	// backend's sandbox user must be able to reach it (no 0700 parent).
 	DepsDir string
+	// SetupTimeout bounds a project's setup run (Setup); 0 is
+	// DefaultSetupTimeout.
+	SetupTimeout time.Duration
 	// DepsIndexes are the registries' index URLs the user configured, by
 	// language name (lang.Deps.IndexVar).
 	DepsIndexes map[string]string

@@ -156,7 +156,8 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
 	}
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
-		DepsIndexes: depsIndexes(ctx, s.RegistryIndexes()), VersionsTTL: s.Duration("versions.ttl"), Prices: s.Prices()}
+		DepsIndexes: depsIndexes(ctx, s.RegistryIndexes()), VersionsTTL: s.Duration("versions.ttl"), Prices: s.Prices(),
+		SetupTimeout: s.Duration("worker.setup_timeout")}
 	// Installs reach the network through the proxy and the forwarder in
 	// the sandbox: without the forwarder no run could reach the proxy, so
 	// none is started and no dependency is installed.
