@@ -60,6 +60,9 @@ type Activities struct {
 	// it a new install evicts those used least recently (but none used in
 	// the last hour). 0 keeps every install.
 	DepsMaxSize int64
+	// SetupTimeout bounds a project's setup run (Setup); 0 is
+	// DefaultSetupTimeout.
+	SetupTimeout time.Duration
 	// DepsIndexes are the registries' index URLs the user configured, by
 	// language name (lang.Deps.IndexVar).
 	DepsIndexes map[string]string

@@ -159,21 +159,13 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 	if err := os.Chmod(tmp, 0o777); err != nil {
 		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
 	}
-	allow := slices.Clone(l.Deps.Registries)
 	env := map[string]string{}
 	if l.Deps.InstallEnv != nil {
 		maps.Copy(env, l.Deps.InstallEnv)
 	} else {
 		maps.Copy(env, l.Deps.Env)
 	}
-	if index != "" && l.Deps.IndexVar != "" {
-		env[l.Deps.IndexVar] = index
-		for _, s := range urls {
-			if u, err := url.Parse(s); err == nil && u.Host != "" && !slices.Contains(allow, u.Host) {
-				allow = append(allow, u.Host)
-			}
-		}
-	}
+	allow := registriesOf(l, index, urls, env)
 	rt, err := a.Egress.Route(taskIDOf(ctx), allow)
 	if err != nil {
 		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
@@ -213,6 +205,23 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 		return res, refused, fmt.Errorf("install deps: %w", err)
 	}
 	return res, refused, nil
+}
+
+// registriesOf are the hosts a run that reaches the network through the
+// egress proxy may fetch from: the language's registries and, with a
+// registry index configured, the hosts of urls; env then names the index
+// in the language's IndexVar.
+func registriesOf(l lang.Language, index string, urls []string, env map[string]string) []string {
+	allow := slices.Clone(l.Deps.Registries)
+	if index != "" && l.Deps.IndexVar != "" {
+		env[l.Deps.IndexVar] = index
+		for _, s := range urls {
+			if u, err := url.Parse(s); err == nil && u.Host != "" && !slices.Contains(allow, u.Host) {
+				allow = append(allow, u.Host)
+			}
+		}
+	}
+	return allow
 }
 
 // ownDepsDir makes dir, where installs are kept, or checks the one there:

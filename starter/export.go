@@ -105,10 +105,11 @@ func exportTask(ctx context.Context, f *Factory, o ExportOptions) error {
 	return nil
 }
 
-// writeCheckpointPatch writes checkpoint cp's changes against the task's
-// input as a unified diff (see writePatch).
+// writeCheckpointPatch writes checkpoint cp's changes against where the
+// task started (taskStart: the project's setup's changes are not the
+// task's) as a unified diff (see writePatch).
 func writeCheckpointPatch(ctx context.Context, w io.Writer, forTerminal bool, st workflows.Status, cp workflows.Checkpoint, snapshots snapshotReader) error {
-	before, err := loadSnapshot(ctx, snapshots, st.InputSnapshot)
+	before, err := loadSnapshot(ctx, snapshots, taskStart(st))
 	if err != nil {
 		return err
 	}
@@ -148,6 +149,9 @@ func exportGit(ctx context.Context, dir string, st workflows.Status, upTo int, s
 	}
 	type commit struct{ snapshot, msg string }
 	commits := []commit{{st.InputSnapshot, "input workspace\n\nTask: " + st.Task}}
+	if su := st.Setup; su != nil && su.Changed > 0 {
+		commits = append(commits, commit{su.Snapshot, "setup: " + su.Command + "\n\n" + su.Note})
+	}
 	for _, cp := range st.Checkpoints[:upTo] {
 		result := "tests failed"
 		if cp.Passed {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/autocoder/autocoder/activities"
 	conf "github.com/autocoder/autocoder/internal/config"
 	"github.com/autocoder/autocoder/internal/integrity"
 	"github.com/autocoder/autocoder/internal/lang"
@@ -65,6 +66,13 @@ type RunOptions struct {
 	ApproveCommands bool
 	AllowCommands   []string
 
+	// Setup is the project's setup command (--setup); SetupGiven says the
+	// flag was set, even to nothing, and NoSetup runs none, not even the
+	// project's SetupScript.
+	Setup      string
+	SetupGiven bool
+	NoSetup    bool
+
 	// Notify are webhooks (URL or FORMAT:URL) told when the task waits
 	// for a person and when it ends, besides the configuration file's.
 	Notify []string
@@ -89,6 +97,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Task = strings.TrimSpace(args[0])
+			o.SetupGiven = cmd.Flags().Changed("setup")
 			o.fromSettings(cmd.Flags().Changed, f.cfg.settings)
 			if runF != nil {
 				return runF(&o)
@@ -121,6 +130,8 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	fl.BoolVar(&o.ApproveCommands, "approve-commands", false, "wait for a person before each command the model runs, unless --allow-command covers it")
 	// StringArray, not StringSlice: a command prefix may hold a comma.
 	fl.StringArrayVar(&o.AllowCommands, "allow-command", nil, "with --approve-commands: a command prefix that runs without asking (repeatable), e.g. 'pytest'")
+	fl.StringVar(&o.Setup, "setup", "", "shell command that prepares the project before the model starts (code generation, fetched files), run once in the sandbox, reaching the network only through the egress proxy (default: sh "+activities.SetupScript+" when the --dir project has one)")
+	fl.BoolVar(&o.NoSetup, "no-setup", false, "run no setup command, not even the project's "+activities.SetupScript)
 	fl.StringArrayVar(&o.Notify, "notify", nil, "webhook told when the task waits for you, succeeds or fails (repeatable; added to the configuration file's [[notifications]]): URL, or FORMAT:URL with FORMAT json, slack or discord (default: slack or discord by the URL's host, else json)")
 	return cmd
 }
@@ -221,7 +232,11 @@ func startTask(ctx context.Context, f *Factory, o RunOptions) (TaskClient, taskc
 		if in, err = judgedByUsersTests(in, files); err != nil {
 			return nil, none, err
 		}
+		in.Setup = projectSetup(o, files)
 		announceUsersTests(f.IO.ErrOut, in, files)
+	}
+	if in.Setup != "" {
+		fmt.Fprintf(f.IO.ErrOut, "setup: %s runs before the model starts (--no-setup skips it)\n", termsafe.Clip(in.Setup, 120))
 	}
 	if ok, err := c.EnsureSearchAttributes(ctx); err != nil {
 		slog.Debug("search attributes unavailable; the Web UI list will not filter by phase", "error", err)
@@ -312,6 +327,12 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	if o.MaxTurns < 0 || o.ContextTokens < 0 || o.MaxOutputTokens < 0 {
 		return workflows.TaskInput{}, usageError("--max-turns, --context-tokens and --max-output-tokens must not be negative")
 	}
+	if o.NoSetup && strings.TrimSpace(o.Setup) != "" {
+		return workflows.TaskInput{}, usageError("--setup and --no-setup: give one or the other")
+	}
+	if strings.ContainsRune(o.Setup, 0) {
+		return workflows.TaskInput{}, usageError("--setup: the command holds a NUL byte")
+	}
 	if len(o.AllowCommands) > 0 && !o.ApproveCommands {
 		return workflows.TaskInput{}, usageError("--allow-command needs --approve-commands: without it every command runs without asking")
 	}
@@ -324,6 +345,7 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 		Task:            o.Task,
 		Language:        l.Name,
 		TestCmd:         o.TestCmd,
+		Setup:           strings.TrimSpace(o.Setup),
 		MaxIterations:   o.MaxIterations,
 		Model:           o.Model,
 		Fallback:        o.Fallback,
@@ -344,6 +366,19 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 		ApproveCommands: o.ApproveCommands,
 		CommandAllow:    o.AllowCommands,
 	}, nil
+}
+
+// projectSetup is the setup a task on the project's files runs: --setup's
+// command, else the project's SetupScript run with sh, unless --no-setup
+// or an empty --setup says none.
+func projectSetup(o RunOptions, files []workspace.File) string {
+	if cmd := strings.TrimSpace(o.Setup); cmd != "" || o.SetupGiven || o.NoSetup {
+		return cmd
+	}
+	if slices.ContainsFunc(files, func(f workspace.File) bool { return f.Path == activities.SetupScript }) {
+		return "sh " + activities.SetupScript
+	}
+	return ""
 }
 
 // absDir is dir made absolute, so that resume finds the project from any

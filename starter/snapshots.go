@@ -1,6 +1,7 @@
 package starter
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -28,6 +29,9 @@ func writeSnapshot(ctx context.Context, f *Factory, taskID string, task workflow
 		if input, err = st.GetSnapshot(ctx, task.InputSnapshot); err != nil {
 			return 0, fmt.Errorf("read input snapshot %s: %w", task.InputSnapshot, err)
 		}
+	}
+	if files, err = leaveOutSetup(ctx, st, task, input, files); err != nil {
+		return 0, err
 	}
 	files = keepUsersTests(task, input, files, f.IO.ErrOut)
 	if holdBack {
@@ -86,4 +90,47 @@ func writable(id string, files []workspace.File) error {
 			"it was stored by an older autocoder: export another checkpoint with --checkpoint N", id, err)
 	}
 	return nil
+}
+
+// taskStart is the snapshot a task started from: its input, with the
+// project's setup's changes once it ran. The task's changes are told
+// against it.
+func taskStart(st workflows.Status) string {
+	if st.Setup != nil {
+		return st.Setup.Snapshot
+	}
+	return st.InputSnapshot
+}
+
+// leaveOutSetup takes out of files what the project's setup did that the
+// task then left as it was: the setup's changes are where the task
+// started, not its work, and the person's own setup makes them. A file it
+// changed is written as the input had it, one it made is not written.
+func leaveOutSetup(ctx context.Context, st snapshotReader, task workflows.Status, input, files []workspace.File) ([]workspace.File, error) {
+	if task.Setup == nil || task.Setup.Changed == 0 {
+		return files, nil
+	}
+	setup, err := loadSnapshot(ctx, st, task.Setup.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	writes, _ := workspace.Changes(input, setup)
+	made := make(map[string]workspace.File, len(writes))
+	for _, w := range writes {
+		made[w.Path] = w
+	}
+	was := make(map[string]workspace.File, len(input))
+	for _, f := range input {
+		was[f.Path] = f
+	}
+	out := make([]workspace.File, 0, len(files))
+	for _, f := range files {
+		m, ok := made[f.Path]
+		if !ok || m.FileMode() != f.FileMode() || !bytes.Equal(m.Data, f.Data) {
+			out = append(out, f)
+		} else if prev, had := was[f.Path]; had {
+			out = append(out, prev)
+		}
+	}
+	return out, nil
 }

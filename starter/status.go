@@ -96,6 +96,9 @@ func printStatus(w io.Writer, id string, st workflows.Status) {
 	fmt.Fprintf(w, "goal:      %s\n", termsafe.Clip(st.Task, 100))
 	fmt.Fprintf(w, "language:  %s\n", st.Language)
 	fmt.Fprintf(w, "phase:     %s\n", st.Phase)
+	if su := st.Setup; su != nil {
+		fmt.Fprintf(w, "setup:     %s (%s)\n", termsafe.Line(su.Note), termsafe.Clip(su.Command, 80))
+	}
 	if len(st.Plan) > 0 {
 		fmt.Fprintf(w, "step:      %d/%d\n", st.Step, len(st.Plan))
 	}

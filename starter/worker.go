@@ -157,7 +157,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	}
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
 		DepsIndexes: depsIndexes(ctx, s.RegistryIndexes()), VersionsTTL: s.Duration("versions.ttl"), Prices: s.Prices(),
-		DepsMaxSize: s.Bytes("deps.max_size")}
+		DepsMaxSize: s.Bytes("deps.max_size"), SetupTimeout: s.Duration("worker.setup_timeout")}
 	// Installs reach the network through the proxy and the forwarder in
 	// the sandbox: without the forwarder no run could reach the proxy, so
 	// none is started and no dependency is installed.

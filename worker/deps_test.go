@@ -449,6 +449,8 @@ func TestCheckEvictsInstallsUsedLeast(t *testing.T) {
 	checkDeps(project("old"), "installed in")
 	if n := index.Downloads(); n != 3 {
 		t.Errorf("wheel downloads: %d, want 3 (old, new, old again)", n)
+	}
+}
 
 // TestCheckInstallsPyprojectDeps: a project with no requirements.txt whose
 // pyproject.toml declares a package in [project] dependencies and another

@@ -141,7 +141,7 @@ func Register(r Registry, acts *activities.Activities) {
 
 // registerSandbox adds the activities that run in the sandbox.
 func registerSandbox(w sdkworker.Worker, acts *activities.Activities) {
-	for name, fn := range map[string]any{"Check": acts.Check, "Execute": acts.Execute, "SandboxCall": acts.SandboxCall} {
+	for name, fn := range map[string]any{"Check": acts.Check, "Execute": acts.Execute, "SandboxCall": acts.SandboxCall, "Setup": acts.Setup} {
 		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 }

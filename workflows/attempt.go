@@ -465,7 +465,7 @@ func (t *task) sandboxCall(ctx workflow.Context, call activities.CallSummary) er
 	var out activities.SandboxCallOutput
 	err := workflow.ExecuteActivity(sandboxCtx(ctx, t.turnLabel(doing)), a.SandboxCall, activities.SandboxCallInput{
 		Transcript: c.Transcript, Position: c.Length, CallID: call.ID, Snapshot: c.Snapshot, Language: t.in.Language,
-		TestCmd: t.in.TestCmd, InputSnapshot: t.in.InputSnapshot, Protect: t.in.Protect, AllowTestEdits: t.in.AllowTestEdits,
+		TestCmd: t.in.TestCmd, InputSnapshot: t.start(), Protect: t.in.Protect, AllowTestEdits: t.in.AllowTestEdits,
 		OutputBytes: t.in.Agent.ToolOutputBytes,
 	}).Get(ctx, &out)
 	if err != nil {

@@ -55,6 +55,9 @@ func CodingTask(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 
 func (t *task) run(ctx workflow.Context) (TaskResult, error) {
 	if t.Status.Plan == nil {
+		if err := t.setup(ctx); err != nil {
+			return TaskResult{}, err
+		}
 		if err := t.plan(ctx); err != nil {
 			return TaskResult{}, err
 		}
@@ -104,7 +107,7 @@ func (t *task) plan(ctx workflow.Context) error {
 		var plan activities.PlanOutput
 		err := workflow.ExecuteActivity(modelCtx(ctx, "plan"), a.Plan, activities.PlanInput{
 			Task: t.in.Task, Language: t.in.Language, TestCmd: t.in.TestCmd,
-			InputSnapshot: t.in.InputSnapshot, Model: t.models(), Guidance: t.Status.Feedback,
+			InputSnapshot: t.start(), Model: t.models(), Guidance: t.Status.Feedback,
 			Lessons: t.Memory.TaskLessons, RecallLessons: rejections == 0,
 		}).Get(ctx, &plan)
 		if err != nil {

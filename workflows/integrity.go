@@ -15,7 +15,7 @@ const GateIntegrity = "integrity"
 // protectTests has a check judge the attempt by the user's tests as they
 // were at the start.
 func (t *task) protectTests(in *activities.CheckInput) {
-	in.InputSnapshot, in.Protect, in.AllowTestEdits = t.in.InputSnapshot, t.in.Protect, t.in.AllowTestEdits
+	in.InputSnapshot, in.Protect, in.AllowTestEdits = t.start(), t.in.Protect, t.in.AllowTestEdits
 }
 
 // restoreUsersTests has the next attempt start from the last one with the

@@ -78,6 +78,7 @@ type Phase string
 
 const (
 	PhaseStarting   Phase = "starting"
+	PhaseSetup      Phase = "setup" // the project's setup command runs
 	PhasePlanning   Phase = "planning"
 	PhaseGenerating Phase = "generating"
 	PhaseExecuting  Phase = "executing"
@@ -103,6 +104,9 @@ type TaskInput struct {
 	TestCmd string `json:"testCmd,omitempty"`
 	// InputSnapshot is the snapshot id of an existing workspace, if any.
 	InputSnapshot string `json:"inputSnapshot,omitempty"`
+	// Setup is the project's setup, a shell command line run once over
+	// the input before the model starts (activities.Setup); "" runs none.
+	Setup         string `json:"setup,omitempty"`
 	MaxIterations int    `json:"maxIterations,omitempty"`
 	Model         string `json:"model,omitempty"` // provider:model; empty = the worker's default
 	// Fallback are the models (provider:model) that answer, in order, when
@@ -351,6 +355,7 @@ type Status struct {
 	TestCmd       string                  `json:"testCmd,omitempty"`
 	Protect       []string                `json:"protect,omitempty"` // globs added to the user's tests
 	InputSnapshot string                  `json:"inputSnapshot,omitempty"`
+	Setup         *SetupStatus            `json:"setup,omitempty"` // once the project's setup ran
 	Pending       *Approval               `json:"pending,omitempty"`
 	Feedback      []string                `json:"feedback,omitempty"` // guidance from people, in order
 	Started       time.Time               `json:"started"`
@@ -377,6 +382,17 @@ type Status struct {
 	// TestEditsApproved is a person's word accepting an attempt that
 	// changed the user's tests (GateIntegrity).
 	TestEditsApproved string `json:"testEditsApproved,omitempty"`
+}
+
+// SetupStatus is how the project's setup went. Its snapshot, the input
+// with the setup's changes, is where the task starts: plans, attempts and
+// checks see it, and the task's changes are told against it.
+type SetupStatus struct {
+	Command  string `json:"command"`
+	Snapshot string `json:"snapshot,omitempty"`
+	Changed  int    `json:"changed"` // files created, changed or deleted
+	Cached   bool   `json:"cached,omitempty"`
+	Note     string `json:"note"` // "ran in 1.2s, 3 files changed", "cached, ..."
 }
 
 // TaskResult is the workflow's return value on success.

@@ -99,6 +99,8 @@ var Keys = []Key{
 		Help: "how long a following client keeps trying a server it lost contact with"},
 	{Name: "server.port", Env: "AUTOCODER_DEV_PORT", Default: "7233", kind: kindInt, check: port},
 	{Name: "server.ui_port", Env: "AUTOCODER_UI_PORT", Default: "8233", kind: kindInt, check: port},
+	{Name: "worker.setup_timeout", Env: "AUTOCODER_SETUP_TIMEOUT", Default: "10m", Fingerprint: true, kind: kindDuration,
+		Help: "how long a project's setup command (run --setup, or .autocoder/setup.sh) may run"},
 	{Name: "worker.min_free_space", Env: "AUTOCODER_MIN_FREE_SPACE", Default: "64MiB", Fingerprint: true, check: checkBytes},
 	{Name: "worker.metrics_address", Env: "AUTOCODER_METRICS_ADDRESS", Flag: "metrics", check: checkHostPort,
 		Help: "host:port where the worker (and the local server's) serves /metrics, /healthz and /readyz; empty: none"},

@@ -68,6 +68,7 @@ var historyCases = []historyCase{
 	{name: "guidance_between_turns", slow: 400 * time.Millisecond, drive: guideMidAttempt},
 	{name: "notifications", notify: true, input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: answerGates(workflows.GatePlan)},
 	{name: "mcp_tools", mcp: true},
+	{name: "setup", input: func(in *workflows.TaskInput) { in.Setup = "mkdir -p gen && echo 'ANSWER = 42' > gen/answer.py" }},
 }
 
 // TestRecordReplayHistories runs each story of historyCases on a real

@@ -32,3 +32,25 @@ func Changes(before, after []File) (writes []File, deletes []string) {
 	slices.Sort(deletes)
 	return writes, deletes
 }
+
+// Apply is the inverse of Changes: files with writes added or put in
+// place of the files of their paths, and deletes taken out, in path
+// order.
+func Apply(files, writes []File, deletes []string) []File {
+	replaced := make(map[string]bool, len(writes)+len(deletes))
+	for _, f := range writes {
+		replaced[f.Path] = true
+	}
+	for _, p := range deletes {
+		replaced[p] = true
+	}
+	out := make([]File, 0, len(files)+len(writes))
+	for _, f := range files {
+		if !replaced[f.Path] {
+			out = append(out, f)
+		}
+	}
+	out = append(out, writes...)
+	Sort(out)
+	return out
+}
