@@ -104,24 +104,23 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 	if len(refused) > 0 {
 		d.note += "; the egress proxy refused " + joinLimited(refused, 5)
 	}
-	if res.ExitCode == 0 && !res.TimedOut && !res.OOMKilled {
+	if succeeded(res) {
 		a.evictInstalls(dir)
+		return d, nil
 	}
-	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
-		s := summarize(res, lang.Language{}, a.limits().MemoryBytes)
-		s.Stage, s.Passed, s.FailingTests = "install", false, nil
-		if s.ExitCode == 0 {
-			s.ExitCode = 1
-		}
-		text := l.Deps.InstallText
-		if text == "" {
-			text = strings.Join(l.Deps.Install, " ")
-		}
-		s.Output = tail(fmt.Sprintf("installing the dependencies (%s) failed; fix %s:\n%s",
-			text, strings.Join(manifestNames(manifests), " or "), s.Output), outputTail)
-		s.Deps = strings.Replace(d.note, "installed in", "install failed after", 1)
-		d.failed = &s
+	s := summarize(res, lang.Language{}, a.limits().MemoryBytes)
+	s.Stage, s.Passed, s.FailingTests = "install", false, nil
+	if s.ExitCode == 0 {
+		s.ExitCode = 1
 	}
+	text := l.Deps.InstallText
+	if text == "" {
+		text = strings.Join(l.Deps.Install, " ")
+	}
+	s.Output = tail(fmt.Sprintf("installing the dependencies (%s) failed; fix %s:\n%s",
+		text, strings.Join(manifestNames(manifests), " or "), s.Output), outputTail)
+	s.Deps = strings.Replace(d.note, "installed in", "install failed after", 1)
+	d.failed = &s
 	return d, nil
 }
 
@@ -180,7 +179,7 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 		return res, nil, fmt.Errorf("install deps: connection record: %w", cerr)
 	}
 	refused := refusedHosts(records)
-	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled {
+	if !succeeded(res) {
 		return res, refused, nil
 	}
 	// Only the worker's user may change what later runs import.
@@ -263,16 +262,33 @@ func linkIntact(l lang.Language, dir string) bool {
 }
 
 // evictInstalls keeps the installs within DepsMaxSize once dir, new, has
-// been added, removing those used least recently.
-func (a *Activities) evictInstalls(dir string) {
+// been added, removing those used least recently. It works in the
+// background, one eviction at a time: measuring and removing installs
+// takes a while, which the check does not wait for.
+func (a *Activities) evictInstalls(dir string) <-chan struct{} {
 	useInstall(dir) // its time is the install's end, not its start
-	removed, err := evictInstalls(filepath.Dir(dir), a.DepsMaxSize, time.Now())
-	if err != nil {
-		slog.Warn("keep installs within their size limit", "error", err)
+	done := make(chan struct{})
+	if a.DepsMaxSize <= 0 || !evicting.TryLock() {
+		close(done)
+		return done
 	}
-	if len(removed) > 0 {
-		slog.Info("evicted installed dependencies used least recently", "limit", a.DepsMaxSize, "evicted", removed)
-	}
+	go func() {
+		defer close(done)
+		defer evicting.Unlock()
+		removed, err := evictInstalls(filepath.Dir(dir), a.DepsMaxSize, time.Now())
+		if err != nil {
+			slog.Warn("keep installs within their size limit", "error", err)
+		}
+		if len(removed) > 0 {
+			slog.Info("evicted installed dependencies used least recently", "limit", a.DepsMaxSize, "evicted", removed)
+		}
+	}()
+	return done
+}
+
+// succeeded reports a run that ended by itself with exit status 0.
+func succeeded(res sandbox.Result) bool {
+	return res.ExitCode == 0 && !res.TimedOut && !res.OOMKilled
 }
 
 func isDir(p string) bool {

@@ -9,8 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
+
+// evicting is held by the eviction under way in this process: a check that
+// finds one running leaves the work to it.
+var evicting sync.Mutex
 
 // depsInUse is how long after its last use an install is never evicted: a
 // check that found it may still be running its tests over it.
@@ -91,7 +96,14 @@ func evictInstalls(root string, limit int64, now time.Time) ([]string, error) {
 			}
 			continue
 		}
-		removeInstall(gone)
+		if !removeInstall(gone) {
+			// Not the worker's to remove (the sandbox's user wrote it, and
+			// the worker is not root): it stays, usable.
+			if err := os.Rename(gone, path); err != nil {
+				slog.Warn("put back an install that could not be evicted", "dir", path, "error", err)
+			}
+			continue
+		}
 		removed = append(removed, in.name)
 		total -= in.size
 	}
@@ -102,12 +114,15 @@ func evictInstalls(root string, limit int64, now time.Time) ([]string, error) {
 	return removed, nil
 }
 
-// removeInstall removes what an install left; files the sandbox's user
-// wrote may not be the worker's to remove, which is logged and left.
-func removeInstall(dir string) {
+// removeInstall removes what an install left and says whether it is gone;
+// files the sandbox's user wrote may not be the worker's to remove, which
+// is logged.
+func removeInstall(dir string) bool {
 	if err := os.RemoveAll(dir); err != nil {
 		slog.Warn("remove an install", "dir", dir, "error", err)
+		return false
 	}
+	return true
 }
 
 // treeSize is the bytes of the regular files under dir.
