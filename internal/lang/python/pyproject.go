@@ -25,23 +25,20 @@ var testGroups = []string{"test", "tests", "testing", "dev"}
 // the project and its tests; a file TOML cannot read declares none (pip
 // says nothing of it, so the tests' import errors will).
 func pyprojectRequirements(data []byte) []string {
-	var doc struct {
-		Project struct {
-			Name                 string              `toml:"name"`
-			Dependencies         []string            `toml:"dependencies"`
-			OptionalDependencies map[string][]string `toml:"optional-dependencies"`
-		} `toml:"project"`
-		DependencyGroups map[string][]any `toml:"dependency-groups"`
-	}
+	// Loosely typed: an entry of another type is skipped, not the file.
+	var doc map[string]any
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		return nil
 	}
-	reqs := append([]string(nil), doc.Project.Dependencies...)
+	project := tableOf(doc["project"])
+	reqs := stringsOf(project["dependencies"])
+	optional, groups := tableOf(project["optional-dependencies"]), tableOf(doc["dependency-groups"])
 	for _, g := range testGroups {
-		reqs = append(reqs, doc.Project.OptionalDependencies[g]...)
-		reqs = append(reqs, groupRequirements(doc.DependencyGroups, g, map[string]bool{})...)
+		reqs = append(reqs, stringsOf(optional[g])...)
+		reqs = append(reqs, groupRequirements(groups, g, map[string]bool{})...)
 	}
-	self := normalizeName(doc.Project.Name)
+	name, _ := project["name"].(string)
+	self := normalizeName(name)
 	var out []string
 	for _, r := range reqs {
 		if r = strings.TrimSpace(r); r != "" && (self == "" || normalizeName(requirementName(r)) != self) {
@@ -51,15 +48,34 @@ func pyprojectRequirements(data []byte) []string {
 	return out
 }
 
+// tableOf is v as a TOML table, or an empty one.
+func tableOf(v any) map[string]any {
+	t, _ := v.(map[string]any)
+	return t
+}
+
+// stringsOf are the strings among items, an array.
+func stringsOf(items any) []string {
+	list, _ := items.([]any)
+	var out []string
+	for _, it := range list {
+		if s, ok := it.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // groupRequirements are a dependency group's requirements, with the
 // groups it includes ({include-group = "name"}) once each.
-func groupRequirements(groups map[string][]any, name string, seen map[string]bool) []string {
+func groupRequirements(groups map[string]any, name string, seen map[string]bool) []string {
 	if seen[name] {
 		return nil
 	}
 	seen[name] = true
+	list, _ := groups[name].([]any)
 	var out []string
-	for _, item := range groups[name] {
+	for _, item := range list {
 		switch v := item.(type) {
 		case string:
 			out = append(out, v)
@@ -86,11 +102,22 @@ func normalizeName(name string) string {
 
 // pyprojectScript prints, one a line, the requirements of the
 // pyproject.toml in the working directory by pyprojectRequirements' rules.
-var pyprojectScript = `import re, sys, tomllib
+var pyprojectScript = `import re, sys
+try:
+    import tomllib
+except ImportError:  # before Python 3.11
+    try:
+        import tomli as tomllib
+    except ImportError:
+        print("pyproject.toml's dependencies are not installed: this Python (%d.%d) cannot read TOML (3.11 or later can, "
+              "or with tomli installed); name them in requirements.txt instead" % sys.version_info[:2], file=sys.stderr)
+        sys.exit(0)
 try:
     doc = tomllib.load(open("pyproject.toml", "rb"))
 except (OSError, ValueError):
     sys.exit(0)
+def strs(items):
+    return [i for i in items if isinstance(i, str)] if isinstance(items, list) else []
 def norm(n):
     return re.sub(r"[-_.]+", "-", n.lower())
 def group(groups, name, seen):
@@ -98,18 +125,22 @@ def group(groups, name, seen):
         return []
     seen.add(name)
     out = []
-    for item in groups.get(name) or []:
+    items = groups.get(name)
+    for item in items if isinstance(items, list) else []:
         if isinstance(item, str):
             out.append(item)
         elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
             out += group(groups, item["include-group"], seen)
     return out
-project = doc.get("project") or {}
-reqs = list(project.get("dependencies") or [])
+def table(v):
+    return v if isinstance(v, dict) else {}
+project = table(doc.get("project"))
+reqs = strs(project.get("dependencies"))
 for g in ("` + strings.Join(testGroups, `", "`) + `",):
-    reqs += (project.get("optional-dependencies") or {}).get(g) or []
-    reqs += group(doc.get("dependency-groups") or {}, g, set())
-self = norm(project.get("name") or "")
+    reqs += strs(table(project.get("optional-dependencies")).get(g))
+    reqs += group(table(doc.get("dependency-groups")), g, set())
+name = project.get("name")
+self = norm(name if isinstance(name, str) else "")
 for r in reqs:
     r = r.strip()
     m = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", r)

@@ -29,6 +29,16 @@ lint = ["ruff"]
 base = ["hypothesis>=6", {include-group = "dev"}]
 dev = [{include-group = "base"}, "coverage[toml]"]
 `, []string{"attrs>=23", "requests >= 2.0 ; python_version >= '3.8'", "pytest-mock==3.14", "hypothesis>=6", "coverage[toml]"}},
+	{"entries of other types are skipped", `
+[project]
+name = 3
+dependencies = ["six", 7, {a = 1}]
+[project.optional-dependencies]
+docs = [1]
+test = ["nose2", ["x"]]
+[dependency-groups]
+dev = 5
+`, []string{"six", "nose2"}},
 	{"no dependencies", "[project]\nname = \"x\"\nversion = \"1\"\n", nil},
 	{"poetry's own table is not read", "[tool.poetry.dependencies]\nrequests = \"^2\"\n", nil},
 	{"not TOML", "[project\ndependencies = [", nil},
