@@ -4,9 +4,11 @@
 # machine that can reach only Debian's mirror and a Go module proxy:
 #
 #   temporalio/server:V        temporal-server (go.temporal.io/server/cmd/server)
-#   temporalio/admin-tools:V   temporal-sql-tool (the schemas are embedded in it,
-#                              and copied to /etc/temporal/schema) and the
-#                              temporal CLI (github.com/temporalio/cli)
+#   temporalio/admin-tools:V   temporal-sql-tool (go.temporal.io/server/cmd/tools/sql)
+#                              and the server module's SQL schemas at
+#                              /etc/temporal/schema, where the release image
+#                              has them; the compose file's schema job needs
+#                              nothing else (the namespace job runs autocoder)
 #   temporalio/ui:U            ui-server (github.com/temporalio/ui-server/v2,
 #                              the web assets are embedded in the module)
 #   postgres:15                Debian's postgresql-15 with an entrypoint that
@@ -25,11 +27,7 @@
 # images are kept; --force rebuilds them. Every image built here carries the
 # label autocoder.build=temporal-images:
 #   docker image ls --filter label=autocoder.build=temporal-images
-# Env: TEMPORAL_CLI_VERSION (default v1.5.1: later releases need a nested
-#      module, github.com/temporalio/cli/cliext, through a local replace
-#      directive, so a module proxy cannot build them; the namespace job uses
-#      only operator commands, which v1.5.1 has; it builds with its own
-#      dependencies, server 1.29, a second long compile), POSTGRES_MAJOR (default 15, Debian bookworm's),
+# Env: POSTGRES_MAJOR (default 15, Debian bookworm's),
 #      AUTOCODER_IMAGE_WORKDIR (default /var/cache/autocoder-images; the Go
 #      builds keep their module directories there), and those of
 #      deploy/build-base-images.sh.
@@ -39,7 +37,6 @@ cd "$(dirname "$0")/.."
 
 WORKDIR=${AUTOCODER_IMAGE_WORKDIR:-/var/cache/autocoder-images}
 DEBIAN_IMAGE=${AUTOCODER_BASE_DEBIAN_IMAGE:-autocoder/base-debian:bookworm}
-CLI_VERSION=${TEMPORAL_CLI_VERSION:-v1.5.1}
 PG_MAJOR=${POSTGRES_MAJOR:-15}
 LABEL=autocoder.build=temporal-images
 
@@ -52,7 +49,7 @@ for a in "$@"; do
 	case $a in
 	--force) force=1 ;;
 	server | admin-tools | ui | postgres) wanted_images+=("$a") ;;
-	-h | --help) sed -n '2,32p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
 	*) die "unknown argument: $a (want --force, server, admin-tools, ui or postgres)" ;;
 	esac
 done
@@ -82,8 +79,7 @@ build_context() {
 # compiles main packages, static, in a module directory of their own that
 # starts from this repository's go.mod: the server's dependencies are then
 # exactly the ones local mode is built with, and the host's build cache
-# already holds most of them. With OWN_GRAPH=1 the directory starts empty,
-# so the packages build with their own module's dependencies.
+# already holds most of them.
 go_build() {
 	local name=$1 out=$2
 	shift 2
@@ -93,11 +89,7 @@ go_build() {
 	local dir=$WORKDIR/go-build/$name
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	if [ "${OWN_GRAPH:-0}" = 1 ]; then
-		printf 'module autocoder.build/%s\n' "$name" >"$dir/go.mod"
-	else
-		cp go.mod go.sum "$dir/"
-	fi
+	cp go.mod go.sum "$dir/"
 	log "compiling ${*%@*} (minutes on a cold build cache)"
 	(
 		cd "$dir"
@@ -160,16 +152,14 @@ build_admin_tools() {
 	ctx=$(build_context)
 	go_build temporal "$ctx" -tags disable_grpc_modules -- "go.temporal.io/server/cmd/tools/sql@$SERVER_VERSION"
 	mv "$ctx/sql" "$ctx/temporal-sql-tool"
-	# With its own dependencies: v1.5.1 is built on server 1.29 and does not
-	# compile against local mode's 1.32.
-	OWN_GRAPH=1 go_build temporal-cli "$ctx" -ldflags="-s -w -X github.com/temporalio/cli/temporalcli.Version=${CLI_VERSION#v}" \
-		-- "github.com/temporalio/cli/cmd/temporal@$CLI_VERSION"
+	# The release image's schema directory, for `--schema-dir` users; the
+	# tool also embeds the same files (`--schema-name`).
 	cp -r "$(go env GOMODCACHE)/go.temporal.io/server@$SERVER_VERSION/schema" "$ctx/schema"
 	chmod -R u+w "$ctx/schema"
 	cat >"$ctx/Dockerfile" <<EOF
 FROM $DEBIAN_IMAGE
-RUN $APT_INSTALL netcat-openbsd >/dev/null && $APT_CLEAN && $TEMPORAL_USER
-COPY temporal temporal-sql-tool /usr/local/bin/
+RUN $TEMPORAL_USER
+COPY temporal-sql-tool /usr/local/bin/
 COPY schema /etc/temporal/schema
 USER temporal
 # Idle, for docker exec; the compose jobs set their own entrypoint.

@@ -293,7 +293,8 @@ func newRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(NewCmdRun(f, nil), NewCmdStatus(f, nil), NewCmdWatch(f, nil), NewCmdList(f, nil),
 		NewCmdApprove(f, nil), NewCmdReject(f, nil), NewCmdFeedback(f, nil), NewCmdCancel(f, nil),
 		NewCmdRollback(f, nil), NewCmdExport(f, nil), NewCmdResume(f, nil), NewCmdTranscript(f, nil),
-		NewCmdWorker(f, nil), NewCmdDev(f, nil), NewCmdLessons(f, nil), NewCmdConfig(f, nil), NewCmdMCP(f, nil), NewCmdVersions(f, nil))
+		NewCmdWorker(f, nil), NewCmdDev(f, nil), NewCmdLessons(f, nil), NewCmdConfig(f, nil), NewCmdMCP(f, nil), NewCmdVersions(f, nil),
+		NewCmdTemporal(f, nil))
 	explainArgErrors(root)
 	return root
 }

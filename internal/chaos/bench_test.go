@@ -188,7 +188,7 @@ func iterationsOf(n int) int {
 
 // runAlone runs tasks one after the other and returns their costs and the
 // median wall time.
-func runAlone(ctx context.Context, c client.Client, model *modelServer, prefix string, numbers []int) ([]taskCost, time.Duration, error) {
+func runAlone(ctx context.Context, c client.Client, model *llmtest.TimedServer, prefix string, numbers []int) ([]taskCost, time.Duration, error) {
 	var costs []taskCost
 	var walls []time.Duration
 	for _, n := range numbers {
@@ -205,7 +205,7 @@ func runAlone(ctx context.Context, c client.Client, model *modelServer, prefix s
 // runBatch starts the numbered tasks at once, waits for all (each must
 // take iterationsOf its number) and returns their costs and the wall time
 // from the first start to the last end.
-func runBatch(ctx context.Context, c client.Client, model *modelServer, prefix string, numbers []int) ([]taskCost, time.Duration, error) {
+func runBatch(ctx context.Context, c client.Client, model *llmtest.TimedServer, prefix string, numbers []int) ([]taskCost, time.Duration, error) {
 	start := time.Now()
 	ids := make([]string, len(numbers))
 	for i, n := range numbers {
@@ -340,7 +340,7 @@ func loopCost(h taskHistory, calls []modelCall, from, to time.Time) (time.Durati
 	total := to.Sub(from)
 	var model time.Duration
 	for _, mc := range calls {
-		if mc.within(from, to) {
+		if mc.Within(from, to) {
 			model += mc.End.Sub(mc.Start)
 		}
 	}
@@ -373,11 +373,6 @@ func (a activityRun) within(from, to time.Time) bool {
 	return !a.Scheduled.Before(from) && !a.Finished.After(to)
 }
 
-// within reports whether the call started and ended between from and to.
-func (mc modelCall) within(from, to time.Time) bool {
-	return mc.Start.After(from) && mc.End.Before(to)
-}
-
 // timeline lists what happened between from and to: each workflow task
 // and activity as [scheduled started finished], each model call as
 // [start end], in ms from from.
@@ -392,7 +387,7 @@ func timeline(h taskHistory, calls []modelCall, from, to time.Time) string {
 		}
 	}
 	for _, mc := range calls {
-		if mc.within(from, to) {
+		if mc.Within(from, to) {
 			fmt.Fprintf(&b, "model[%s %s] ", ms(mc.Start), ms(mc.End))
 		}
 	}

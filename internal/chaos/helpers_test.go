@@ -4,21 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -155,69 +149,14 @@ func taskScript(buggyFirst bool, d delays) llmtest.Script {
 	}
 }
 
-// modelCall is one request the scripted model received. Cut means the
-// client went away before the answer was written.
-type modelCall struct {
-	Prompt     string // hash of the request's messages
-	Task       int    // the chaos task number in the prompt; 0 if none
-	Start, End time.Time
-	Cut        bool
-}
+// modelCall is one request the scripted model received.
+type modelCall = llmtest.TimedCall
 
-// modelServer serves a script over HTTP and records every call, so tests
-// can tell a repeated prompt from a new one and see which calls a kill cut.
-type modelServer struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	calls []modelCall
-}
-
-func newModelServer(t *testing.T, script llmtest.Script) *modelServer {
+// newModelServer serves a script on this machine and records every call
+// with its chaos task number.
+func newModelServer(t *testing.T, script llmtest.Script) *llmtest.TimedServer {
 	t.Helper()
-	m := &modelServer{}
-	inner := llmtest.Handler(script)
-	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		call := modelCall{Prompt: promptKey(body)}
-		if n := taskRE.FindSubmatch(body); n != nil {
-			call.Task, _ = strconv.Atoi(string(n[1]))
-		}
-		m.mu.Lock()
-		i := len(m.calls)
-		call.Start = time.Now()
-		m.calls = append(m.calls, call)
-		m.mu.Unlock()
-		inner.ServeHTTP(w, r)
-		m.mu.Lock()
-		m.calls[i].End, m.calls[i].Cut = time.Now(), r.Context().Err() != nil
-		m.mu.Unlock()
-	}))
-	t.Cleanup(m.srv.Close)
-	return m
-}
-
-func (m *modelServer) URL() string { return m.srv.URL + "/v1" }
-
-func (m *modelServer) Calls() []modelCall {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.calls)
-}
-
-// promptKey identifies a request by its messages: the same prompt of the
-// same task and iteration gives the same key.
-func promptKey(body []byte) string {
-	var req struct {
-		Messages json.RawMessage `json:"messages"`
-	}
-	_ = json.Unmarshal(body, &req) // a body that does not decode keys as empty
-	sum := sha256.Sum256(req.Messages)
-	return hex.EncodeToString(sum[:8])
+	return llmtest.NewTimed(t, nil, taskRE, script)
 }
 
 // isSandboxActivity says whether an activity type runs in the sandbox:

@@ -182,7 +182,7 @@ func TestPostgresRestart(t *testing.T) {
 // the client closed right after reading the end of the stream may count as
 // cut; it was answered all the same, and even a truly cut one only means a
 // retry, which meets the outage too.
-func answeredAfter(m *modelServer, t time.Time) bool {
+func answeredAfter(m *llmtest.TimedServer, t time.Time) bool {
 	for _, c := range m.Calls() {
 		if c.End.After(t) {
 			return true

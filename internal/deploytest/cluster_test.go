@@ -3,20 +3,15 @@ package deploytest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,7 +50,7 @@ type composeCluster struct {
 	envFile string   // empty: no .env of the checkout applies
 	cliEnv  []string // of the autocoder CLI
 	bin     string
-	model   *modelServer
+	model   *llmtest.TimedServer
 }
 
 // ensureImages builds, when missing, every image the compose file runs by
@@ -238,77 +233,21 @@ func (c *composeCluster) waitDone(ctx context.Context, id string) workflows.Stat
 	}
 }
 
-// modelCall is one request the scripted model received.
-type modelCall struct {
-	Prompt     string // hash of the request's messages
-	Task       int    // the task number in the prompt; 0 if none
-	Plan       bool   // the plan's call, not an attempt's turn
-	Start, End time.Time
-}
-
-// modelServer serves a script on one address of this machine, records
-// every call, and says when one starts.
-type modelServer struct {
-	srv     *http.Server
-	url     string
-	mu      sync.Mutex
-	calls   []modelCall
-	started chan modelCall
-}
-
 var taskNumberRE = regexp.MustCompile(`Compose task (\d+):`)
 
-func newModelServer(t *testing.T, host string, script llmtest.Script) *modelServer {
+// newModelServer serves a script on an address of this machine the
+// workers' containers reach, and records every call with its task number.
+func newModelServer(t *testing.T, host string, script llmtest.Script) *llmtest.TimedServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatalf("listen on the docker bridge %s: %v", host, err)
 	}
-	m := &modelServer{url: "http://" + ln.Addr().String() + "/v1", started: make(chan modelCall, 1000)}
-	inner := llmtest.Handler(script)
-	m.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		call := modelCall{Prompt: promptKey(body), Plan: bytes.Contains(body, []byte(planMarker)), Start: time.Now()}
-		if n := taskNumberRE.FindSubmatch(body); n != nil {
-			call.Task, _ = strconv.Atoi(string(n[1]))
-		}
-		m.mu.Lock()
-		i := len(m.calls)
-		m.calls = append(m.calls, call)
-		m.mu.Unlock()
-		m.started <- call
-		inner.ServeHTTP(w, r)
-		m.mu.Lock()
-		m.calls[i].End = time.Now()
-		m.mu.Unlock()
-	})}
-	go func() { _ = m.srv.Serve(ln) }()
-	t.Cleanup(func() { _ = m.srv.Close() })
-	return m
+	return llmtest.NewTimed(t, ln, taskNumberRE, script)
 }
 
-func (m *modelServer) URL() string { return m.url }
-
-func (m *modelServer) Calls() []modelCall {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.calls)
-}
-
-// promptKey identifies a request by its messages.
-func promptKey(body []byte) string {
-	var req struct {
-		Messages json.RawMessage `json:"messages"`
-	}
-	_ = json.Unmarshal(body, &req) // a body that does not decode keys as empty
-	sum := sha256.Sum256(req.Messages)
-	return hex.EncodeToString(sum[:8])
-}
+// isPlan says whether a call asked for the plan, not an attempt's turn.
+func isPlan(c llmtest.TimedCall) bool { return bytes.Contains(c.Body, []byte(planMarker)) }
 
 // planMarker is in the plan prompt (activities/prompts.go).
 const planMarker = "Write a short plan"
@@ -374,10 +313,8 @@ func TestComposeEndToEnd(t *testing.T) {
 
 	// Wait for the victim's turn to reach the model, then kill the worker
 	// container that runs it.
-	for call := range c.model.started {
-		if call.Task == victim && !call.Plan {
-			break
-		}
+	if _, err := c.model.Await(ctx, func(call llmtest.TimedCall) bool { return call.Task == victim && !isPlan(call) }); err != nil {
+		t.Fatalf("task %s's turn never reached the model: %v", id, err)
 	}
 	tc := c.tasks(ctx)
 	killed := c.workerOf(ctx, tc, id)
@@ -484,9 +421,9 @@ func workerHost(identity string) string {
 // checkPaidOnce fails when a prompt was answered more than once, unless
 // the first call was in flight at the kill: the worker died before it
 // could record the answer, so the retry on the other worker asks again.
-func checkPaidOnce(t *testing.T, calls []modelCall, killedAt time.Time) {
+func checkPaidOnce(t *testing.T, calls []llmtest.TimedCall, killedAt time.Time) {
 	t.Helper()
-	seen := map[string]modelCall{}
+	seen := map[string]llmtest.TimedCall{}
 	for _, call := range calls {
 		first, again := seen[call.Prompt]
 		if !again {

@@ -2,7 +2,6 @@ package deploytest
 
 import (
 	"fmt"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"gopkg.in/yaml.v3"
-
-	"github.com/autocoder/autocoder/internal/taskclient"
 )
 
 // composeFile is the part of `docker-compose config` the tests read. It
@@ -119,7 +115,7 @@ func TestComposeConfig(t *testing.T) {
 				"postgres.image":                "postgres:" + postgresMajor,
 				"temporal.image":                "temporalio/server:" + moduleVersion(t, "go.temporal.io/server"),
 				"temporal-schema.image":         "temporalio/admin-tools:" + moduleVersion(t, "go.temporal.io/server"),
-				"temporal-namespace.image":      "temporalio/admin-tools:" + moduleVersion(t, "go.temporal.io/server"),
+				"temporal-namespace.image":      "autocoder/autocoder:dev",
 				"temporal-ui.image":             "temporalio/ui:" + moduleVersion(t, "github.com/temporalio/ui-server/v2"),
 				"worker.image":                  "autocoder/autocoder:dev",
 				"worker.OPENAI_API_KEY":         "",
@@ -149,7 +145,7 @@ func TestComposeConfig(t *testing.T) {
 				"postgres.image":                        "registry.internal/postgres:15.8",
 				"temporal.image":                        "registry.internal/temporal:1.32.1",
 				"temporal-schema.image":                 "registry.internal/admin-tools:1.32.1",
-				"temporal-namespace.image":              "registry.internal/admin-tools:1.32.1",
+				"temporal-namespace.image":              "registry.internal/autocoder:1.2.3",
 				"temporal-ui.image":                     "registry.internal/temporal-ui:2.53.1",
 				"worker.image":                          "registry.internal/autocoder:1.2.3",
 				"worker.OPENAI_API_KEY":                 "sk-test",
@@ -230,15 +226,25 @@ func checkStructure(t *testing.T, cf composeFile, root string) {
 			}
 		}
 	}
+	// The schema job runs a script of the checkout with temporal-sql-tool.
 	scripts := filepath.Join(root, "deploy", "temporal", "scripts")
-	for _, n := range jobs {
-		if !slices.ContainsFunc(cf.Services[n].Volumes, func(m mount) bool {
-			return m.Type == "bind" && filepath.Clean(m.Source) == scripts
-		}) {
-			t.Errorf("%s does not mount %s: %+v", n, scripts, cf.Services[n].Volumes)
-		}
+	if !slices.ContainsFunc(cf.Services["temporal-schema"].Volumes, func(m mount) bool {
+		return m.Type == "bind" && filepath.Clean(m.Source) == scripts
+	}) {
+		t.Errorf("temporal-schema does not mount %s: %+v", scripts, cf.Services["temporal-schema"].Volumes)
 	}
-	checkSearchAttributes(t, cf.Services["temporal-namespace"].Environment["AUTOCODER_SEARCH_ATTRIBUTES"])
+	// The namespace job is autocoder itself, the workers' image, so the
+	// search attributes it registers are the ones the workflow sets.
+	nsJob := cf.Services["temporal-namespace"]
+	if nsJob.Image != cf.Services["worker"].Image {
+		t.Errorf("temporal-namespace runs %s, want the workers' image %s", nsJob.Image, cf.Services["worker"].Image)
+	}
+	if !slices.Equal(nsJob.Command, []string{"temporal", "setup-namespace", "--retention", "720h"}) {
+		t.Errorf("temporal-namespace command = %q, want [temporal setup-namespace --retention 720h]", nsJob.Command)
+	}
+	if got := nsJob.Environment["TEMPORAL_ADDRESS"]; got != "temporal:7233" {
+		t.Errorf("temporal-namespace TEMPORAL_ADDRESS = %q, want temporal:7233", got)
+	}
 
 	w := cf.Services["worker"]
 	// Fixed names or host ports would make --scale worker=N collide.
@@ -331,32 +337,6 @@ func TestComposeRequiresSecrets(t *testing.T) {
 				t.Errorf("error does not name %s: %s", name, tail(r.stderr))
 			}
 		})
-	}
-}
-
-// checkSearchAttributes compares the namespace job's "Name=Type ..." list
-// with the attributes the workflow keeps current.
-func checkSearchAttributes(t *testing.T, list string) {
-	t.Helper()
-	cliType := map[enumspb.IndexedValueType]string{
-		enumspb.INDEXED_VALUE_TYPE_KEYWORD:  "Keyword",
-		enumspb.INDEXED_VALUE_TYPE_INT:      "Int",
-		enumspb.INDEXED_VALUE_TYPE_DOUBLE:   "Double",
-		enumspb.INDEXED_VALUE_TYPE_TEXT:     "Text",
-		enumspb.INDEXED_VALUE_TYPE_BOOL:     "Bool",
-		enumspb.INDEXED_VALUE_TYPE_DATETIME: "Datetime",
-	}
-	got := map[string]string{}
-	for _, pair := range strings.Fields(list) {
-		name, typ, _ := strings.Cut(pair, "=")
-		got[name] = typ
-	}
-	want := map[string]string{}
-	for name, typ := range taskclient.SearchAttributes {
-		want[name] = cliType[typ]
-	}
-	if !maps.Equal(got, want) {
-		t.Errorf("the namespace job registers %v, want taskclient.SearchAttributes %v", got, want)
 	}
 }
 

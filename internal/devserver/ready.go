@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -22,8 +23,9 @@ const (
 	attemptTimeout = 5 * time.Second
 )
 
-// poll runs attempt until it succeeds or ctx ends; every failure is taken
-// as "not ready yet" and the last one is reported on timeout.
+// poll runs attempt until it succeeds or ctx ends; every failure but a
+// permanent one is taken as "not ready yet" and the last one is reported on
+// timeout.
 func poll(ctx context.Context, step string, attempt func(context.Context) error) error {
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()
@@ -34,6 +36,10 @@ func poll(ctx context.Context, step string, attempt func(context.Context) error)
 		if err == nil {
 			return nil
 		}
+		var p permanent
+		if errors.As(err, &p) {
+			return fmt.Errorf("%s: %w", step, p.err)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w", step, errors.Join(context.Cause(ctx), err))
@@ -42,31 +48,46 @@ func poll(ctx context.Context, step string, attempt func(context.Context) error)
 	}
 }
 
+// permanent is an attempt's failure that waiting does not mend.
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+
 // awaitFrontend waits until the frontend serves the namespace, then ensures
 // the custom search attributes.
 func (s *Server) awaitFrontend(ctx context.Context, want map[string]enums.IndexedValueType) error {
-	var c client.Client
-	err := poll(ctx, "dial frontend", func(ctx context.Context) error {
-		var err error
-		c, err = client.DialContext(ctx, client.Options{
-			HostPort:  s.FrontendAddress(),
-			Namespace: s.namespace,
-			Logger:    sdklog.NewStructuredLogger(quiet(s.log)),
-		})
-		return err
-	})
+	c, err := dialFrontend(ctx, s.FrontendAddress(), s.namespace, quiet(s.log))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	err = poll(ctx, "describe namespace", func(ctx context.Context) error {
-		_, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: s.namespace})
-		return err
-	})
-	if err != nil {
+	if err := awaitNamespace(ctx, c, s.namespace); err != nil {
 		return err
 	}
 	return ensureSearchAttributes(ctx, c, s.namespace, want)
+}
+
+// dialFrontend dials a frontend until it accepts the connection.
+func dialFrontend(ctx context.Context, hostPort, namespace string, log *slog.Logger) (client.Client, error) {
+	var c client.Client
+	err := poll(ctx, "dial frontend "+hostPort, func(ctx context.Context) error {
+		var err error
+		c, err = client.DialContext(ctx, client.Options{
+			HostPort:  hostPort,
+			Namespace: namespace,
+			Logger:    sdklog.NewStructuredLogger(log),
+		})
+		return err
+	})
+	return c, err
+}
+
+// awaitNamespace waits until the frontend describes the namespace.
+func awaitNamespace(ctx context.Context, c services, namespace string) error {
+	return poll(ctx, "describe namespace "+namespace, func(ctx context.Context) error {
+		_, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace})
+		return err
+	})
 }
 
 // services is the part of client.Client that ensureSearchAttributes uses.
