@@ -21,9 +21,13 @@ func (c *client) classify(ctx context.Context, o outcome, err error, now time.Ti
 	}
 	who := "model provider " + string(c.spec.Provider)
 	e := &Error{Kind: KindTransient, Status: o.status}
+	var withheld *RefusedContentError
 	switch st := o.status; {
 	case ctx.Err() != nil:
 		e.Err = fmt.Errorf("call to %s was interrupted: %w: %w", who, ctx.Err(), err)
+	case errors.As(err, &withheld):
+		e.Kind = KindInvalidRequest
+		e.Err = fmt.Errorf("%s %w", who, err)
 	case st == http.StatusUnauthorized:
 		e.Kind = KindAuth
 		e.Err = fmt.Errorf("%s rejected the API key (HTTP 401): %s: %w", who, c.keyHint(), err)
