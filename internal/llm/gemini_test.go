@@ -366,7 +366,8 @@ func TestGeminiThoughtSignature(t *testing.T) {
 }
 
 // TestGeminiClassifiesErrors: the API's failures are classified like the
-// other providers': a 429 is retried after the wait it names, a 500 or
+// other providers': a 429 is retried after the wait its body names
+// (RetryInfo, as Gemini sends it instead of a Retry-After header), a 500 or
 // 503 is an outage a fallback chain passes to its next model, and a 400
 // or a refused key (which Gemini answers with a 400 whose details say so)
 // is never retried.

@@ -430,7 +430,8 @@ func decodeGemini(r *http.Request) (GeminiRequest, error) {
 const InvalidGeminiKey = "API key not valid. Please pass a valid API key."
 
 // writeGeminiError answers like the API does on failure: the HTTP status,
-// its code and the canonical status name.
+// its code and the canonical status name; a reply's RetryAfter (seconds)
+// goes into the body as a RetryInfo detail.
 func writeGeminiError(w http.ResponseWriter, status int, msg string) {
 	name := "INVALID_ARGUMENT"
 	switch {
@@ -464,6 +465,11 @@ func writeGeminiError(w http.ResponseWriter, status int, msg string) {
 	body := map[string]any{"code": status, "message": msg, "status": name}
 	if status == http.StatusBadRequest && msg == InvalidGeminiKey {
 		body["details"] = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}}
+	}
+	// The API names a 429's wait in the body, not in a Retry-After header.
+	if wait := w.Header().Get("Retry-After"); wait != "" && status == http.StatusTooManyRequests {
+		w.Header().Del("Retry-After")
+		body["details"] = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": wait + "s"}}
 	}
 	writeJSON(w, status, map[string]any{"error": body})
 }
