@@ -2,12 +2,15 @@ package config
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/autocoder/autocoder/internal/llm"
 )
 
 func writeFile(t *testing.T, dir, name, text string, mode os.FileMode) string {
@@ -191,7 +194,9 @@ func TestAPIKeyForms(t *testing.T) {
 // TestGeminiSettings: Gemini's key comes from GEMINI_API_KEY, else from
 // GOOGLE_API_KEY as Google's SDKs accept it, else from the file's
 // [providers.gemini]; its base URL from GEMINI_BASE_URL or the file; and a
-// key alone makes Gemini the default model.
+// key alone makes Gemini the default model, unless it is GOOGLE_API_KEY's,
+// which people hold for other Google APIs: then an Ollama host stays the
+// default, and with no other provider there is none.
 func TestGeminiSettings(t *testing.T) {
 	dir := t.TempDir()
 	file := writeFile(t, dir, "gemini.toml", "[providers.gemini]\napi_key_env = \"MY_GEMINI_KEY\"\nbase_url = \"http://127.0.0.1:9/v1beta\"\n", 0o644)
@@ -200,13 +205,21 @@ func TestGeminiSettings(t *testing.T) {
 		env      map[string]string
 		key, src string
 		url      string
+		noFile   bool
+		model    string
 	}{
-		{"GEMINI_API_KEY", map[string]string{"GEMINI_API_KEY": "gm-1", "GOOGLE_API_KEY": "gm-2", "MY_GEMINI_KEY": "gm-3"}, "gm-1", "env GEMINI_API_KEY", "http://127.0.0.1:9/v1beta"},
-		{"GOOGLE_API_KEY", map[string]string{"GOOGLE_API_KEY": "gm-2", "MY_GEMINI_KEY": "gm-3"}, "gm-2", "env GOOGLE_API_KEY", "http://127.0.0.1:9/v1beta"},
-		{"file", map[string]string{"MY_GEMINI_KEY": "gm-3", "GEMINI_BASE_URL": "http://127.0.0.1:8/v1beta"}, "gm-3", "", "http://127.0.0.1:8/v1beta"},
+		{"GEMINI_API_KEY", map[string]string{"GEMINI_API_KEY": "gm-1", "GOOGLE_API_KEY": "gm-2", "MY_GEMINI_KEY": "gm-3"}, "gm-1", "env GEMINI_API_KEY", "http://127.0.0.1:9/v1beta", false, "gemini:gemini-2.5-pro"},
+		{"GOOGLE_API_KEY", map[string]string{"GOOGLE_API_KEY": "gm-2", "MY_GEMINI_KEY": "gm-3"}, "gm-2", "env GOOGLE_API_KEY", "http://127.0.0.1:9/v1beta", false, "gemini:gemini-2.5-pro"},
+		{"file", map[string]string{"MY_GEMINI_KEY": "gm-3", "GEMINI_BASE_URL": "http://127.0.0.1:8/v1beta"}, "gm-3", "", "http://127.0.0.1:8/v1beta", false, "gemini:gemini-2.5-pro"},
+		{"GOOGLE_API_KEY with Ollama", map[string]string{"GOOGLE_API_KEY": "gm-2", "OLLAMA_HOST": "http://127.0.0.1:11434"}, "gm-2", "env GOOGLE_API_KEY", "", true, "ollama:qwen2.5-coder"},
+		{"GOOGLE_API_KEY alone", map[string]string{"GOOGLE_API_KEY": "gm-2"}, "gm-2", "env GOOGLE_API_KEY", "", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load(Options{File: file, Getenv: envOf(tc.env)})
+			opts := Options{File: file, Getenv: envOf(tc.env)}
+			if tc.noFile {
+				opts.File = writeFile(t, t.TempDir(), "empty.toml", "", 0o644)
+			}
+			c, err := Load(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,8 +230,14 @@ func TestGeminiSettings(t *testing.T) {
 			if v := c.Get("providers.gemini.api_key"); tc.src != "" && v.Source.String() != tc.src {
 				t.Errorf("api_key from %s, want %s", v.Source, tc.src)
 			}
-			if sp, err := c.DefaultModel(); err != nil || sp.String() != "gemini:gemini-2.5-pro" {
-				t.Errorf("DefaultModel = %v, %v; want gemini:gemini-2.5-pro", sp, err)
+			sp, err := c.DefaultModel()
+			if tc.model == "" && !errors.Is(err, llm.ErrNoModel) || tc.model != "" && (err != nil || sp.String() != tc.model) {
+				t.Errorf("DefaultModel = %v, %v; want %q", sp, err, tc.model)
+			}
+			if err == nil {
+				if ws, err := e.DefaultSpec(); err != nil || ws != sp { // the worker's choice, from the keys read
+					t.Errorf("ModelEnv's DefaultSpec = %v, %v; want %v", ws, err, sp)
+				}
 			}
 		})
 	}

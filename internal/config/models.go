@@ -42,6 +42,7 @@ func (c *Config) ModelEnv(ctx context.Context) (llm.Env, error) {
 	if e.GeminiKey, err = c.apiKey(ctx, "gemini"); err != nil {
 		return llm.Env{}, err
 	}
+	e.GeminiKeyBorrowed = e.GeminiKey != "" && !c.hasKey("gemini")
 	return e, nil
 }
 
@@ -76,9 +77,12 @@ func (c *Config) modelEnv() llm.Env {
 	}
 }
 
+// hasKey reports whether p has a key that makes it the default model.
+// GOOGLE_API_KEY does not: many hold it for other Google APIs, and it
+// would move them to a paid model unasked. It serves Gemini when named.
 func (c *Config) hasKey(p provider) bool {
 	for _, form := range keyForms {
-		if c.String(p.key(form)) != "" {
+		if v := c.Get(p.key(form)); v.Text != "" && (v.Source.Kind != FromEnv || v.Source.Name != llm.EnvGoogleKey) {
 			return true
 		}
 	}

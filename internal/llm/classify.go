@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,9 +22,13 @@ func (c *client) classify(ctx context.Context, o outcome, err error, now time.Ti
 	}
 	who := "model provider " + string(c.spec.Provider)
 	e := &Error{Kind: KindTransient, Status: o.status}
+	var withheld *RefusedContentError
 	switch st := o.status; {
 	case ctx.Err() != nil:
 		e.Err = fmt.Errorf("call to %s was interrupted: %w: %w", who, ctx.Err(), err)
+	case errors.As(err, &withheld):
+		e.Kind = KindInvalidRequest
+		e.Err = fmt.Errorf("%s %w", who, err)
 	case st == http.StatusUnauthorized:
 		e.Kind = KindAuth
 		e.Err = fmt.Errorf("%s rejected the API key (HTTP 401): %s: %w", who, c.keyHint(), err)
@@ -38,7 +43,7 @@ func (c *client) classify(ctx context.Context, o outcome, err error, now time.Ti
 		e.Err = fmt.Errorf("%s does not serve model %q (HTTP 404): %s: %w", who, c.spec.Model, c.modelHint(), err)
 	case st == http.StatusTooManyRequests:
 		e.Kind = KindRateLimited
-		e.RetryAfter = retryAfter(o.header, now)
+		e.RetryAfter = cmp.Or(retryAfter(o.header, now), retryDelay(err))
 		wait := "it did not say when to retry"
 		if e.RetryAfter > 0 {
 			wait = "retry after " + e.RetryAfter.String()
@@ -62,6 +67,15 @@ func (c *client) classify(ctx context.Context, o outcome, err error, now time.Ti
 		e.Err = fmt.Errorf("%s sent an unusable response (HTTP %d): %w", who, st, err)
 	}
 	return e
+}
+
+// retryDelay is the wait a refusal's body names (Gemini's RetryInfo), or 0.
+func retryDelay(err error) time.Duration {
+	var r *refusedError
+	if errors.As(err, &r) {
+		return r.retryDelay
+	}
+	return 0
 }
 
 // keyRefused reports whether a refusal names the key as its reason.

@@ -3,6 +3,7 @@ package llm
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -193,7 +194,25 @@ func (c *client) completeByTurn(ctx context.Context, req Request) (Response, err
 		conv.Append(Message{Role: RoleSystem, Text: req.System})
 	}
 	conv.Append(Message{Role: RoleUser, Text: req.Prompt})
-	res, err := c.Turn(ctx, conv, nil, TurnOptions{MaxTokens: req.MaxTokens, Stream: req.Stream, OnText: req.OnChunk})
+	opts := TurnOptions{MaxTokens: req.MaxTokens, Stream: req.Stream}
+	// A streamed answer is capped as it arrives, as capStream caps the
+	// other providers' completions: past the limit the call is cancelled
+	// with the cap as its cause, before more is read.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if req.Stream || req.OnChunk != nil {
+		capped := capStream(c.limits.MaxAnswerBytes, req.OnChunk)
+		opts.OnText = func(text string) {
+			if err := capped(ctx, []byte(text)); err != nil {
+				cancel(err)
+			}
+		}
+	}
+	res, err := c.Turn(ctx, conv, nil, opts)
+	var large *TooLargeError
+	if errors.As(context.Cause(ctx), &large) {
+		return Response{}, c.limitFailure(outcome{}, large)
+	}
 	if err != nil {
 		return Response{}, err
 	}

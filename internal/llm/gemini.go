@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -59,10 +60,14 @@ type gmTool struct {
 	FunctionDeclarations []gmFunction `json:"functionDeclarations"`
 }
 
+// gmFunction declares a tool. Its parameters go as parametersJsonSchema,
+// which takes JSON Schema as it is ($ref, $defs, const,
+// additionalProperties); the older "parameters" field takes only an
+// OpenAPI subset.
 type gmFunction struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Parameters  json.RawMessage `json:"parametersJsonSchema,omitempty"`
 }
 
 type gmToolConf struct {
@@ -72,7 +77,15 @@ type gmToolConf struct {
 }
 
 type gmGenConfig struct {
-	MaxOutputTokens int `json:"maxOutputTokens,omitempty"`
+	MaxOutputTokens int               `json:"maxOutputTokens,omitempty"`
+	ThinkingConfig  *gmThinkingConfig `json:"thinkingConfig,omitempty"`
+}
+
+// gmThinkingConfig asks a thinking model to stream summaries of its
+// thoughts: without them gemini-2.5-pro is silent while it thinks, long
+// enough to trip the first-byte and idle limits.
+type gmThinkingConfig struct {
+	IncludeThoughts bool `json:"includeThoughts"`
 }
 
 // gmAnswer is a whole answer or one streamed chunk of it.
@@ -110,7 +123,7 @@ func (u gmUsage) usage() Usage {
 }
 
 func (c *client) geminiTurn(ctx context.Context, conv Conversation, tools []Tool, maxTokens int, stream bool, onText func(string)) (TurnResult, error) {
-	req, err := geminiRequest(conv, tools, maxTokens)
+	req, err := geminiRequest(conv, tools, maxTokens, geminiModel{inlineSystem: !c.ToolCalling(), thinks: geminiThinks(c.spec.Model)})
 	if err != nil {
 		return TurnResult{}, err
 	}
@@ -122,7 +135,7 @@ func (c *client) geminiTurn(ctx context.Context, conv Conversation, tools []Tool
 	header := http.Header{}
 	header.Set("x-goog-api-key", c.key)
 	turn := assistantTurns(conv)
-	return exchangeTurn(ctx, c, target, header, req, stream,
+	res, err := exchangeTurn(ctx, c, target, header, req, stream,
 		func(a gmAnswer) TurnResult {
 			var g gmGathered
 			g.add(a, nil)
@@ -132,31 +145,89 @@ func (c *client) geminiTurn(ctx context.Context, conv Conversation, tools []Tool
 			g, err := readGeminiStream(body, onText)
 			return g.result(turn), err
 		})
+	if err != nil {
+		return TurnResult{}, err
+	}
+	return res, geminiRefused(res)
+}
+
+// geminiModel is what a request depends on about the model: Gemma models
+// refuse a system instruction ("Developer instruction is not enabled"),
+// and only thinking models take a thinking config.
+type geminiModel struct {
+	inlineSystem bool
+	thinks       bool
+}
+
+// geminiThinks reports whether a model thinks: the Gemini models from 2.5
+// on. Gemma and the older Gemini models refuse a thinking config.
+func geminiThinks(model string) bool {
+	rest, ok := strings.CutPrefix(model, "gemini-")
+	return ok && !strings.HasPrefix(rest, "1.") && !strings.HasPrefix(rest, "2.0") && !strings.HasPrefix(rest, "pro") && !strings.HasPrefix(rest, "exp")
+}
+
+// RefusedContentError is a Gemini answer withheld by the provider's
+// filters: the prompt blocked (promptFeedback.blockReason) or the answer
+// stopped for SAFETY, RECITATION and the like with nothing said. Asking
+// again gets the same refusal.
+type RefusedContentError struct {
+	Reason string
+	Prompt bool // the prompt was blocked, before any answer
+}
+
+func (e *RefusedContentError) Error() string {
+	if e.Prompt {
+		return fmt.Sprintf("blocked the prompt (%s): reword the task, or pick another model with --model", e.Reason)
+	}
+	return fmt.Sprintf("withheld its answer (finish reason %s): reword the task, or pick another model with --model", e.Reason)
+}
+
+// refusalFinishes are the finish reasons of an answer the provider's
+// filters withheld.
+var refusalFinishes = []string{"SAFETY", "PROHIBITED_CONTENT", "RECITATION", "BLOCKLIST", "SPII", "IMAGE_SAFETY"}
+
+// geminiRefused returns the refusal of an answer that says nothing
+// because the provider withheld it, else nil.
+func geminiRefused(res TurnResult) error {
+	if res.Text != "" || len(res.ToolCalls) > 0 {
+		return nil
+	}
+	if reason, ok := strings.CutPrefix(res.ProviderStop, "blocked: "); ok {
+		return &RefusedContentError{Reason: reason, Prompt: true}
+	}
+	if slices.Contains(refusalFinishes, res.ProviderStop) {
+		return &RefusedContentError{Reason: res.ProviderStop}
+	}
+	return nil
 }
 
 // geminiRequest writes a turn's request: system messages join into the
-// system instruction, every other message is a content of the user or the
+// system instruction, or for a model refusing one, the first part of the
+// first user content; every other message is a content of the user or the
 // model, consecutive ones of one role merged as the API requires.
-func geminiRequest(conv Conversation, tools []Tool, maxTokens int) (gmRequest, error) {
+func geminiRequest(conv Conversation, tools []Tool, maxTokens int, model geminiModel) (gmRequest, error) {
 	contents, system, err := geminiContents(conv)
 	if err != nil {
 		return gmRequest{}, err
 	}
 	req := gmRequest{Contents: contents}
-	if system != "" {
+	switch {
+	case system == "":
+	case model.inlineSystem: // Validate has the contents begin with the user
+		contents[0].Parts = append([]gmPart{{Text: system + "\n\n"}}, contents[0].Parts...)
+	default:
 		req.SystemInstruction = &gmContent{Parts: []gmPart{{Text: system}}}
 	}
-	if maxTokens > 0 {
+	if maxTokens > 0 || model.thinks {
 		req.GenerationConfig = &gmGenConfig{MaxOutputTokens: maxTokens}
+	}
+	if model.thinks {
+		req.GenerationConfig.ThinkingConfig = &gmThinkingConfig{IncludeThoughts: true}
 	}
 	if len(tools) > 0 {
 		var decls []gmFunction
 		for _, t := range tools {
-			params, err := geminiSchema(t.Parameters)
-			if err != nil {
-				return gmRequest{}, fmt.Errorf("%w: tool %q parameters: %w", ErrBadConversation, t.Name, err)
-			}
-			decls = append(decls, gmFunction{Name: t.Name, Description: t.Description, Parameters: params})
+			decls = append(decls, gmFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 		}
 		req.Tools = []gmTool{{FunctionDeclarations: decls}}
 		req.ToolConfig = &gmToolConf{}
@@ -226,48 +297,6 @@ func geminiContents(conv Conversation) ([]gmContent, string, error) {
 	}
 	flush()
 	return out, strings.Join(system, "\n\n"), nil
-}
-
-// geminiSchema is a tool's parameters as the API takes them: an OpenAPI
-// subset of JSON schema that refuses keywords such as $schema and
-// additionalProperties, which are dropped at every level.
-func geminiSchema(raw json.RawMessage) (json.RawMessage, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	var schema any
-	if err := json.Unmarshal(raw, &schema); err != nil {
-		return nil, err
-	}
-	return json.Marshal(dropUnsupported(schema))
-}
-
-// unsupportedSchemaKeys are JSON schema keywords the API refuses.
-var unsupportedSchemaKeys = []string{"$schema", "$id", "additionalProperties", "unevaluatedProperties", "patternProperties"}
-
-func dropUnsupported(v any) any {
-	switch s := v.(type) {
-	case map[string]any:
-		for _, k := range unsupportedSchemaKeys {
-			delete(s, k)
-		}
-		for k, sub := range s {
-			if k == "properties" { // property names are the tool's, not keywords
-				if props, ok := sub.(map[string]any); ok {
-					for name, p := range props {
-						props[name] = dropUnsupported(p)
-					}
-					continue
-				}
-			}
-			s[k] = dropUnsupported(sub)
-		}
-	case []any:
-		for i := range s {
-			s[i] = dropUnsupported(s[i])
-		}
-	}
-	return v
 }
 
 // assistantTurns counts the model's turns so far; a turn's call ids carry

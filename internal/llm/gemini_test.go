@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -231,27 +232,108 @@ func TestGeminiComplete(t *testing.T) {
 	}
 }
 
-// TestGeminiToolSchema: keywords of JSON schema the API refuses
-// ($schema, additionalProperties, at any depth) are dropped from a tool's
-// parameters; a property of that name is the tool's own and stays.
+// TestGeminiToolSchema: a tool's parameters go as parametersJsonSchema,
+// unchanged: $schema, $ref/$defs, const and additionalProperties, at any
+// depth, reach the API, which refuses such keywords only under the older
+// "parameters" field.
 func TestGeminiToolSchema(t *testing.T) {
-	strict := []llm.Tool{{Name: "write", Description: "Write a file.", Parameters: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema",
-		"type":"object","additionalProperties":false,"required":["path"],
-		"properties":{"path":{"type":"string"},"additionalProperties":{"type":"string"},
-		"opts":{"type":"object","additionalProperties":false,"properties":{"mode":{"type":"string"}}}}}`)}}
+	const schema = `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,
+		"required":["path","kind"],"$defs":{"mode":{"type":"string","const":"w"}},
+		"properties":{"path":{"type":"string"},"kind":{"const":"file"},"opts":{"type":"object","additionalProperties":false,"properties":{"mode":{"$ref":"#/$defs/mode"}}}}}`
 	srv, m := gemini(t, func(llmtest.GeminiRequest) llmtest.Reply { return llmtest.Reply{Content: "ok"} })
+	strict := []llm.Tool{{Name: "write", Description: "Write a file.", Parameters: json.RawMessage(schema)}}
 	if _, err := m.Turn(context.Background(), firstConversation(), strict, llm.TurnOptions{}); err != nil {
 		t.Fatalf("turn: %v", err)
 	}
-	var got map[string]any
-	if err := json.Unmarshal(srv.Requests()[0].Tools[0].Parameters, &got); err != nil {
+	var sent struct {
+		Tools []struct {
+			FunctionDeclarations []map[string]json.RawMessage `json:"functionDeclarations"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(srv.Requests()[0].Body, &sent); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"type": "object", "required": []any{"path"}, "properties": map[string]any{
-		"path": map[string]any{"type": "string"}, "additionalProperties": map[string]any{"type": "string"},
-		"opts": map[string]any{"type": "object", "properties": map[string]any{"mode": map[string]any{"type": "string"}}}}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("parameters sent = %v\nwant %v", got, want)
+	decl := sent.Tools[0].FunctionDeclarations[0]
+	var got, want any
+	if err := json.Unmarshal(decl["parametersJsonSchema"], &got); err != nil {
+		t.Fatalf("parametersJsonSchema: %v (declaration %s)", err, decl)
+	}
+	_ = json.Unmarshal([]byte(schema), &want)
+	if _, old := decl["parameters"]; old || !reflect.DeepEqual(got, want) {
+		t.Errorf("declaration sent = %s\nwant parametersJsonSchema %s", decl, schema)
+	}
+}
+
+// TestGeminiGemmaSystemPrompt: Gemma models refuse a system instruction
+// (HTTP 400 "Developer instruction is not enabled"), so their system text
+// opens the first user content; they get no thinking config either.
+func TestGeminiGemmaSystemPrompt(t *testing.T) {
+	for _, streaming := range []bool{false, true} {
+		srv := llmtest.NewGemini(t, func(r llmtest.GeminiRequest) llmtest.Reply {
+			if first := r.Contents[0].Parts[0].Text; r.System != "" || first != "plan\n\n" || r.LastUser() != "plan\n\nfix Add" || r.IncludeThoughts {
+				return llmtest.Fail("system %q, first part %q, user %q, thoughts %v", r.System, first, r.LastUser(), r.IncludeThoughts)
+			}
+			return llmtest.Reply{Content: "1. Fix Add."}
+		})
+		m := mustNew(t, llm.Spec{Provider: llm.ProviderGemini, Model: "gemma-3-27b-it"}, llm.Env{GeminiKey: "k", GeminiBaseURL: srv.URL()})
+		if resp, err := m.Complete(context.Background(), llm.Request{System: "plan", Prompt: "fix Add", Stream: streaming}); err != nil || resp.Text != "1. Fix Add." {
+			t.Errorf("streaming=%v: %+v, %v", streaming, resp, err)
+		}
+	}
+}
+
+// TestGeminiThoughtSummaries: a thinking model is asked for summaries of
+// its thoughts, which keep a long think from looking like a stall; they
+// never reach the answer or its stream.
+func TestGeminiThoughtSummaries(t *testing.T) {
+	for _, streaming := range []bool{false, true} {
+		_, m := gemini(t, func(r llmtest.GeminiRequest) llmtest.Reply {
+			if !r.IncludeThoughts {
+				return llmtest.Fail("thinkingConfig.includeThoughts not set")
+			}
+			return llmtest.Reply{Content: "1. Fix Add.", Thoughts: "**Reading add.go** I should look at Add first."}
+		})
+		var chunks []string
+		req := llm.Request{Prompt: "fix Add"}
+		if streaming {
+			req.OnChunk = func(c string) { chunks = append(chunks, c) }
+		}
+		resp, err := m.Complete(context.Background(), req)
+		if err != nil || resp.Text != "1. Fix Add." || (streaming && strings.Join(chunks, "") != "1. Fix Add.") {
+			t.Errorf("streaming=%v: %+v, %v, chunks %q; want only the answer", streaming, resp, err, chunks)
+		}
+	}
+}
+
+// TestGeminiWithheldAnswer: a blocked prompt, or an answer stopped by the
+// provider's filters with nothing said, is an invalid request naming the
+// reason (asking again gets the same), not an empty, retried answer.
+func TestGeminiWithheldAnswer(t *testing.T) {
+	for _, reply := range []llmtest.Reply{{BlockReason: "PROHIBITED_CONTENT"}, {FinishReason: "SAFETY"}, {FinishReason: "RECITATION"}} {
+		for _, streaming := range []bool{false, true} {
+			_, m := gemini(t, func(llmtest.GeminiRequest) llmtest.Reply { return reply })
+			_, err := m.Turn(context.Background(), firstConversation(), tools, llm.TurnOptions{Stream: streaming})
+			reason := reply.BlockReason + reply.FinishReason
+			var withheld *llm.RefusedContentError
+			if e := asError(t, err); e.Kind != llm.KindInvalidRequest || !errors.As(err, &withheld) || !strings.Contains(err.Error(), reason) {
+				t.Errorf("%s, streaming=%v: error %v (kind %v), want an invalid request naming %s", reason, streaming, err, e.Kind, reason)
+			}
+		}
+	}
+}
+
+// TestGeminiCompletionCap: a streamed completion is cut off at the answer
+// limit as it arrives, like the other providers' completions: the caller
+// sees no more than the limit, and the error says the answer was too large.
+func TestGeminiCompletionCap(t *testing.T) {
+	long := strings.Repeat("x", 64<<10)
+	srv := llmtest.NewGemini(t, func(llmtest.GeminiRequest) llmtest.Reply { return llmtest.Reply{Content: long, ChunkBytes: 512} })
+	m := mustNew(t, llm.Spec{Provider: llm.ProviderGemini}, llm.Env{GeminiKey: "k", GeminiBaseURL: srv.URL(), MaxAnswer: "4KiB"})
+	seen := 0
+	_, err := m.Complete(context.Background(), llm.Request{Prompt: "fix Add", OnChunk: func(c string) { seen += len(c) }})
+	var large *llm.TooLargeError
+	if e := asError(t, err); e.Kind != llm.KindInvalidRequest || !errors.As(err, &large) || seen > 4<<10 {
+		t.Errorf("error %v (kind %v), %d bytes streamed; want a too-large error after at most 4096", err, e.Kind, seen)
 	}
 }
 
@@ -284,7 +366,8 @@ func TestGeminiThoughtSignature(t *testing.T) {
 }
 
 // TestGeminiClassifiesErrors: the API's failures are classified like the
-// other providers': a 429 is retried after the wait it names, a 500 or
+// other providers': a 429 is retried after the wait its body names
+// (RetryInfo, as Gemini sends it instead of a Retry-After header), a 500 or
 // 503 is an outage a fallback chain passes to its next model, and a 400
 // or a refused key (which Gemini answers with a 400 whose details say so)
 // is never retried.

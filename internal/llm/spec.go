@@ -51,7 +51,7 @@ const (
 var credentialVars = map[Provider]string{
 	ProviderOpenAI:    EnvOpenAIKey + " (or " + EnvOpenAIBaseURL + " for any OpenAI-compatible server)",
 	ProviderAnthropic: EnvAnthropicKey,
-	ProviderGemini:    EnvGeminiKey + " (or " + EnvGoogleKey + ")",
+	ProviderGemini:    EnvGeminiKey,
 	ProviderOllama:    EnvOllamaHost,
 }
 
@@ -115,8 +115,12 @@ type Env struct {
 	AnthropicKey     string
 	AnthropicBaseURL string
 	GeminiKey        string
-	GeminiBaseURL    string
-	OllamaHost       string
+	// GeminiKeyBorrowed says GeminiKey is GOOGLE_API_KEY's, which people
+	// hold for other Google APIs: it serves Gemini when Gemini is named,
+	// but does not make Gemini the default.
+	GeminiKeyBorrowed bool
+	GeminiBaseURL     string
+	OllamaHost        string
 	// Limits of one call, as written in the environment; see Env.Limits.
 	FirstByteTimeout string
 	IdleTimeout      string
@@ -157,7 +161,7 @@ func (e Env) DefaultSpec() (Spec, error) {
 		return Spec{Provider: ProviderOpenAI, Model: DefaultModels[ProviderOpenAI]}, nil
 	case e.AnthropicKey != "":
 		return Spec{Provider: ProviderAnthropic, Model: DefaultModels[ProviderAnthropic]}, nil
-	case e.GeminiKey != "":
+	case e.GeminiKey != "" && !e.GeminiKeyBorrowed:
 		return Spec{Provider: ProviderGemini, Model: DefaultModels[ProviderGemini]}, nil
 	case e.OllamaHost != "":
 		return Spec{Provider: ProviderOllama, Model: DefaultModels[ProviderOllama]}, nil

@@ -76,7 +76,7 @@ func TestParseSpecEmptyIsAnError(t *testing.T) {
 		t.Errorf("ParseSpec(\"\") with ANTHROPIC_API_KEY = %v, %v; want ErrBadSpec", got, err)
 	}
 	_, err := llm.Env{}.DefaultSpec()
-	for _, s := range []string{"AUTOCODER_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OLLAMA_HOST",
+	for _, s := range []string{"AUTOCODER_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OLLAMA_HOST",
 		"gemini:gemini-2.5-pro", "--model provider:model", "model ="} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("ErrNoModel message lacks %q", s)

@@ -165,10 +165,12 @@ func exchangeTurn[W any](ctx context.Context, c *client, url string, header http
 }
 
 // refusedError is a provider's answer other than 200: its message, and
-// the reasons of the error details Google's APIs add (google.rpc.ErrorInfo).
+// what the error details Google's APIs add say: the reasons
+// (google.rpc.ErrorInfo) and the wait before a retry (google.rpc.RetryInfo).
 type refusedError struct {
-	msg     string
-	reasons []string
+	msg        string
+	reasons    []string
+	retryDelay time.Duration
 }
 
 func (e *refusedError) Error() string { return e.msg }
@@ -178,13 +180,17 @@ func (e *refusedError) Error() string { return e.msg }
 func (e *refusedError) keyRefused() bool { return slices.Contains(e.reasons, "API_KEY_INVALID") }
 
 // refusal reads error.message, where OpenAI, Anthropic and Gemini all put
-// it, else the body, else the status line; and error.details[].reason.
+// it, else the body, else the status line; and error.details[]: a
+// reason, or a retryDelay such as "41s", which Gemini sends with a 429
+// instead of a Retry-After header.
 func refusal(raw []byte, status string) error {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`
 			Details []struct {
-				Reason string `json:"reason"`
+				Type       string `json:"@type"`
+				Reason     string `json:"reason"`
+				RetryDelay string `json:"retryDelay"`
 			} `json:"details"`
 		} `json:"error"`
 	}
@@ -195,6 +201,11 @@ func refusal(raw []byte, status string) error {
 	for _, d := range e.Error.Details {
 		if d.Reason != "" {
 			out.reasons = append(out.reasons, d.Reason)
+		}
+		if d.Type == "type.googleapis.com/google.rpc.RetryInfo" {
+			if wait, err := time.ParseDuration(d.RetryDelay); err == nil && wait > 0 {
+				out.retryDelay = min(wait, maxRetryAfter)
+			}
 		}
 	}
 	return out

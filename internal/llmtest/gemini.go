@@ -44,8 +44,10 @@ type GeminiRequest struct {
 	System    string // systemInstruction's text
 	Contents  []GeminiContent
 	Tools     []ToolDef
-	MaxTokens int    // generationConfig.maxOutputTokens
-	APIKey    string // x-goog-api-key
+	MaxTokens int // generationConfig.maxOutputTokens
+	// IncludeThoughts is generationConfig.thinkingConfig.includeThoughts.
+	IncludeThoughts bool
+	APIKey          string // x-goog-api-key
 	// Body is the request body as the client sent it.
 	Body []byte
 	// PromptTokens is the whole prompt's count; CachedTokens the part of
@@ -144,16 +146,25 @@ func answerGemini(w http.ResponseWriter, _ *http.Request, n int, req GeminiReque
 		}
 		return r
 	}
+	if reply.BlockReason != "" {
+		writeGeminiBlocked(w, req, reply.BlockReason, usage)
+		return
+	}
+	finish := cmp.Or(reply.FinishReason, "STOP")
+	var thoughts []map[string]any
+	if reply.Thoughts != "" && req.IncludeThoughts {
+		thoughts = append(thoughts, map[string]any{"text": reply.Thoughts, "thought": true})
+	}
 	calls := make([]map[string]any, 0, len(reply.ToolCalls))
 	for _, c := range reply.ToolCalls {
 		calls = append(calls, map[string]any{"functionCall": map[string]any{"name": c.Name, "args": json.RawMessage(cmp.Or(c.Arguments, "{}"))}})
 	}
 	if !req.Stream {
-		var parts []map[string]any
+		parts := thoughts
 		if reply.Content != "" {
 			parts = append(parts, map[string]any{"text": reply.Content})
 		}
-		writeJSON(w, http.StatusOK, response(append(parts, calls...), "STOP", usage))
+		writeJSON(w, http.StatusOK, response(append(parts, calls...), finish, usage))
 		return
 	}
 	// As the API streams: text in pieces, each event a whole response
@@ -170,14 +181,30 @@ func answerGemini(w http.ResponseWriter, _ *http.Request, n int, req GeminiReque
 		}
 	}
 	partial := map[string]any{"promptTokenCount": req.PromptTokens, "totalTokenCount": req.PromptTokens}
+	if len(thoughts) > 0 {
+		send(response(thoughts, "", partial))
+	}
 	for _, piece := range splitChunks(reply.Content, cmp.Or(reply.ChunkBytes, chunkBytes)) {
 		send(response([]map[string]any{{"text": piece}}, "", partial))
 	}
 	if len(calls) > 0 {
-		send(response(calls, "STOP", usage))
+		send(response(calls, finish, usage))
 		return
 	}
-	send(response([]map[string]any{{"text": ""}}, "STOP", usage))
+	send(response([]map[string]any{{"text": ""}}, finish, usage))
+}
+
+// writeGeminiBlocked answers as the API does a prompt it blocks: no
+// candidate, the reason in promptFeedback; streamed, one event of it.
+func writeGeminiBlocked(w http.ResponseWriter, req GeminiRequest, reason string, usage map[string]any) {
+	body := map[string]any{"promptFeedback": map[string]any{"blockReason": reason}, "usageMetadata": usage, "modelVersion": req.Model}
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, body)
+		return
+	}
+	b, _ := json.Marshal(body) // plain maps always marshal
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "data: %s\r\n\r\n", b)
 }
 
 // pairedFunctionCalls checks, as the API does, that the contents begin
@@ -226,13 +253,17 @@ type wireGemini struct {
 	Contents          []wireGeminiContent `json:"contents"`
 	Tools             []struct {
 		FunctionDeclarations []struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
+			Name                 string          `json:"name"`
+			Description          string          `json:"description"`
+			Parameters           json.RawMessage `json:"parameters"`
+			ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
 		} `json:"functionDeclarations"`
 	} `json:"tools"`
 	GenerationConfig struct {
 		MaxOutputTokens int `json:"maxOutputTokens"`
+		ThinkingConfig  struct {
+			IncludeThoughts bool `json:"includeThoughts"`
+		} `json:"thinkingConfig"`
 	} `json:"generationConfig"`
 }
 
@@ -254,8 +285,9 @@ type wireGeminiContent struct {
 }
 
 // unsupportedSchema returns a keyword the API refuses in a tool's
-// parameters, at any depth, or "". The names of properties are the tool's
-// own, not keywords.
+// "parameters" (an OpenAPI subset of JSON schema), at any depth, or "".
+// The names of properties are the tool's own, not keywords.
+// parametersJsonSchema takes them all.
 func unsupportedSchema(raw json.RawMessage) string {
 	var schema any
 	if json.Unmarshal(raw, &schema) != nil {
@@ -318,6 +350,10 @@ func decodeGemini(r *http.Request) (GeminiRequest, error) {
 		return GeminiRequest{}, errors.New("* GenerateContentRequest.contents: contents is not specified")
 	}
 	req.MaxTokens = w.GenerationConfig.MaxOutputTokens
+	req.IncludeThoughts = w.GenerationConfig.ThinkingConfig.IncludeThoughts
+	if w.SystemInstruction != nil && strings.HasPrefix(req.Model, "gemma") {
+		return GeminiRequest{}, fmt.Errorf("Developer instruction is not enabled for models/%s", req.Model)
+	}
 	if s := w.SystemInstruction; s != nil {
 		for _, p := range s.Parts {
 			if p.Text != nil {
@@ -331,10 +367,17 @@ func decodeGemini(r *http.Request) (GeminiRequest, error) {
 			if f.Name == "" {
 				return GeminiRequest{}, fmt.Errorf("* GenerateContentRequest.tools[%d].function_declarations[%d].name: Invalid function name", i, j)
 			}
+			if len(f.Parameters) > 0 && len(f.ParametersJSONSchema) > 0 {
+				return GeminiRequest{}, fmt.Errorf("* GenerateContentRequest.tools[%d].function_declarations[%d]: parameters and parameters_json_schema must not both be set", i, j)
+			}
 			if k := unsupportedSchema(f.Parameters); k != "" {
 				return GeminiRequest{}, fmt.Errorf("Invalid JSON payload received. Unknown name %q at 'tools[%d].function_declarations[%d].parameters': Cannot find field.", k, i, j)
 			}
-			req.Tools = append(req.Tools, ToolDef{Name: f.Name, Description: f.Description, Parameters: f.Parameters})
+			params := f.ParametersJSONSchema
+			if len(params) == 0 {
+				params = f.Parameters
+			}
+			req.Tools = append(req.Tools, ToolDef{Name: f.Name, Description: f.Description, Parameters: params})
 		}
 	}
 	for i, c := range w.Contents {
@@ -387,7 +430,8 @@ func decodeGemini(r *http.Request) (GeminiRequest, error) {
 const InvalidGeminiKey = "API key not valid. Please pass a valid API key."
 
 // writeGeminiError answers like the API does on failure: the HTTP status,
-// its code and the canonical status name.
+// its code and the canonical status name; a reply's RetryAfter (seconds)
+// goes into the body as a RetryInfo detail.
 func writeGeminiError(w http.ResponseWriter, status int, msg string) {
 	name := "INVALID_ARGUMENT"
 	switch {
@@ -421,6 +465,11 @@ func writeGeminiError(w http.ResponseWriter, status int, msg string) {
 	body := map[string]any{"code": status, "message": msg, "status": name}
 	if status == http.StatusBadRequest && msg == InvalidGeminiKey {
 		body["details"] = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}}
+	}
+	// The API names a 429's wait in the body, not in a Retry-After header.
+	if wait := w.Header().Get("Retry-After"); wait != "" && status == http.StatusTooManyRequests {
+		w.Header().Del("Retry-After")
+		body["details"] = []any{map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": wait + "s"}}
 	}
 	writeJSON(w, status, map[string]any{"error": body})
 }

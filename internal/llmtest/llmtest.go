@@ -124,6 +124,13 @@ type Reply struct {
 	// interleaved, told apart only by their index, as the OpenAI protocol
 	// allows; by default each call is streamed whole before the next.
 	InterleaveToolCalls bool
+	// Thoughts, for a Gemini request asking for thought summaries
+	// (thinkingConfig.includeThoughts), is sent first as a thought part.
+	Thoughts string
+	// BlockReason, for Gemini, answers with promptFeedback.blockReason
+	// and no candidate: a blocked prompt. FinishReason replaces STOP.
+	BlockReason  string
+	FinishReason string
 }
 
 // Fail is a reply the script gives when a request is not what the test
