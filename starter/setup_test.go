@@ -14,8 +14,8 @@ import (
 
 // TestProjectSetup: --setup's command wins; an empty --setup or
 // --no-setup runs none; else a project with .autocoder/setup.sh runs it
-// with sh, and one without runs nothing. --setup with --no-setup is a
-// usage error.
+// with sh, and one without runs nothing. --setup with --no-setup, or
+// without --dir, is a usage error.
 func TestProjectSetup(t *testing.T) {
 	script := []workspace.File{{Path: activities.SetupScript, Data: []byte("make gen\n")}, {Path: "main.py"}}
 	plain := []workspace.File{{Path: "main.py"}}
@@ -40,6 +40,14 @@ func TestProjectSetup(t *testing.T) {
 		t.Errorf("--setup with --no-setup: %v", err)
 	}
 	o.NoSetup = false
+	if _, err := taskInput(o); err == nil || !strings.Contains(err.Error(), "--setup needs --dir") {
+		t.Errorf("--setup without --dir: %v", err)
+	}
+	o.Setup, o.SetupGiven = "", true
+	if _, err := taskInput(o); err == nil || !strings.Contains(err.Error(), "--setup needs --dir") {
+		t.Errorf("an empty --setup without --dir: %v", err)
+	}
+	o.Setup, o.Dir = "make gen", t.TempDir()
 	if in, err := taskInput(o); err != nil || in.Setup != "make gen" {
 		t.Errorf("--setup: %+v, %v", in.Setup, err)
 	}
