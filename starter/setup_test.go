@@ -1,12 +1,14 @@
 package starter
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/mcp"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/workflows"
@@ -86,5 +88,17 @@ func TestLeaveOutSetup(t *testing.T) {
 	}
 	if taskStart(task) != id || taskStart(workflows.Status{InputSnapshot: "in"}) != "in" {
 		t.Errorf("taskStart: %q", taskStart(task))
+	}
+}
+
+// TestMCPStartSetupNeedsDir: start_task's setup argument reaches the
+// task's options, and its usage error names the tool's arguments, not
+// run's flags.
+func TestMCPStartSetupNeedsDir(t *testing.T) {
+	var stderr bytes.Buffer
+	tasks := &mcpTasks{f: NewFactory(config{}, IOStreams{ErrOut: &stderr})}
+	_, err := tasks.Start(context.Background(), mcp.StartArgs{Task: "t", Language: "python", Setup: "make gen"})
+	if err == nil || !strings.HasPrefix(err.Error(), "setup needs dir:") || strings.Contains(err.Error(), "--") {
+		t.Errorf("setup without dir: %v", err)
 	}
 }

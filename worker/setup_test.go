@@ -147,3 +147,37 @@ func TestSetupGeneratesAndCaches(t *testing.T) {
 		}
 	}
 }
+
+// TestSetupNotKeptWhenItMayHaveGoneOtherwise: a setup the egress proxy
+// refused a host to, or one run without network, may have left less than
+// it would with it: the same setup of the same project runs again.
+func TestSetupNotKeptWhenItMayHaveGoneOtherwise(t *testing.T) {
+	unlisted, served := servedFile(t, "x\n")
+	e := newDepsEnv(t, "bwrap", nil, nil)
+	project := map[string]string{"app.py": "x = 1\n"}
+	fetch := "mkdir -p gen && echo 'X = 1' > gen/x.py && (python3 -c \"import urllib.request; urllib.request.urlopen('http://" +
+		unlisted + "/x')\" 2>/dev/null || true)"
+	for _, tc := range []struct {
+		name, command, note string
+		noEgress            bool
+	}{
+		{"refused", fetch, "the egress proxy refused", false},
+		{"no network", "mkdir -p gen && echo 'X = 2' > gen/x.py", "without network", true},
+	} {
+		if tc.noEgress {
+			e.acts.Egress = nil
+		}
+		for run := 1; run <= 2; run++ {
+			out, err := e.setup(t, project, tc.command)
+			if err != nil {
+				t.Fatalf("%s, run %d: %v", tc.name, run, err)
+			}
+			if out.Cached || !strings.Contains(out.Note, tc.note) {
+				t.Errorf("%s, run %d: %+v (want a run, noted %q)", tc.name, run, out, tc.note)
+			}
+		}
+	}
+	if served.Load() != 0 {
+		t.Errorf("the unlisted server was reached %d times", served.Load())
+	}
+}
