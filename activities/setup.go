@@ -69,9 +69,11 @@ type setupCache struct {
 // and the network only through the egress proxy, as an install has it.
 // What it leaves in the workspace (generated code, fetched files) is the
 // task's starting point; what it installs elsewhere ends with the
-// sandbox. Its changes are kept by the hash of the command, the project's
-// setup script, the manifests the language names, its image and the
-// backend: a later setup with the same applies them without running. A
+// sandbox. Its changes are kept by the command, the input snapshot (the
+// whole project, content-addressed), the language's image, the backend
+// and the registry: a later setup of the same project with the same
+// applies them without running. A run the egress proxy refused hosts to,
+// or that had no network, is not kept: it may have gone otherwise. A
 // setup that fails is the task's end, for the person to fix
 // (ErrTypeSetupFailed); a sandbox that cannot run is retried.
 func (a *Activities) Setup(ctx context.Context, in SetupInput) (SetupOutput, error) {
@@ -86,7 +88,7 @@ func (a *Activities) Setup(ctx context.Context, in SetupInput) (SetupOutput, err
 	if err != nil {
 		return SetupOutput{}, err
 	}
-	key := setupKey(l, a.Sandbox.Name(), a.DepsIndexes[l.Name], in.Command, files)
+	key := setupKey(l, a.Sandbox.Name(), a.DepsIndexes[l.Name], in.Command, in.InputSnapshot)
 	if out, ok, err := a.setupFromCache(ctx, key, in.InputSnapshot, files); err != nil || ok {
 		return out, err
 	}
@@ -119,11 +121,17 @@ func (a *Activities) Setup(ctx context.Context, in SetupInput) (SetupOutput, err
 		}
 	}
 	out.Note = fmt.Sprintf("ran in %s, %s", out.Took.Round(100*time.Millisecond), filesChanged(len(out.Changed)))
+	if n := len(d.skipped); n > 0 {
+		out.Note += fmt.Sprintf("; %d not kept (binary files, tool caches)", n)
+	}
 	if len(refused) > 0 {
 		out.Note += "; the egress proxy refused " + joinLimited(refused, 5)
 	}
 	if a.Egress == nil {
 		out.Note += "; without network (this worker has no egress proxy)"
+	}
+	if len(refused) > 0 || a.Egress == nil {
+		return out, nil
 	}
 	if err := a.keepSetup(ctx, key, files, next); err != nil {
 		// Only the next task's time is lost.
@@ -206,7 +214,7 @@ func (a *Activities) setupFailed(command string, res sandbox.Result, refused []s
 	if out := strings.TrimSpace(output(res, outputTail)); out != "" && out != "(no output)" {
 		fmt.Fprintf(&b, "\n%s", out)
 	}
-	b.WriteString("\nFix the setup command (--setup, or " + SetupScript + " in the project) and start the task again, or start it without the setup (--no-setup).")
+	b.WriteString("\nFix the setup command (or " + SetupScript + " in the project) and start the task again, or start it without the setup.")
 	return temporal.NewNonRetryableApplicationError(b.String(), ErrTypeSetupFailed, nil)
 }
 
@@ -289,16 +297,12 @@ func contentHash(files map[string]workspace.File, p string) string {
 }
 
 // setupKey names a setup by what decides what it does: the command, the
-// project's setup script and manifests, the language's image and the
-// backend, and the registry it fetches from.
-func setupKey(l lang.Language, backend, index, command string, files []workspace.File) string {
-	script := slices.IndexFunc(files, func(f workspace.File) bool { return f.Path == SetupScript })
-	inputs := manifestsOf(l, files)
-	if script >= 0 {
-		inputs = append(inputs, files[script])
-	}
+// project (its snapshot's id, which its content decides, so that a file
+// the setup reads is never missed), the language's image and the backend,
+// and the registry it fetches from.
+func setupKey(l lang.Language, backend, index, command, snapshot string) string {
 	// depsKey's fields, with the command as the install.
-	return "setup-" + depsKey(lang.Language{Name: l.Name, Sandbox: l.Sandbox, Deps: lang.Deps{Install: []string{command}}}, backend, index, inputs)
+	return "setup-" + snapshot + "-" + depsKey(lang.Language{Name: l.Name, Sandbox: l.Sandbox, Deps: lang.Deps{Install: []string{command}}}, backend, index, nil)
 }
 
 func filesChanged(n int) string {

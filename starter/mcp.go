@@ -158,7 +158,7 @@ func (t *mcpTasks) Start(ctx context.Context, a mcp.StartArgs) (mcp.Started, err
 		Task: a.Task, Lang: orDefault(a.Language, "auto"), Dir: a.Dir, TestCmd: a.TestCmd, Model: a.Model,
 		MaxIterations: a.MaxIterations, MaxTurns: a.MaxTurns, BudgetTokens: a.BudgetTokens, BudgetUSD: a.BudgetUSD,
 		Policy: a.Policy, ApprovePlan: a.ApprovePlan, ApproveCommands: a.ApproveCommands, AllowCommands: a.AllowCommands,
-		ApprovalTimeout: workflows.DefaultApprovalTimeout,
+		Setup: a.Setup, NoSetup: a.NoSetup, ApprovalTimeout: workflows.DefaultApprovalTimeout,
 	}
 	// An argument left out takes the configuration's value, as a flag not
 	// given does.
@@ -193,7 +193,8 @@ func (t *mcpTasks) Start(ctx context.Context, a mcp.StartArgs) (mcp.Started, err
 var argNames = strings.NewReplacer("usage: ", "", "--max-iterations", "max_iterations", "--max-turns", "max_turns",
 	"--lang", "language", "--dir", "dir", "--test-cmd", "test_cmd", "--model", "model", "--policy", "policy",
 	"--budget-tokens", "budget_tokens", "--budget-usd", "budget_usd", "--approve-commands", "approve_commands",
-	"--allow-command", "allow_commands", "--approval-timeout", "the approval timeout")
+	"--allow-command", "allow_commands", "--approval-timeout", "the approval timeout",
+	"--setup", "setup", "--no-setup", "no_setup")
 
 // notesSuffix adds what was said before a failed start to its error.
 func notesSuffix(notes string) string {

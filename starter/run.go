@@ -330,6 +330,9 @@ func taskInput(o RunOptions) (workflows.TaskInput, error) {
 	if o.NoSetup && strings.TrimSpace(o.Setup) != "" {
 		return workflows.TaskInput{}, usageError("--setup and --no-setup: give one or the other")
 	}
+	if (o.SetupGiven || strings.TrimSpace(o.Setup) != "") && o.Dir == "" {
+		return workflows.TaskInput{}, usageError("--setup needs --dir: a setup prepares a project's files, and a task from scratch has none; give the project with --dir, or leave --setup out")
+	}
 	if strings.ContainsRune(o.Setup, 0) {
 		return workflows.TaskInput{}, usageError("--setup: the command holds a NUL byte")
 	}

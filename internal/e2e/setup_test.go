@@ -102,7 +102,7 @@ func TestLocalSetup(t *testing.T) {
 	if code == 0 || st.Phase != workflows.PhaseFailed {
 		t.Fatalf("a failing setup: exit %d, phase %s", code, st.Phase)
 	}
-	for _, want := range []string{"setup failed", "exited with status 3", "codegen: no schema found", "--no-setup"} {
+	for _, want := range []string{"setup failed", "exited with status 3", "codegen: no schema found", "without the setup"} {
 		if !strings.Contains(st.Error, want) || !strings.Contains(errOut, want) {
 			t.Errorf("the task's error or run's output says no %q:\n%s\n%s", want, st.Error, errOut)
 		}

@@ -47,6 +47,8 @@ type StartArgs struct {
 	ApprovePlan     bool     `json:"approve_plan,omitempty" jsonschema:"wait for a person to approve the plan before any code is written"`
 	ApproveCommands bool     `json:"approve_commands,omitempty" jsonschema:"wait for a person before each command the model runs, except those allow_commands covers"`
 	AllowCommands   []string `json:"allow_commands,omitempty" jsonschema:"with approve_commands: command prefixes that run without asking, e.g. ['pytest']"`
+	Setup           string   `json:"setup,omitempty" jsonschema:"with dir: shell command that prepares the project before the model starts (code generation, fetched files), run once in the sandbox, reaching the network only through the egress proxy; default: sh .autocoder/setup.sh when the project has one"`
+	NoSetup         bool     `json:"no_setup,omitempty" jsonschema:"run no setup, not even the project's .autocoder/setup.sh"`
 	Policy          string   `json:"policy,omitempty" jsonschema:"what to do with safety findings in the task's code (processes, network, credentials, ...): warn (default: report them), deny (fail the attempt), ask (wait for a person) or allow"`
 	Wait            bool     `json:"wait,omitempty" jsonschema:"follow the task, with progress notifications, until it ends or waits for a person (as wait_task does)"`
 	MaxWaitSeconds  int      `json:"max_wait_seconds,omitempty" jsonschema:"with wait: return after this many seconds even if the task still runs (default 300); the task goes on"`
