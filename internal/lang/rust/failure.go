@@ -1,8 +1,10 @@
 package rust
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/autocoder/autocoder/internal/lang"
@@ -105,6 +107,7 @@ type failure struct {
 	header  string   // "---- tests::it_adds stdout ----"
 	panic   string   // the panic line
 	message []string // what the panic says, or what the test printed last
+	binary  int      // the test binary's place in the run: one per test result
 }
 
 // first is the failure's main message.
@@ -157,6 +160,7 @@ type report struct {
 func read(lines []string) report {
 	var r report
 	var section *failure // the test whose output is being read
+	binary := 0
 	closeSection := func() {
 		if section != nil && section.panic == "" {
 			r.failures = append(r.failures, *section)
@@ -168,11 +172,12 @@ func read(lines []string) report {
 		switch {
 		case sectionRe.MatchString(l):
 			closeSection()
-			section = &failure{test: sectionRe.FindStringSubmatch(l)[1], header: l}
+			section = &failure{test: sectionRe.FindStringSubmatch(l)[1], header: l, binary: binary}
 		case l == "failures:" || resultRe.MatchString(l):
 			closeSection()
 			if resultRe.MatchString(l) {
 				r.results = append(r.results, l)
+				binary++
 			}
 		case section == nil && errorRe.MatchString(l):
 			// In a test's section it is what the test printed.
@@ -191,6 +196,7 @@ func read(lines []string) report {
 			r.diags = append(r.diags, d)
 		case newPanicRe.MatchString(l) || oldPanicRe.MatchString(l):
 			f, next := readPanic(lines, i)
+			f.binary = binary
 			if section != nil {
 				f.test, f.header = section.test, section.header
 				section.panic = f.panic
@@ -206,6 +212,12 @@ func read(lines []string) report {
 		}
 	}
 	closeSection()
+	// libtest runs a binary's tests in parallel and reports each as it
+	// ends: in the order of their names, one state of the code reads the
+	// same each run.
+	slices.SortStableFunc(r.failures, func(a, b failure) int {
+		return cmp.Or(cmp.Compare(a.binary, b.binary), strings.Compare(a.test, b.test))
+	})
 	for i, f := range r.failures {
 		if f.panic == "" && len(f.message) > 6 {
 			r.failures[i].message = f.message[len(f.message)-6:]

@@ -2,6 +2,7 @@ package rust
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -45,6 +46,31 @@ func TestParse(t *testing.T) {
 		{File: "lockfile-1.63.txt", Kind: "rust:lockfile", Shape: "failed to parse lock file at: <path>",
 			Keys: []string{"error: failed to parse lock file at: /work/compile/Cargo.lock"}},
 	})
+}
+
+// TestParseOrder: libtest reports a binary's failing tests as they end,
+// which differs from run to run; the reading does not. The unit tests
+// still come before the integration tests, as cargo runs them.
+func TestParseOrder(t *testing.T) {
+	out, err := os.ReadFile("testdata/testfail-1.95.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adds := "---- tests::it_adds stdout ----\n\nthread 'tests::it_adds' (25392) panicked at src/lib.rs:15:9:\nassertion `left == right` failed\n  left: 0\n right: 4\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\n"
+	unwraps := "---- tests::it_unwraps stdout ----\n\nthread 'tests::it_unwraps' (25403) panicked at src/lib.rs:6:15:\ncalled `Result::unwrap()` on an `Err` value: ParseIntError { kind: InvalidDigit }\n\n"
+	text := string(out)
+	if !strings.Contains(text, adds) || !strings.Contains(text, unwraps) {
+		t.Fatal("the testdata no longer holds the sections this test swaps")
+	}
+	swapped := strings.Replace(strings.Replace(text, adds, "\x00", 1), unwraps, adds, 1)
+	swapped = strings.Replace(swapped, "\x00", unwraps, 1)
+	want, got := Parse(strings.Split(text, "\n")), Parse(strings.Split(swapped, "\n"))
+	if !slices.Equal(got.Keys, want.Keys) || got.Kind != want.Kind || got.Shape != want.Shape {
+		t.Errorf("the same failures in another order read differently:\n got %+v\nwant %+v", got, want)
+	}
+	if !strings.Contains(want.Keys[1], "tests::it_adds") {
+		t.Errorf("first failure = %q, want the unit test it_adds (the first by name, before the integration tests)", want.Keys[1])
+	}
 }
 
 // TestParseClasses: panics are classed by their message, in a test or
