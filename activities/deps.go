@@ -165,22 +165,10 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 		maps.Copy(env, l.Deps.Env)
 	}
 	allow := registriesOf(l, index, urls, env)
-	rt, err := a.Egress.Route(taskIDOf(ctx), allow)
-	if err != nil {
-		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
-	}
-	res, err := a.runSandbox(ctx, "", sandbox.Spec{Profile: l.Name, Files: manifests, Cmd: l.Deps.Install, Limits: a.limits(),
-		Network: sandbox.NetworkEgress, Egress: rt.Sandbox(), Deps: tmp, DepsWritable: true, Env: env})
-	records, _, cerr := rt.Close(ctx)
-	if err != nil {
-		return res, nil, fmt.Errorf("install deps: %w", err)
-	}
-	if cerr != nil {
-		return res, nil, fmt.Errorf("install deps: connection record: %w", cerr)
-	}
-	refused := refusedHosts(records)
-	if !succeeded(res) {
-		return res, refused, nil
+	res, refused, err := a.runThroughEgress(ctx, "install deps", allow, sandbox.Spec{Profile: l.Name, Files: manifests, Cmd: l.Deps.Install,
+		Limits: a.limits(), Deps: tmp, DepsWritable: true, Env: env})
+	if err != nil || !succeeded(res) {
+		return res, refused, err
 	}
 	// Only the worker's user may change what later runs import.
 	if err := os.Chmod(tmp, 0o755); err != nil {
@@ -204,6 +192,26 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 		return res, refused, fmt.Errorf("install deps: %w", err)
 	}
 	return res, refused, nil
+}
+
+// runThroughEgress runs spec with the network only through a route of
+// the egress proxy that reaches the hosts allow names, and returns the
+// hosts the proxy refused; what names the run in errors.
+func (a *Activities) runThroughEgress(ctx context.Context, what string, allow []string, spec sandbox.Spec) (sandbox.Result, []string, error) {
+	rt, err := a.Egress.Route(taskIDOf(ctx), allow)
+	if err != nil {
+		return sandbox.Result{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	spec.Network, spec.Egress = sandbox.NetworkEgress, rt.Sandbox()
+	res, err := a.runSandbox(ctx, "", spec)
+	records, _, cerr := rt.Close(ctx)
+	if err != nil {
+		return res, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if cerr != nil {
+		return res, nil, fmt.Errorf("%s: connection record: %w", what, cerr)
+	}
+	return res, refusedHosts(records), nil
 }
 
 // registriesOf are the hosts a run that reaches the network through the

@@ -319,10 +319,7 @@ type runDiff struct {
 // as they were.
 func applyRun(before, after []workspace.File) ([]workspace.File, runDiff) {
 	d := runDiff{created: map[string]bool{}, deleted: map[string]bool{}}
-	old := make(map[string]workspace.File, len(before))
-	for _, f := range before {
-		old[f.Path] = f
-	}
+	old := workspace.ByPath(before)
 	seen := make(map[string]bool, len(after))
 	next := make([]workspace.File, 0, len(after))
 	for _, f := range after {

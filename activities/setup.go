@@ -2,9 +2,8 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -53,14 +52,12 @@ type SetupOutput struct {
 }
 
 // setupCache is what a successful setup run left, kept in the store under
-// its setupKey: the files it wrote (a snapshot of them alone), the paths
-// it deleted, and what each of those paths held before it ran (the
-// sha256 of the content, "" for no file), so that its changes are applied
-// only to a workspace where they replace what they replaced then.
+// its setupKey: the files it wrote (a snapshot of them alone) and the
+// paths it deleted. The key holds the input snapshot, so they apply to
+// the very files they were made over.
 type setupCache struct {
-	Writes  string            `json:"writes,omitempty"`
-	Deletes []string          `json:"deletes,omitempty"`
-	Before  map[string]string `json:"before"`
+	Writes  string   `json:"writes,omitempty"`
+	Deletes []string `json:"deletes,omitempty"`
 }
 
 // Setup runs the project's setup command once over the input snapshot,
@@ -106,12 +103,12 @@ func (a *Activities) Setup(ctx context.Context, in SetupInput) (SetupOutput, err
 	}
 	var next []workspace.File
 	var d runDiff
-	if res.ExitCode == 0 && !res.TimedOut && !res.OOMKilled && res.FilesErr == nil {
+	if succeeded(res) && res.FilesErr == nil {
 		if next, d = applyRun(files, res.Files); d.refused != "" {
-			res.FilesErr = fmt.Errorf("%s", d.refused)
+			res.FilesErr = errors.New(d.refused)
 		}
 	}
-	if res.ExitCode != 0 || res.TimedOut || res.OOMKilled || res.FilesErr != nil {
+	if !succeeded(res) || res.FilesErr != nil {
 		return SetupOutput{}, a.setupFailed(in.Command, res, refused, deps.note)
 	}
 	out := SetupOutput{Snapshot: in.InputSnapshot, Changed: d.changed, Took: res.Duration}
@@ -149,7 +146,10 @@ func (a *Activities) runSetup(ctx context.Context, l lang.Language, command stri
 	spec := deps.spec(sandbox.Spec{Profile: l.Name, Files: files, Cmd: []string{"sh", "-c", command}, Limits: lim, Collect: true})
 	if a.Egress == nil {
 		res, err := a.runSandbox(ctx, "", spec)
-		return res, nil, setupErr(err)
+		if err != nil {
+			return res, nil, fmt.Errorf("setup: %w", err)
+		}
+		return res, nil, nil
 	}
 	index, urls, err := installIndex(l, a.DepsIndexes[l.Name])
 	if err != nil {
@@ -159,27 +159,9 @@ func (a *Activities) runSetup(ctx context.Context, l lang.Language, command stri
 	if env == nil {
 		env = map[string]string{}
 	}
-	rt, err := a.Egress.Route(taskIDOf(ctx), registriesOf(l, index, urls, env))
-	if err != nil {
-		return sandbox.Result{}, nil, setupErr(err)
-	}
-	spec.Network, spec.Egress, spec.Env = sandbox.NetworkEgress, rt.Sandbox(), env
-	res, err := a.runSandbox(ctx, "", spec)
-	records, _, cerr := rt.Close(ctx)
-	if err != nil {
-		return res, nil, setupErr(err)
-	}
-	if cerr != nil {
-		return res, nil, fmt.Errorf("setup: connection record: %w", cerr)
-	}
-	return res, refusedHosts(records), nil
-}
-
-func setupErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("setup: %w", err)
+	allow := registriesOf(l, index, urls, env)
+	spec.Env = env
+	return a.runThroughEgress(ctx, "setup", allow, spec)
 }
 
 func (a *Activities) setupTimeout() time.Duration {
@@ -219,8 +201,7 @@ func (a *Activities) setupFailed(command string, res sandbox.Result, refused []s
 }
 
 // setupFromCache applies the changes of an earlier run of the same setup
-// to the input, when they replace what they replaced then; ok is false
-// when there is none to apply.
+// to the input; ok is false when there is none to apply.
 func (a *Activities) setupFromCache(ctx context.Context, key, input string, files []workspace.File) (SetupOutput, bool, error) {
 	c, found, err := readMemo[setupCache](ctx, a.Store, key)
 	if err != nil || !found {
@@ -234,17 +215,12 @@ func (a *Activities) setupFromCache(ctx context.Context, key, input string, file
 			return SetupOutput{}, false, nil
 		}
 	}
-	byPath := make(map[string]workspace.File, len(files))
-	for _, f := range files {
-		byPath[f.Path] = f
+	changed := slices.Clone(c.Deletes)
+	for _, f := range writes {
+		changed = append(changed, f.Path)
 	}
-	for p, sum := range c.Before {
-		if contentHash(byPath, p) != sum {
-			activity.GetLogger(ctx).Info("cached setup changed a file the project has changed since; running it", "path", p)
-			return SetupOutput{}, false, nil
-		}
-	}
-	out := SetupOutput{Snapshot: input, Cached: true, Changed: slices.Sorted(maps.Keys(c.Before))}
+	slices.Sort(changed)
+	out := SetupOutput{Snapshot: input, Cached: true, Changed: slices.Compact(changed)}
 	if len(out.Changed) > 0 {
 		if out.Snapshot, err = a.putChanged(ctx, input, files, workspace.Apply(files, writes, c.Deletes)); err != nil {
 			return SetupOutput{}, false, fmt.Errorf("setup: store snapshot: %w", err)
@@ -259,17 +235,7 @@ func (a *Activities) setupFromCache(ctx context.Context, key, input string, file
 // left) under key.
 func (a *Activities) keepSetup(ctx context.Context, key string, files, next []workspace.File) error {
 	writes, deletes := workspace.Changes(files, next)
-	byPath := make(map[string]workspace.File, len(files))
-	for _, f := range files {
-		byPath[f.Path] = f
-	}
-	c := setupCache{Deletes: deletes, Before: map[string]string{}}
-	for _, f := range writes {
-		c.Before[f.Path] = contentHash(byPath, f.Path)
-	}
-	for _, p := range deletes {
-		c.Before[p] = contentHash(byPath, p)
-	}
+	c := setupCache{Deletes: deletes}
 	if len(writes) > 0 {
 		id, err := a.Store.PutSnapshot(ctx, writes)
 		if err != nil {
@@ -282,18 +248,6 @@ func (a *Activities) keepSetup(ctx context.Context, key string, files, next []wo
 		return fmt.Errorf("encode the setup's changes: %w", err)
 	}
 	return a.putMemo(ctx, key, raw)
-}
-
-// contentHash names what a path holds, mode included: "" for nothing.
-func contentHash(files map[string]workspace.File, p string) string {
-	f, ok := files[p]
-	if !ok {
-		return ""
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%o\n", f.FileMode())
-	h.Write(f.Data)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // setupKey names a setup by what decides what it does: the command, the

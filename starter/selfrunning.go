@@ -109,10 +109,7 @@ func hookDirsOf(ctx context.Context, dir string) []string {
 // directory, and w says which and how to get them after a review. It also
 // names the files the task made executable.
 func holdBackSelfRunning(taskID string, s selfRunning, input, files []workspace.File, w io.Writer) []workspace.File {
-	before := make(map[string]workspace.File, len(input))
-	for _, f := range input {
-		before[f.Path] = f
-	}
+	before := workspace.ByPath(input)
 	var held, madeExecutable []string
 	kept := files[:0:0]
 	for _, f := range files {

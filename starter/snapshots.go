@@ -115,14 +115,8 @@ func leaveOutSetup(ctx context.Context, st snapshotReader, task workflows.Status
 		return nil, err
 	}
 	writes, _ := workspace.Changes(input, setup)
-	made := make(map[string]workspace.File, len(writes))
-	for _, w := range writes {
-		made[w.Path] = w
-	}
-	was := make(map[string]workspace.File, len(input))
-	for _, f := range input {
-		was[f.Path] = f
-	}
+	made := workspace.ByPath(writes)
+	was := workspace.ByPath(input)
 	out := make([]workspace.File, 0, len(files))
 	for _, f := range files {
 		m, ok := made[f.Path]

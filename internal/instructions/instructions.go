@@ -61,10 +61,7 @@ func Find(files []workspace.File, dirs []string, budget int) Set {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
-	byPath := make(map[string]workspace.File, len(files))
-	for _, f := range files {
-		byPath[f.Path] = f
-	}
+	byPath := workspace.ByPath(files)
 	var found []workspace.File
 	for _, dir := range ancestors(dirs) {
 		if f, ok := pick(byPath, dir); ok {

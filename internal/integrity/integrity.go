@@ -74,10 +74,7 @@ func (s Set) Judge(attempt []workspace.File) (judged []workspace.File, findings 
 	if len(s.protected) == 0 {
 		return attempt, nil
 	}
-	have := make(map[string]workspace.File, len(attempt))
-	for _, f := range attempt {
-		have[f.Path] = f
-	}
+	have := workspace.ByPath(attempt)
 	for _, p := range s.protected {
 		orig := s.input[p]
 		now, ok := have[p]

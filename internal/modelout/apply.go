@@ -26,10 +26,7 @@ var (
 // Deletions go first, then whole-file blocks, then edits, each in order;
 // the first failure aborts and is returned.
 func Apply(files []workspace.File, out Output) ([]workspace.File, []string, error) {
-	byPath := make(map[string]workspace.File, len(files))
-	for _, f := range files {
-		byPath[f.Path] = f
-	}
+	byPath := workspace.ByPath(files)
 	changed := map[string]bool{}
 	for _, p := range out.Deletes {
 		c, err := checkPath(p)

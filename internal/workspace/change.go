@@ -10,10 +10,7 @@ import (
 // no longer holds, each in path order. Content shared by both sides, as a
 // file a tool left alone shares its bytes, compares at no cost.
 func Changes(before, after []File) (writes []File, deletes []string) {
-	old := make(map[string]File, len(before))
-	for _, f := range before {
-		old[f.Path] = f
-	}
+	old := ByPath(before)
 	kept := make(map[string]bool, len(after))
 	for _, f := range after {
 		kept[f.Path] = true

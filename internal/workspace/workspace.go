@@ -225,6 +225,15 @@ func Sort(files []File) {
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 }
 
+// ByPath indexes files by their paths.
+func ByPath(files []File) map[string]File {
+	m := make(map[string]File, len(files))
+	for _, f := range files {
+		m[f.Path] = f
+	}
+	return m
+}
+
 // FileMode returns the file's permission bits with the default applied.
 func (f File) FileMode() uint32 {
 	if f.Mode == 0 {
