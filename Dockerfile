@@ -19,17 +19,26 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 
 FROM ${GO_IMAGE} AS build
 ARG GOPROXY=https://proxy.golang.org,direct
+# PREBUILT names a directory of the build context holding the two programs
+# already compiled, static (deploy/build-base-images.sh --app compiles them on
+# the host, with its build cache); empty, they are compiled here.
+ARG PREBUILT=
 # Modules get a layer of their own, so a source change does not fetch them again.
 COPY go.mod go.sum /src/
-RUN cd /src && if [ "$GOPROXY" != off ]; then go mod download; fi
+RUN cd /src && if [ "$GOPROXY" != off ] && [ -z "$PREBUILT" ]; then go mod download; fi
 COPY . /src/
 # GOTOOLCHAIN=auto lets an older Go image fetch the toolchain go.mod asks for.
 # /out is the runtime image's tree: the binary, the egress forwarder sandboxes
 # mount, and the CA bundle (model
 # providers are reached over HTTPS; slim and distroless bases may lack one).
 RUN cd /src \
-	&& CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS= go build -trimpath -ldflags='-s -w' -o /out/usr/local/bin/autocoder . \
-	&& CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS= go build -trimpath -ldflags='-s -w' -o /out/usr/local/libexec/autocoder/egress-forward ./sandbox/cmd/egress-forward \
+	&& if [ -n "$PREBUILT" ]; then \
+		install -D -m 755 "$PREBUILT/autocoder" /out/usr/local/bin/autocoder \
+		&& install -D -m 755 "$PREBUILT/egress-forward" /out/usr/local/libexec/autocoder/egress-forward; \
+	else \
+		CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS= go build -trimpath -ldflags='-s -w' -o /out/usr/local/bin/autocoder . \
+		&& CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS= go build -trimpath -ldflags='-s -w' -o /out/usr/local/libexec/autocoder/egress-forward ./sandbox/cmd/egress-forward; \
+	fi \
 	&& mkdir -p /out/etc/ssl/certs /data \
 	&& cp /etc/ssl/certs/ca-certificates.crt /out/etc/ssl/certs/
 

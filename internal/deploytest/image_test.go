@@ -18,11 +18,12 @@ const appImage = "autocoder/autocoder:dev"
 
 // TestWorkerImage builds the worker image from the Dockerfile on the
 // registry-free base images and checks what a deployment relies on. The
-// first build takes minutes; later ones reuse the cached base images and
-// module layer.
+// first build takes minutes; later ones reuse the base images and the
+// host's build cache.
 func TestWorkerImage(t *testing.T) {
-	// A cold build compiles the whole binary inside the builder (10–20
-	// minutes on two cores), so it runs on demand, not in CI.
+	// A cold build compiles the whole binary static, a build the rest of
+	// the tests share nothing with (minutes on two cores), so it runs on
+	// demand, not in CI.
 	if os.Getenv("AUTOCODER_DOCKER_BUILD_TEST") != "1" {
 		t.Skip("builds images for many minutes; set AUTOCODER_DOCKER_BUILD_TEST=1")
 	}
