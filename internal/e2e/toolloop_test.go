@@ -366,6 +366,10 @@ var scriptedProviders = []scriptedProvider{
 		srv := llmtest.NewAnthropic(t, func(req llmtest.MessagesRequest) llmtest.Reply { return answer(messagesView(req)) })
 		return llm.Env{AnthropicKey: "test-key", AnthropicBaseURL: srv.URL()}, func() []turnView { return views(srv.Requests(), messagesView) }
 	}},
+	{"gemini", "gemini:gemini-2.5-pro", func(t *testing.T, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView) {
+		srv := llmtest.NewGemini(t, func(req llmtest.GeminiRequest) llmtest.Reply { return answer(geminiView(req)) })
+		return llm.Env{GeminiKey: "test-key", GeminiBaseURL: srv.URL()}, func() []turnView { return views(srv.Requests(), geminiView) }
+	}},
 	// Ollama: plans over its own chat API, tool turns over its
 	// OpenAI-compatible endpoint under /v1.
 	{"ollama", "ollama:qwen2.5-coder:7b", func(t *testing.T, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView) {
