@@ -151,6 +151,17 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		sc.Metrics = f.metrics
 	}
 	sc.Forwarder = f.egressForwarder(sc.Backend)
+	shared := worker.SharedDir(s.String("sandbox.shared_dir"))
+	if shared != "" {
+		if err := shared.Check(); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
+		}
+		if sc.Forwarder != "" {
+			if sc.Forwarder, err = shared.Copy(sc.Forwarder, "egress-forward"); err != nil {
+				return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
+			}
+		}
+	}
 	sb, err := sandbox.New(ctx, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
@@ -158,6 +169,9 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
 		DepsIndexes: depsIndexes(ctx, s.RegistryIndexes()), VersionsTTL: s.Duration("versions.ttl"), Prices: s.Prices(),
 		DepsMaxSize: s.Bytes("deps.max_size"), SetupTimeout: s.Duration("worker.setup_timeout")}
+	if shared != "" {
+		acts.DepsDir = shared.DepsDir()
+	}
 	// Installs reach the network through the proxy and the forwarder in
 	// the sandbox: without the forwarder no run could reach the proxy, so
 	// none is started and no dependency is installed.
@@ -169,6 +183,16 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		}
 		if ca := s.String("egress.ca_bundle"); ca != "" {
 			eg.CABundle = ca
+		}
+		if shared != "" {
+			eg.Dir = string(shared)
+			if eg.CABundle != "" {
+				if eg.CABundle, err = shared.Copy(eg.CABundle, "ca-bundle"); err != nil {
+					eg.Close()
+					sb.Close()
+					return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
+				}
+			}
 		}
 		acts.Egress = eg.Routes()
 	}

@@ -27,7 +27,10 @@ type Egress struct {
 	// an install trusts what the worker trusts whatever its image holds
 	// (an offline image's Debian minbase holds no CA at all).
 	CABundle string
-	done     chan error
+	// Dir is where the routes' sockets are made ("": the temporary
+	// directory); a SharedDir when the docker daemon mounts them.
+	Dir  string
+	done chan error
 }
 
 // StartEgress starts the egress proxy on listen (host:port; port 0 picks
@@ -103,7 +106,7 @@ func (e *Egress) Route(taskID string, allow []string) (_ *Route, err error) {
 			g.Revoke()
 		}
 	}()
-	dir, err := os.MkdirTemp("", "autocoder-egress-")
+	dir, err := os.MkdirTemp(e.Dir, "autocoder-egress-")
 	if err != nil {
 		return nil, fmt.Errorf("egress route: %w", err)
 	}

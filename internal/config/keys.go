@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,8 @@ var Keys = []Key{
 		Help: "where the offline image build caches its Debian root file system"},
 	{Name: "sandbox.forwarder", Env: "AUTOCODER_SANDBOX_FORWARDER", Fingerprint: true,
 		Help: "the egress forwarder that egress-network sandbox runs reach the proxy through (default: this executable; or CGO_ENABLED=0 go build ./sandbox/cmd/egress-forward; none: no dependency installs)"},
+	{Name: "sandbox.shared_dir", Env: "AUTOCODER_SANDBOX_SHARED_DIR", Fingerprint: true, check: checkAbsPath,
+		Help: "a directory the worker and the docker daemon see at the same path (a worker in a container using the host's docker socket): what sandboxes mount from the worker is put there"},
 	{Name: "sandbox.debian_mirror", Env: "DEBIAN_MIRROR", Fingerprint: true, check: checkURL,
 		Help: "the Debian mirror the offline image build installs from (default: the host's)"},
 	{Name: "limits.iterations", Flag: "max-iterations", Default: "6", kind: kindInt, check: atLeast(1)},
@@ -242,6 +245,13 @@ const MaxSetupTimeout = 50 * time.Minute
 func checkSetupTimeout(s string) error {
 	if d, _ := time.ParseDuration(s); d > MaxSetupTimeout {
 		return fmt.Errorf("%q is longer than a setup may run (%s); make the setup faster, or split it and run part of it before the task", s, MaxSetupTimeout)
+	}
+	return nil
+}
+
+func checkAbsPath(s string) error {
+	if !filepath.IsAbs(s) {
+		return fmt.Errorf("%q is not an absolute path", s)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/registrytest"
 	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/workflows"
@@ -51,6 +52,10 @@ type composeCluster struct {
 	cliEnv  []string // of the autocoder CLI
 	bin     string
 	model   *llmtest.TimedServer
+	// index serves greetlib, which depsTask's tests import, on the
+	// docker bridge; the workers' installs reach it through their egress
+	// proxy.
+	index *registrytest.PyIndex
 }
 
 // ensureImages builds every image the compose file runs by default: when
@@ -82,6 +87,8 @@ func startCompose(ctx context.Context, t *testing.T, script llmtest.Script, work
 	gateway := strings.TrimSpace(mustRun(ctx, t, nil, root, "docker", "network", "inspect", "bridge",
 		"-f", "{{(index .IPAM.Config 0).Gateway}}").stdout)
 	model := newModelServer(t, gateway, script)
+	wheel, whl := greetlib(t)
+	index := registrytest.NewPyIndexOn(t, listen(t, gateway), map[string][]byte{wheel: whl})
 	fi, err := os.Stat("/var/run/docker.sock")
 	if err != nil {
 		t.Fatalf("docker socket: %v", err)
@@ -93,6 +100,7 @@ func startCompose(ctx context.Context, t *testing.T, script llmtest.Script, work
 		project: fmt.Sprintf("autocoder-e2e-%d", os.Getpid()),
 		bin:     testenv.Binary(t),
 		model:   model,
+		index:   index,
 	}
 	c.envFile = filepath.Join(t.TempDir(), "empty.env")
 	if err := os.WriteFile(c.envFile, nil, 0o600); err != nil {
@@ -106,6 +114,9 @@ func startCompose(ctx context.Context, t *testing.T, script llmtest.Script, work
 		"TEMPORAL_PUBLISH=127.0.0.1:" + strconv.Itoa(temporalPort),
 		"TEMPORAL_UI_PUBLISH=127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)),
 		"WORKER_STOP_GRACE=20s",
+		"AUTOCODER_SHARED_DIR=" + t.TempDir(),
+		"AUTOCODER_REGISTRY_INDEXES=python=" + index.URL(),
+		"AUTOCODER_PRIVATE_REGISTRIES=" + index.Host(),
 	}
 	c.cliEnv = testenv.CleanEnv("TEMPORAL_ADDRESS=127.0.0.1:"+strconv.Itoa(temporalPort), "TEMPORAL_NAMESPACE=default",
 		"AUTOCODER_DATA_DIR="+t.TempDir(), "AUTOCODER_MODEL=openai:gpt-4.1-mini")
@@ -240,12 +251,26 @@ var taskNumberRE = regexp.MustCompile(`Compose task (\d+):`)
 // workers' containers reach, and records every call with its task number.
 func newModelServer(t *testing.T, host string, script llmtest.Script) *llmtest.TimedServer {
 	t.Helper()
+	return llmtest.NewTimed(t, listen(t, host), taskNumberRE, script)
+}
+
+// listen listens on a free port of host, an address of this machine.
+func listen(t *testing.T, host string) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatalf("listen on the docker bridge %s: %v", host, err)
 	}
-	return llmtest.NewTimed(t, ln, taskNumberRE, script)
+	return ln
 }
+
+// greetlib is the wheel depsTask installs.
+func greetlib(t *testing.T) (string, []byte) {
+	return registrytest.PureWheel(t, "greetlib", "1.0", "def hello():\n    return 'hello from greetlib'\n")
+}
+
+// depsTask is the task whose project needs a package from the index.
+const depsTask = 3
 
 // isPlan says whether a call asked for the plan, not an attempt's turn.
 func isPlan(c llmtest.TimedCall) bool { return bytes.Contains(c.Body, []byte(planMarker)) }
@@ -277,9 +302,13 @@ func addScript(turnDelay func(task int) time.Duration) llmtest.Script {
 		if strings.Contains(req.LastUser(), planMarker) {
 			return llmtest.Reply{Content: fmt.Sprintf("1. Implement add in %s with pytest tests in %s.", calc, test)}
 		}
-		return llmtest.Reply{Delay: turnDelay(n), Content: fmt.Sprintf(
+		files := fmt.Sprintf(
 			"```path=%s\ndef add(a, b):\n    return a + b\n```\n```path=%s\nfrom calc_%d import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n```\n",
-			calc, test, n)}
+			calc, test, n)
+		if n == depsTask {
+			files += "```path=requirements.txt\ngreetlib==1.0\n```\n```path=test_greet.py\nimport greetlib\n\n\ndef test_greet():\n    assert greetlib.hello() == 'hello from greetlib'\n```\n"
+		}
+		return llmtest.Reply{Delay: turnDelay(n), Content: files}
 	}
 }
 
@@ -310,6 +339,7 @@ func TestComposeEndToEnd(t *testing.T) {
 
 	start = time.Now()
 	other := c.start(ctx, composeTask(2))
+	deps := c.start(ctx, composeTask(depsTask))
 	id := c.start(ctx, composeTask(victim))
 
 	// Wait for the victim's turn to reach the model, then kill the worker
@@ -332,12 +362,17 @@ func TestComposeEndToEnd(t *testing.T) {
 	mustRun(ctx, t, nil, "", "docker", "kill", killed)
 	t.Logf("killed worker %.12s during task %s's model turn", killed, id)
 
-	for _, tid := range []string{id, other} {
+	for _, tid := range []string{id, other, deps} {
 		if st := c.waitDone(ctx, tid); st.Phase != workflows.PhaseSucceeded {
 			t.Errorf("task %s ended %s: %s", tid, st.Phase, st.Error)
 		}
 	}
-	t.Logf("both tasks done %s after the first start", time.Since(start).Round(time.Second))
+	t.Logf("the tasks done %s after the first start", time.Since(start).Round(time.Second))
+	// Its tests import greetlib: a worker in a container installed it
+	// through its egress proxy, from the shared directory.
+	if n := c.index.Downloads(); n == 0 {
+		t.Errorf("task %s passed, but the index handed out no wheel", deps)
+	}
 
 	// The killed container stays down: what ran after the kill ran on the
 	// survivor.
@@ -364,6 +399,33 @@ func TestComposeEndToEnd(t *testing.T) {
 	}
 	if after == 0 {
 		t.Error("no activity of the task started after the kill")
+	}
+	c.adversarialOnWorker(ctx, survivor)
+}
+
+// adversarialOnWorker runs the sandbox package's hostile programs
+// (TestAdversarial, docker backend) inside a worker container, as the
+// worker's user with the worker's environment: the sandboxes it starts
+// through the host's Docker socket must contain them as they do for a
+// worker on the host. The programs' processes live on the host, where
+// this test looks for any left behind.
+func (c *composeCluster) adversarialOnWorker(ctx context.Context, worker string) {
+	t := c.t
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sandbox.test")
+	mustRun(ctx, t, append(os.Environ(), "CGO_ENABLED=0"), repoRoot(t), "go", "test", "-c", "-o", bin, "./sandbox")
+	mustRun(ctx, t, nil, "", "docker", "cp", bin, worker+":/tmp/sandbox.test")
+	start := time.Now()
+	r := run(ctx, t, nil, "", "docker", "exec", "-e", "CI=true", worker,
+		"/tmp/sandbox.test", "-test.run", "^TestAdversarial$/^docker$", "-test.v", "-test.count=1", "-test.timeout=15m")
+	passed := strings.Count(r.stdout, "--- PASS: TestAdversarial/docker/")
+	if r.code != 0 || passed == 0 || strings.Contains(r.stdout, "--- SKIP") {
+		t.Errorf("the hostile programs on worker %.12s: exit %d, %d cases passed\n%s%s", worker, r.code, passed, tail(r.stdout), tail(r.stderr))
+		return
+	}
+	t.Logf("the hostile programs on worker %.12s: %d cases passed in %s", worker, passed, time.Since(start).Round(time.Second))
+	if left := strings.TrimSpace(run(ctx, t, nil, "", "pgrep", "-af", "sleep.731[0-9]").stdout); left != "" {
+		t.Errorf("processes of the hostile programs left on the host:\n%s", left)
 	}
 }
 

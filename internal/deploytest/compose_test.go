@@ -194,11 +194,11 @@ func checkStructure(t *testing.T, cf composeFile, root string) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	if want := []string{"postgres", "temporal", "temporal-namespace", "temporal-schema", "temporal-ui", "worker"}; !slices.Equal(names, want) {
+	if want := []string{"postgres", "temporal", "temporal-namespace", "temporal-schema", "temporal-ui", "worker", "worker-shared"}; !slices.Equal(names, want) {
 		t.Fatalf("services = %v, want %v", names, want)
 	}
 	// Jobs run once per `up` and exit; everything else runs on.
-	jobs := []string{"temporal-schema", "temporal-namespace"}
+	jobs := []string{"temporal-schema", "temporal-namespace", "worker-shared"}
 	for n, s := range cf.Services {
 		want := "unless-stopped"
 		if slices.Contains(jobs, n) {
@@ -218,7 +218,7 @@ func checkStructure(t *testing.T, cf composeFile, root string) {
 		"temporal":           {"temporal-schema": "service_completed_successfully"},
 		"temporal-namespace": {"temporal": "service_healthy"},
 		"temporal-ui":        {"temporal": "service_healthy"},
-		"worker":             {"postgres": "service_healthy", "temporal-namespace": "service_completed_successfully"},
+		"worker":             {"postgres": "service_healthy", "temporal-namespace": "service_completed_successfully", "worker-shared": "service_completed_successfully"},
 	} {
 		for d, want := range deps {
 			if c := cf.Services[svc].DependsOn[d].Condition; c != want {
@@ -287,6 +287,19 @@ func checkStructure(t *testing.T, cf composeFile, root string) {
 	}
 	if !hasMount(w.Volumes, "bind", "/var/run/docker.sock") {
 		t.Errorf("worker does not mount the docker socket: %+v", w.Volumes)
+	}
+	// What sandboxes mount from the worker, the daemon finds at the same
+	// path: the shared directory is a host directory at its own path, the
+	// workers' since the job made it so.
+	shared := w.Environment["AUTOCODER_SANDBOX_SHARED_DIR"]
+	samePath := func(m mount) bool {
+		return m.Type == "bind" && m.Target == shared && filepath.Clean(m.Source) == shared
+	}
+	if !filepath.IsAbs(shared) || !slices.ContainsFunc(w.Volumes, samePath) {
+		t.Errorf("worker AUTOCODER_SANDBOX_SHARED_DIR = %q, not mounted at the same path: %+v", shared, w.Volumes)
+	}
+	if job := cf.Services["worker-shared"]; !slices.ContainsFunc(job.Volumes, samePath) || job.Image != w.Image {
+		t.Errorf("worker-shared does not prepare %s with the workers' image: %+v", shared, job)
 	}
 
 	pg := cf.Services["postgres"]

@@ -46,7 +46,7 @@ type NpmRegistry struct {
 func NewNpmRegistry(t testing.TB, pkgs ...NpmPackage) *NpmRegistry {
 	t.Helper()
 	r := &NpmRegistry{docs: map[string][]byte{}, tarballs: map[string][]byte{}}
-	r.start(t, http.HandlerFunc(r.serve))
+	r.start(t, nil, http.HandlerFunc(r.serve))
 	type packument struct {
 		Name     string            `json:"name"`
 		DistTags map[string]string `json:"dist-tags"`

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -24,8 +25,14 @@ type served struct {
 	downloads atomic.Int32
 }
 
-func (s *served) start(t testing.TB, h http.Handler) {
-	s.srv = httptest.NewServer(h)
+// start serves h on l, or on the loopback when l is nil.
+func (s *served) start(t testing.TB, l net.Listener, h http.Handler) {
+	s.srv = httptest.NewUnstartedServer(h)
+	if l != nil {
+		s.srv.Listener.Close()
+		s.srv.Listener = l
+	}
+	s.srv.Start()
 	t.Cleanup(s.srv.Close)
 }
 
@@ -48,8 +55,15 @@ type PyIndex struct {
 
 // NewPyIndex serves wheels (file name → contents) until the test ends.
 func NewPyIndex(t testing.TB, wheels map[string][]byte) *PyIndex {
+	return NewPyIndexOn(t, nil, wheels)
+}
+
+// NewPyIndexOn is NewPyIndex on the listener l (nil: the loopback), for
+// clients that cannot reach this machine's loopback, containers among
+// them.
+func NewPyIndexOn(t testing.TB, l net.Listener, wheels map[string][]byte) *PyIndex {
 	ix := &PyIndex{wheels: wheels}
-	ix.start(t, http.HandlerFunc(ix.serve))
+	ix.start(t, l, http.HandlerFunc(ix.serve))
 	return ix
 }
 
