@@ -59,6 +59,13 @@ type MCPCallOutput struct {
 	Bytes   int  `json:"bytes"`
 }
 
+// MemoKey names the memo that keeps the call's outcome from its first
+// try on. It is exported so that a check from outside the worker (a test
+// that kills it inside the call) finds the memo where MCPCall does.
+func (in MCPCallInput) MemoKey() string {
+	return memoKey("mcp-call", in.Transcript, strconv.Itoa(in.Position), in.CallID)
+}
+
 // mcpCallMemo is a call's result, kept before it is appended.
 type mcpCallMemo struct {
 	Tool    string `json:"tool"`
@@ -74,7 +81,7 @@ func (a *Activities) MCPCall(ctx context.Context, in MCPCallInput) (MCPCallOutpu
 	if err != nil {
 		return MCPCallOutput{}, err
 	}
-	key := memoKey("mcp-call", in.Transcript, strconv.Itoa(in.Position), in.CallID)
+	key := in.MemoKey()
 	m, found, err := readMemo[mcpCallMemo](ctx, a.Store, key)
 	if err != nil {
 		return MCPCallOutput{}, err

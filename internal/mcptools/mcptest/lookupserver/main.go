@@ -1,15 +1,21 @@
-// Command lookupserver is an MCP server over stdio for tests. Its tools:
-// lookup (appends a line to the log file named by its one argument, then
-// answers), environ (its environment and working directory) and fail (an
-// error result).
+// Command lookupserver is an MCP server over stdio for tests:
+//
+//	lookupserver LOGFILE [GATE]
+//
+// Its tools: lookup (appends a line to LOGFILE, then answers; with GATE,
+// only once the file GATE exists, so a test can act while the call is
+// logged but not yet answered), environ (its environment and working
+// directory) and fail (an error result).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,13 +25,16 @@ type lookupArgs struct {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		log.Fatal("usage: lookupserver LOGFILE")
+	if len(os.Args) < 2 || len(os.Args) > 3 {
+		log.Fatal("usage: lookupserver LOGFILE [GATE]")
 	}
-	logPath := os.Args[1]
+	logPath, gate := os.Args[1], ""
+	if len(os.Args) == 3 {
+		gate = os.Args[2]
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "lookupserver", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "lookup", Description: "Looks a word up in the docs."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in lookupArgs) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in lookupArgs) (*mcp.CallToolResult, any, error) {
 			f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 			if err != nil {
 				return nil, nil, err
@@ -35,6 +44,9 @@ func main() {
 				err = cerr
 			}
 			if err != nil {
+				return nil, nil, err
+			}
+			if err := waitFor(ctx, gate); err != nil {
 				return nil, nil, err
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "docs for " + in.Query + ": use \x1b[31mstrings.Fields\x1b[0m"}}}, nil, nil
@@ -51,4 +63,24 @@ func main() {
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// waitFor returns once the file at path exists (at once for no path), or
+// when ctx ends.
+func waitFor(ctx context.Context, path string) error {
+	for path != "" {
+		_, err := os.Stat(path)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("gate: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
 }
