@@ -141,9 +141,11 @@ func TestLimitsFromEnv(t *testing.T) {
 // TestHugeTurnIsCutWhileRead: a turn's text is capped as a completion's
 // is, over both SDK-backed protocols: a streamed answer stops at the
 // limit (the text handed on never passes it), a whole one is refused, and
-// neither is retried.
+// neither is retried. The answer, about 100 KiB, passes the 64 KiB limit
+// but not the bound on a whole body's bytes, so the turn itself must
+// refuse it.
 func TestHugeTurnIsCutWhileRead(t *testing.T) {
-	huge := llmtest.Reply{Content: strings.Repeat("print('flood')\n", 1<<16), ChunkBytes: 1 << 10} // 960 KiB
+	huge := llmtest.Reply{Content: strings.Repeat("print('flood')\n", 7000), ChunkBytes: 1 << 10}
 	oa := llmtest.New(t, llmtest.Fixed(huge))
 	an := llmtest.NewAnthropic(t, func(llmtest.MessagesRequest) llmtest.Reply { return huge })
 	for _, p := range []struct {
