@@ -8,191 +8,163 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 )
 
-// The Anthropic messages protocol with tool_use and tool_result blocks.
+// The Anthropic messages protocol with tool_use and tool_result blocks,
+// through Anthropic's Go SDK: its request and answer types, its HTTP layer
+// over our client (limits, one attempt) and its errors. The answer is read
+// here, not by the SDK's helpers, for reasons pinned in sdk_test.go:
+//   - Messages.New refuses, before sending, a request that is not streamed
+//     and whose max_tokens it expects to take over ten minutes, and gives
+//     each attempt a ten-minute timeout of its own; Post sends what we ask.
+//   - Messages.New and NewStreaming post to v1/messages under the base
+//     URL, where ANTHROPIC_BASE_URL names the versioned root (…/v1), as it
+//     always has here; Post takes the whole URL.
+//   - Message.Accumulate grows text and tool input without a cap (text by
+//     string concatenation), and replaces a tool input that is not valid
+//     JSON by {}, losing what the model wrote; our reader caps both and
+//     keeps the arguments as written.
+//   - option.WithAPIKey sends the key as a bearer token; the key goes in
+//     x-api-key, where the messages API has always taken it.
 
-// anthropicVersion is the API version the request and event shapes below follow.
-const anthropicVersion = "2023-06-01"
-
-type anRequest struct {
-	Model     string      `json:"model"`
-	System    []anBlock   `json:"system,omitempty"`
-	Messages  []anMessage `json:"messages"`
-	Tools     []anTool    `json:"tools,omitempty"`
-	MaxTokens int         `json:"max_tokens"`
-	Stream    bool        `json:"stream,omitempty"`
-}
-
-type anTool struct {
-	Name         string          `json:"name"`
-	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"input_schema"`
-	CacheControl *anCacheControl `json:"cache_control,omitempty"`
-}
-
-// anCacheControl marks a cache breakpoint: the prompt up to and including
-// the block carrying it is cached, and read back by a later request whose
-// prompt begins with the same blocks.
-type anCacheControl struct {
-	Type string `json:"type"` // "ephemeral"
-}
-
-// ephemeral is the breakpoint of the default (five-minute) cache.
-var ephemeral = &anCacheControl{Type: "ephemeral"}
-
-type anMessage struct {
-	Role    string    `json:"role"`
-	Content []anBlock `json:"content"`
-}
-
-// anBlock is a content block of any type; the fields of other types stay empty.
-type anBlock struct {
-	Type string `json:"type"`
-	// text
-	Text string `json:"text,omitempty"`
-	// tool_use
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
-	// args gathers a streamed tool_use block's input; never sent.
-	args *argBuffer
-	// tool_result
-	ToolUseID string `json:"tool_use_id,omitempty"`
-	Content   string `json:"content,omitempty"`
-	IsError   bool   `json:"is_error,omitempty"`
-	// CacheControl marks a cache breakpoint after this block.
-	CacheControl *anCacheControl `json:"cache_control,omitempty"`
-}
-
-type anUsage struct {
-	InputTokens              int `json:"input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-}
-
-// input counts every prompt token, cached or not.
-func (u anUsage) input() int {
-	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-}
-
-type anResponse struct {
-	Content    []anBlock `json:"content"`
-	StopReason string    `json:"stop_reason"`
-	Usage      anUsage   `json:"usage"`
-}
-
-// anEvent is one event of a streamed answer.
-type anEvent struct {
-	Type         string      `json:"type"`
-	Message      *anResponse `json:"message"`       // message_start
-	Index        int         `json:"index"`         // content_block_*
-	ContentBlock *anBlock    `json:"content_block"` // content_block_start
-	Delta        struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`         // text_delta
-		PartialJSON string `json:"partial_json"` // input_json_delta
-		StopReason  string `json:"stop_reason"`  // message_delta
-	} `json:"delta"`
-	Usage *anUsage `json:"usage"` // message_delta
-	Error *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
+// newAnthropicClient is the SDK client of one model: no retries (Temporal
+// owns them), nothing read from the environment or a profile on disk
+// (internal/config resolves the settings), no spans.
+func newAnthropicClient(hc *http.Client, key string) anthropic.Client {
+	return anthropic.NewClient(option.WithoutEnvironmentDefaults(), option.WithHTTPClient(hc), option.WithMaxRetries(0),
+		option.WithHeader("x-api-key", key), option.WithOpenTelemetryTraces(false), option.WithOpenTelemetryPropagation(false))
 }
 
 func (c *client) anthropicTurn(ctx context.Context, conv Conversation, tools []Tool, maxTokens int, stream bool, onText func(string)) (TurnResult, error) {
-	system, msgs, err := anthropicMessages(conv)
+	params, err := anthropicRequest(c.spec.Model, conv, tools, maxTokens)
 	if err != nil {
 		return TurnResult{}, err
 	}
-	req := anRequest{Model: c.spec.Model, Messages: msgs, MaxTokens: maxTokens, Stream: stream}
+	if !c.noPromptCache {
+		markCacheBreakpoints(&params)
+	}
+	url := strings.TrimSuffix(c.endpoint, "/") + "/messages"
+	post := func(dst any, opts ...option.RequestOption) error { return c.an.Post(ctx, url, params, dst, opts...) }
+	if !stream {
+		var msg anthropic.Message
+		if err := post(&msg); err != nil {
+			return TurnResult{}, refusalOf(err)
+		}
+		return anthropicResult(&msg), nil
+	}
+	var resp *http.Response
+	if err := post(&resp, option.WithJSONSet("stream", true)); err != nil {
+		return TurnResult{}, refusalOf(err)
+	}
+	defer resp.Body.Close()
+	return readAnthropicStream(resp.Body, c.limits.MaxAnswerBytes, onText)
+}
+
+// anthropicRequest writes a turn as the SDK's request: system messages
+// join into the system prompt; tools keep their schema as written.
+func anthropicRequest(model string, conv Conversation, tools []Tool, maxTokens int) (anthropic.MessageNewParams, error) {
+	system, msgs, err := anthropicMessages(conv)
+	if err != nil {
+		return anthropic.MessageNewParams{}, err
+	}
+	params := anthropic.MessageNewParams{Model: anthropic.Model(model), Messages: msgs, MaxTokens: int64(maxTokens)}
 	if system != "" {
-		req.System = []anBlock{{Type: "text", Text: system}}
+		params.System = []anthropic.TextBlockParam{{Text: system}}
 	}
 	for _, t := range tools {
 		schema := t.Parameters
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`) // the API requires a schema
 		}
-		req.Tools = append(req.Tools, anTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		tool := anthropic.ToolParam{Name: t.Name, InputSchema: param.Override[anthropic.ToolInputSchemaParam](schema)}
+		if t.Description != "" {
+			tool.Description = anthropic.String(t.Description)
+		}
+		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tool})
 	}
-	if !c.noPromptCache {
-		markCacheBreakpoints(&req)
-	}
-	header := http.Header{}
-	header.Set("x-api-key", c.key)
-	header.Set("anthropic-version", anthropicVersion)
-	return exchangeTurn(ctx, c, strings.TrimSuffix(c.endpoint, "/")+"/messages", header, req, stream, anthropicResult,
-		func(body io.Reader) (TurnResult, error) {
-			r, err := readAnthropicStream(body, onText)
-			return anthropicResult(r), err
-		})
+	return params, nil
 }
 
 // anthropicResult reads every block of the answer: text blocks join into
 // the text, each tool_use block is one call.
-func anthropicResult(r anResponse) TurnResult {
-	res := TurnResult{StopReason: normalStop(r.StopReason), ProviderStop: r.StopReason,
-		Usage: Usage{InputTokens: r.Usage.input(), OutputTokens: r.Usage.OutputTokens,
-			CacheReadTokens: r.Usage.CacheReadInputTokens, CacheWriteTokens: r.Usage.CacheCreationInputTokens}}
+func anthropicResult(m *anthropic.Message) TurnResult {
+	res := TurnResult{StopReason: normalStop(string(m.StopReason)), ProviderStop: string(m.StopReason), Usage: anthropicUsage(m.Usage)}
 	var text strings.Builder
-	for _, b := range r.Content {
+	for _, b := range m.Content {
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":
-			c := ToolCall{ID: b.ID, Name: b.Name, Arguments: string(b.Input)}
-			if b.args != nil && b.args.n > 0 {
-				b.args.into(&c)
-			}
-			if c.Arguments == "" {
-				c.Arguments = "{}"
-			}
-			res.ToolCalls = append(res.ToolCalls, c)
+			res.ToolCalls = append(res.ToolCalls, toolUse(b.ID, b.Name, string(b.Input)))
 		}
 	}
 	res.Text = text.String()
 	return res
 }
 
-// readAnthropicStream rebuilds the answer from its events: blocks start,
-// grow by text or partial JSON deltas, and the message's stop reason and
-// output tokens come last, in message_delta.
-func readAnthropicStream(body io.Reader, onText func(string)) (anResponse, error) {
+// anthropicUsage counts every prompt token, cached or not, as InputTokens:
+// the API's input_tokens are only those neither read from the cache nor
+// written to it.
+func anthropicUsage(u anthropic.Usage) Usage {
+	return Usage{InputTokens: int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens), OutputTokens: int(u.OutputTokens),
+		CacheReadTokens: int(u.CacheReadInputTokens), CacheWriteTokens: int(u.CacheCreationInputTokens)}
+}
+
+func toolUse(id, name, input string) ToolCall {
+	if input == "" {
+		input = "{}"
+	}
+	return ToolCall{ID: id, Name: name, Arguments: input}
+}
+
+// streamedBlock is a content block of a streamed answer as it grows.
+type streamedBlock struct {
+	kind     string // text or tool_use
+	id, name string
+	args     *argBuffer // a tool_use block's input
+}
+
+// readAnthropicStream rebuilds the answer from its events, each decoded
+// into the SDK's event type: blocks start, grow by text or partial JSON
+// deltas, and the message's stop reason and final usage come last, in
+// message_delta. Text goes to onText as it comes, up to maxText bytes;
+// tool input is capped by argBuffer.
+func readAnthropicStream(body io.Reader, maxText int64, onText func(string)) (TurnResult, error) {
 	var (
-		r       anResponse
-		partial = map[int]*argBuffer{} // tool_use input JSON by block index
-		done    bool
+		blocks []streamedBlock
+		text   = answerText{limit: maxText, onText: onText}
+		usage  anthropic.Usage
+		stop   anthropic.StopReason
+		done   bool
 	)
-	block := func(i int) (*anBlock, error) {
-		if i < 0 || i >= len(r.Content) {
+	block := func(i int64) (*streamedBlock, error) {
+		if i < 0 || i >= int64(len(blocks)) {
 			return nil, fmt.Errorf("event for content block %d, which has not started", i)
 		}
-		return &r.Content[i], nil
+		return &blocks[i], nil
 	}
 	err := readEvents(body, func(data []byte) error {
-		var ev anEvent
+		var ev anthropic.MessageStreamEventUnion
 		if err := json.Unmarshal(data, &ev); err != nil {
 			return fmt.Errorf("decode stream event: %w", err)
 		}
 		switch ev.Type {
 		case "message_start":
-			if ev.Message != nil {
-				r.Usage = ev.Message.Usage
-			}
+			usage = ev.Message.Usage
 		case "content_block_start":
-			if ev.ContentBlock == nil || ev.Index != len(r.Content) {
+			if ev.Index != int64(len(blocks)) {
 				return fmt.Errorf("content block %d started out of order", ev.Index)
 			}
-			b := *ev.ContentBlock
-			if b.Type == "tool_use" {
+			b := streamedBlock{kind: ev.ContentBlock.Type, id: ev.ContentBlock.ID, name: ev.ContentBlock.Name}
+			if b.kind == "tool_use" {
 				// The input arrives as input_json_delta; the start holds {}.
-				b.Input = nil
-				partial[ev.Index] = &argBuffer{}
+				b.args = &argBuffer{}
 			}
-			r.Content = append(r.Content, b)
+			blocks = append(blocks, b)
 		case "content_block_delta":
 			b, err := block(ev.Index)
 			if err != nil {
@@ -200,45 +172,68 @@ func readAnthropicStream(body io.Reader, onText func(string)) (anResponse, error
 			}
 			switch ev.Delta.Type {
 			case "text_delta":
-				b.Text += ev.Delta.Text
-				onText(ev.Delta.Text)
+				if b.kind == "text" {
+					if err := text.add(ev.Delta.Text); err != nil {
+						return err
+					}
+				}
 			case "input_json_delta":
-				if p := partial[ev.Index]; p != nil {
-					p.WriteString(ev.Delta.PartialJSON)
+				if b.args != nil {
+					b.args.WriteString(ev.Delta.PartialJSON)
 				}
 			}
 		case "content_block_stop":
-			b, err := block(ev.Index)
-			if err != nil {
+			if _, err := block(ev.Index); err != nil {
 				return err
 			}
-			if p := partial[ev.Index]; p != nil {
-				b.args = p
-			}
 		case "message_delta":
-			r.StopReason = ev.Delta.StopReason
-			if ev.Usage != nil {
-				r.Usage.OutputTokens = ev.Usage.OutputTokens
-			}
+			stop = ev.Delta.StopReason
+			addDeltaUsage(&usage, ev.Usage)
 		case "message_stop":
 			done = true
 			return errStopEvents
 		case "error":
-			msg := "unknown error"
-			if ev.Error != nil {
-				msg = ev.Error.Type + ": " + ev.Error.Message
+			var e anthropic.ErrorResponse
+			if err := json.Unmarshal(data, &e); err != nil || e.Error.Type == "" {
+				return errors.New("stream failed: unknown error")
 			}
-			return fmt.Errorf("stream failed: %s", msg)
+			return fmt.Errorf("stream failed: %s: %s", e.Error.Type, e.Error.Message)
 		}
 		return nil
 	})
 	if err != nil {
-		return anResponse{}, err
+		return TurnResult{}, err
 	}
 	if !done {
-		return anResponse{}, errors.New("stream ended before message_stop: the answer is incomplete")
+		return TurnResult{}, errors.New("stream ended before message_stop: the answer is incomplete")
 	}
-	return r, nil
+	res := TurnResult{Text: text.b.String(), StopReason: normalStop(string(stop)), ProviderStop: string(stop), Usage: anthropicUsage(usage)}
+	for _, b := range blocks {
+		if b.kind == "tool_use" {
+			call := toolUse(b.id, b.name, "")
+			if b.args.n > 0 {
+				b.args.into(&call)
+			}
+			res.ToolCalls = append(res.ToolCalls, call)
+		}
+	}
+	return res, nil
+}
+
+// addDeltaUsage takes message_delta's counts into the usage message_start
+// gave: they are totals for the whole message, so each one sent replaces
+// the earlier value; the output tokens are always sent.
+func addDeltaUsage(u *anthropic.Usage, d anthropic.MessageDeltaUsage) {
+	u.OutputTokens = d.OutputTokens
+	if d.JSON.InputTokens.Valid() {
+		u.InputTokens = d.InputTokens
+	}
+	if d.JSON.CacheCreationInputTokens.Valid() {
+		u.CacheCreationInputTokens = d.CacheCreationInputTokens
+	}
+	if d.JSON.CacheReadInputTokens.Valid() {
+		u.CacheReadInputTokens = d.CacheReadInputTokens
+	}
 }
 
 // markCacheBreakpoints marks up to three of the four cache breakpoints the
@@ -255,30 +250,35 @@ func readAnthropicStream(body io.Reader, onText func(string)) (anResponse, error
 // The API looks back only 20 blocks from a breakpoint for an earlier
 // entry, so the previous turn's end is marked rather than left to that
 // search: a turn with many tool results would otherwise miss it.
-func markCacheBreakpoints(req *anRequest) {
+func markCacheBreakpoints(params *anthropic.MessageNewParams) {
 	switch {
-	case len(req.System) > 0:
-		req.System[len(req.System)-1].CacheControl = ephemeral
-	case len(req.Tools) > 0:
-		req.Tools[len(req.Tools)-1].CacheControl = ephemeral
+	case len(params.System) > 0:
+		params.System[len(params.System)-1].CacheControl = anthropic.NewCacheControlEphemeralParam()
+	case len(params.Tools) > 0:
+		if cc := params.Tools[len(params.Tools)-1].GetCacheControl(); cc != nil {
+			*cc = anthropic.NewCacheControlEphemeralParam()
+		}
 	}
-	last := len(req.Messages) - 1
+	msgs := params.Messages
+	last := len(msgs) - 1
 	if last < 0 {
 		return
 	}
 	mark := func(i int) {
-		b := req.Messages[i].Content
+		b := messageBlocks(msgs[i])
 		if len(b) == 0 { // an empty answer has no block to mark
 			return
 		}
-		b[len(b)-1].CacheControl = ephemeral
+		if cc := b[len(b)-1].GetCacheControl(); cc != nil {
+			*cc = anthropic.NewCacheControlEphemeralParam()
+		}
 	}
 	mark(last)
 	// The previous turn ended on the user message before the last
 	// assistant message.
 	for i := last - 1; i > 0; i-- {
-		if req.Messages[i].Role == "assistant" {
-			if req.Messages[i-1].Role == "user" {
+		if msgs[i].OfAssistant != nil {
+			if msgs[i-1].OfUser != nil {
 				mark(i - 1)
 			}
 			return
@@ -286,43 +286,74 @@ func markCacheBreakpoints(req *anRequest) {
 	}
 }
 
+func messageBlocks(m anthropic.MessageParam) []anthropic.ContentBlockParamUnion {
+	switch {
+	case m.OfUser != nil:
+		return m.OfUser.Content
+	case m.OfAssistant != nil:
+		return m.OfAssistant.Content
+	}
+	return nil
+}
+
 // anthropicMessages writes a conversation as Anthropic messages: system
 // messages join into the system prompt; an assistant message carries its
 // text and every call as blocks; consecutive tool results (and a user
 // message after them) share one user message, results first, as the API
 // requires.
-func anthropicMessages(conv Conversation) (string, []anMessage, error) {
+func anthropicMessages(conv Conversation) (string, []anthropic.MessageParam, error) {
 	var system []string
-	var out []anMessage
-	add := func(role string, blocks ...anBlock) {
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
+	var out []anthropic.MessageParam
+	add := func(assistant bool, blocks ...anthropic.ContentBlockParamUnion) {
+		if n := len(out); n > 0 && (out[n-1].OfAssistant != nil) == assistant {
+			if assistant {
+				out[n-1].OfAssistant.Content = append(out[n-1].OfAssistant.Content, blocks...)
+			} else {
+				out[n-1].OfUser.Content = append(out[n-1].OfUser.Content, blocks...)
+			}
 			return
 		}
-		out = append(out, anMessage{Role: role, Content: blocks})
+		if assistant {
+			out = append(out, anthropic.NewAssistantMessage(blocks...))
+		} else {
+			out = append(out, anthropic.NewUserMessage(blocks...))
+		}
 	}
 	for i, m := range conv.Messages {
 		switch m.Role {
 		case RoleSystem:
 			system = append(system, m.Text)
 		case RoleUser:
-			add("user", anBlock{Type: "text", Text: m.Text})
+			add(false, anthropic.NewTextBlock(m.Text))
 		case RoleAssistant:
-			var blocks []anBlock
+			var blocks []anthropic.ContentBlockParamUnion
 			if m.Text != "" { // the API refuses empty text blocks
-				blocks = append(blocks, anBlock{Type: "text", Text: m.Text})
+				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
 			}
 			for _, tc := range m.ToolCalls {
 				input, err := argumentsObject(tc.Arguments)
 				if err != nil {
 					return "", nil, fmt.Errorf("%w: message %d: tool call %q arguments: %w", ErrBadConversation, i, tc.ID, err)
 				}
-				blocks = append(blocks, anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: input})
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, input, tc.Name))
 			}
-			add("assistant", blocks...)
+			add(true, blocks...)
 		case RoleTool:
-			add("user", anBlock{Type: "tool_result", ToolUseID: m.Result.CallID, Content: m.Result.Content, IsError: m.Result.IsError})
+			add(false, toolResult(m.Result))
 		}
 	}
 	return strings.Join(system, "\n\n"), out, nil
+}
+
+// toolResult is a result's block: its content as one text block, none
+// when empty (the API refuses empty text blocks), and is_error only when set.
+func toolResult(r *ToolResult) anthropic.ContentBlockParamUnion {
+	b := anthropic.ToolResultBlockParam{ToolUseID: r.CallID}
+	if r.Content != "" {
+		b.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: r.Content}}}
+	}
+	if r.IsError {
+		b.IsError = anthropic.Bool(true)
+	}
+	return anthropic.ContentBlockParamUnion{OfToolResult: &b}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -168,5 +170,46 @@ func TestOpenAITurnsReadCachedTokens(t *testing.T) {
 			}
 			checkPrefixes(t, bodies)
 		})
+	}
+}
+
+// OpenAI's usage names the prompt tokens read from its cache and those
+// written to it: both reach Usage, whole answers and streamed alike.
+func TestOpenAITurnsReadCacheWrites(t *testing.T) {
+	const usage = `"usage":{"prompt_tokens":1000,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":600,"cache_write_tokens":300}}`
+	whole := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],`+usage+`}`)
+	}))
+	defer whole.Close()
+	streamed := sse(t, oaChunk(`{"role":"assistant","content":"ok"}`)+
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n"+
+		`data: {"choices":[],`+usage+`}`+"\n\n"+"data: [DONE]\n\n")
+	want := llm.Usage{InputTokens: 1000, OutputTokens: 7, CacheReadTokens: 600, CacheWriteTokens: 300}
+	for _, tt := range []struct {
+		url    string
+		stream bool
+	}{{whole.URL, false}, {streamed, true}} {
+		m := mustNew(t, llm.Spec{Provider: llm.ProviderOpenAI, Model: "gpt-4.1"}, llm.Env{OpenAIKey: "k", OpenAIBaseURL: tt.url})
+		res, err := m.Turn(context.Background(), firstConversation(), tools, llm.TurnOptions{Stream: tt.stream})
+		if err != nil || res.Usage != want {
+			t.Errorf("stream=%v: usage %+v, %v; want %+v", tt.stream, res.Usage, err, want)
+		}
+	}
+}
+
+// Anthropic's message_delta may repeat the usage as totals for the whole
+// message: each count it sends replaces message_start's.
+func TestAnthropicStreamTakesUsageTotalsFromMessageDelta(t *testing.T) {
+	url := sse(t, anEvent("message_start", `,"message":{"usage":{"input_tokens":5,"cache_read_input_tokens":0,"output_tokens":1}}`)+
+		anEvent("content_block_start", `,"index":0,"content_block":{"type":"text","text":""}`)+
+		anEvent("content_block_delta", `,"index":0,"delta":{"type":"text_delta","text":"ok"}`)+
+		anEvent("content_block_stop", `,"index":0`)+
+		anEvent("message_delta", `,"delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":4,"cache_read_input_tokens":90,"output_tokens":9}`)+
+		anEvent("message_stop", ""))
+	m := mustNew(t, llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "k", AnthropicBaseURL: url})
+	res, err := m.Turn(context.Background(), firstConversation(), tools, llm.TurnOptions{Stream: true})
+	if want := (llm.Usage{InputTokens: 94, OutputTokens: 9, CacheReadTokens: 90}); err != nil || res.Usage != want {
+		t.Errorf("usage %+v, %v; want %+v", res.Usage, err, want)
 	}
 }

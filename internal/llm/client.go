@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	anthropicsdk "github.com/anthropics/anthropic-sdk-go/v2"
+	openaisdk "github.com/openai/openai-go/v3"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/ollama"
@@ -41,9 +43,13 @@ type client struct {
 	// llm serves Complete; nil for providers whose client is ours alone
 	// (Gemini), whose Complete is a turn without tools.
 	llm llms.Model
-	// hc and key serve the tool-calling clients of our own, see Turn.
+	// hc and key serve the tool-calling clients, see Turn: oa for the
+	// OpenAI protocol (OpenAI, Ollama), an for Anthropic's, both the
+	// vendors' SDKs over hc; Gemini's is our own.
 	hc  *http.Client
 	key string
+	oa  openaisdk.ChatCompletionService
+	an  anthropicsdk.Client
 	// legacyMaxTokens sends max_tokens rather than max_completion_tokens.
 	legacyMaxTokens bool
 	// noPromptCache marks no cache breakpoints (Env.NoPromptCache).
@@ -56,8 +62,9 @@ type client struct {
 
 // New builds the Model a spec names, with credentials from env. The
 // provider libraries never retry on their own (langchaingo v0.1.14 has no
-// retry logic in its openai, anthropic or ollama clients, and the HTTP
-// client given to them refuses to replay requests): Temporal owns retries.
+// retry logic in its openai, anthropic or ollama clients, the vendors'
+// SDKs are given no retries, and the HTTP client given to them all refuses
+// to replay requests): Temporal owns retries.
 func New(spec Spec, env Env) (Model, error) {
 	if spec.Model == "" {
 		spec.Model = DefaultModels[spec.Provider]
@@ -85,6 +92,7 @@ func New(spec Spec, env Env) (Model, error) {
 			// the newer max_completion_tokens.
 			c.callOpts = append(c.callOpts, llms.WithMetadata(map[string]any{"openai:use_legacy_max_tokens": true}))
 		}
+		c.oa = newOpenAIChat(hc, c.toolEndpoint(), c.key)
 		c.llm, err = openai.New(openai.WithToken(token), openai.WithModel(spec.Model),
 			openai.WithBaseURL(c.endpoint), openai.WithHTTPClient(hc))
 	case ProviderAnthropic:
@@ -93,6 +101,7 @@ func New(spec Spec, env Env) (Model, error) {
 		}
 		c.endpoint = cmp.Or(env.AnthropicBaseURL, anthropicURL)
 		c.key = env.AnthropicKey
+		c.an = newAnthropicClient(hc, c.key)
 		c.llm, err = anthropic.New(anthropic.WithToken(env.AnthropicKey), anthropic.WithModel(spec.Model),
 			anthropic.WithBaseURL(c.endpoint), anthropic.WithHTTPClient(hc))
 	case ProviderGemini:
@@ -107,6 +116,7 @@ func New(spec Spec, env Env) (Model, error) {
 			return nil, fmt.Errorf("new model %s: %w", spec, err)
 		}
 		c.endpoint = u.String()
+		c.oa = newOpenAIChat(hc, c.toolEndpoint(), c.key)
 		c.llm, err = ollama.New(ollama.WithModel(spec.Model), ollama.WithServerURL(c.endpoint), ollama.WithHTTPClient(hc))
 	default:
 		return nil, fmt.Errorf("new model: %w %q: unknown provider", ErrBadSpec, spec.Provider)

@@ -125,6 +125,27 @@ func capStream(limit int64, onChunk func(string)) func(context.Context, []byte) 
 	}
 }
 
+// answerText gathers a streamed turn's text, handing each piece to onText,
+// and fails the stream with a TooLargeError once the text would pass limit
+// bytes, before more is read.
+type answerText struct {
+	b      strings.Builder
+	limit  int64
+	onText func(string)
+}
+
+func (t *answerText) add(s string) error {
+	if s == "" {
+		return nil
+	}
+	if int64(t.b.Len()+len(s)) > t.limit {
+		return answerTooLarge(t.limit)
+	}
+	t.b.WriteString(s)
+	t.onText(s)
+	return nil
+}
+
 // limitFailure classifies a call stopped by one of the limits, whichever
 // layer reported it; nil when no limit was hit.
 func (c *client) limitFailure(o outcome, err error) *Error {

@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,43 @@ func TestLimitsFromEnv(t *testing.T) {
 	}
 	if _, err := llm.New(llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIKey: "k", IdleTimeout: "x"}); !errors.Is(err, llm.ErrBadSpec) {
 		t.Errorf("New with a bad limit: error %v, want ErrBadSpec", err)
+	}
+}
+
+// TestHugeTurnIsCutWhileRead: a turn's text is capped as a completion's
+// is, over both SDK-backed protocols: a streamed answer stops at the
+// limit (the text handed on never passes it), a whole one is refused, and
+// neither is retried. The answer, about 100 KiB, passes the 64 KiB limit
+// but not the bound on a whole body's bytes, so the turn itself must
+// refuse it.
+func TestHugeTurnIsCutWhileRead(t *testing.T) {
+	huge := llmtest.Reply{Content: strings.Repeat("print('flood')\n", 7000), ChunkBytes: 1 << 10}
+	oa := llmtest.New(t, llmtest.Fixed(huge))
+	an := llmtest.NewAnthropic(t, func(llmtest.MessagesRequest) llmtest.Reply { return huge })
+	for _, p := range []struct {
+		name string
+		spec llm.Spec
+		env  llm.Env
+	}{
+		{"openai", llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIKey: "k", OpenAIBaseURL: oa.URL(), MaxAnswer: "64KiB"}},
+		{"anthropic", llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "k", AnthropicBaseURL: an.URL(), MaxAnswer: "64KiB"}},
+	} {
+		for _, stream := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/stream=%v", p.name, stream), func(t *testing.T) {
+				m := mustNew(t, p.spec, p.env)
+				seen := 0
+				opts := llm.TurnOptions{Stream: stream}
+				if stream {
+					opts.OnText = func(c string) { seen += len(c) }
+				}
+				_, err := m.Turn(context.Background(), firstConversation(), tools, opts)
+				if e := asError(t, err); !strings.Contains(err.Error(), "more than 64 KiB") || e.Retryable() {
+					t.Errorf("error = %v (kind %s), want a final one naming the 64 KiB limit", err, e.Kind)
+				}
+				if seen > 64<<10 {
+					t.Errorf("%d bytes of text were handed on; the limit is %d", seen, 64<<10)
+				}
+			})
+		}
 	}
 }

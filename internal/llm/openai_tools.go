@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,91 +10,34 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/respjson"
+	"github.com/openai/openai-go/v3/shared"
 )
 
 // The OpenAI chat completions protocol with tools, as OpenAI, Ollama (under
-// /v1) and other compatible servers speak it.
+// /v1) and other compatible servers speak it, through OpenAI's Go SDK: its
+// request and answer types, its HTTP layer over our client (limits, one
+// attempt) and its errors. A streamed answer is read here, each chunk
+// decoded into the SDK's type, for reasons pinned in sdk_test.go:
+//   - the SDK's Stream ends without an error when a stream stops before
+//     [DONE], so a cut answer would pass for a whole one;
+//   - ChatCompletionAccumulator keys tool-call deltas by their index, which
+//     some compatible servers leave out: every call then merges into the
+//     first; and it gathers text and arguments without a cap.
 
-type oaRequest struct {
-	Model               string          `json:"model"`
-	Messages            []oaMessage     `json:"messages"`
-	Tools               []oaTool        `json:"tools,omitempty"`
-	MaxTokens           int             `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-	Stream              bool            `json:"stream,omitempty"`
-	StreamOptions       *oaStreamOption `json:"stream_options,omitempty"`
-}
-
-type oaStreamOption struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type oaTool struct {
-	Type     string     `json:"type"`
-	Function oaFunction `json:"function"`
-}
-
-type oaFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-}
-
-type oaMessage struct {
-	Role string `json:"role"`
-	// Content is null for an assistant message holding only tool calls.
-	Content    *string      `json:"content"`
-	ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string       `json:"tool_call_id,omitempty"`
-}
-
-type oaToolCall struct {
-	// Index says which call a streamed delta continues.
-	Index    *int   `json:"index,omitempty"`
-	ID       string `json:"id,omitempty"`
-	Type     string `json:"type,omitempty"`
-	Function struct {
-		Name      string `json:"name,omitempty"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-// oaResponse is a whole answer or one streamed chunk of it.
-type oaResponse struct {
-	Choices []oaChoice `json:"choices"`
-	Usage   *oaUsage   `json:"usage"`
-	// Error is how a stream reports a failure after it has begun.
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-type oaUsage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		// CachedTokens of the prompt were read from the provider's cache.
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-func (u oaUsage) usage() Usage {
-	out := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
-	if d := u.PromptTokensDetails; d != nil {
-		out.CacheReadTokens = min(d.CachedTokens, u.PromptTokens)
+// newOpenAIChat is the SDK's chat completions service at baseURL: no
+// retries (Temporal owns them), nothing read from the environment
+// (internal/config resolves the settings), the key as a bearer token when
+// there is one.
+func newOpenAIChat(hc *http.Client, baseURL, key string) openai.ChatCompletionService {
+	opts := []option.RequestOption{option.WithBaseURL(baseURL), option.WithHTTPClient(hc), option.WithMaxRetries(0)}
+	if key != "" {
+		opts = append(opts, option.WithAPIKey(key))
 	}
-	return out
-}
-
-type oaChoice struct {
-	Message      oaAnswer `json:"message"`
-	Delta        oaAnswer `json:"delta"`
-	FinishReason string   `json:"finish_reason"`
-}
-
-type oaAnswer struct {
-	Content   string       `json:"content"`
-	ToolCalls []oaToolCall `json:"tool_calls"`
+	return openai.NewChatCompletionService(opts...)
 }
 
 // toolEndpoint is the base URL of the OpenAI-compatible API: Ollama serves
@@ -106,29 +50,72 @@ func (c *client) toolEndpoint() string {
 }
 
 func (c *client) openAITurn(ctx context.Context, conv Conversation, tools []Tool, maxTokens int, stream bool, onText func(string)) (TurnResult, error) {
-	req := oaRequest{Model: c.spec.Model, Messages: openAIMessages(conv), Stream: stream}
-	for _, t := range tools {
-		req.Tools = append(req.Tools, oaTool{Type: "function", Function: oaFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+	params, err := c.openAIRequest(conv, tools, maxTokens, stream)
+	if err != nil {
+		return TurnResult{}, err
 	}
-	if c.legacyMaxTokens || c.spec.Provider == ProviderOllama {
-		req.MaxTokens = maxTokens
-	} else {
-		req.MaxCompletionTokens = maxTokens
+	if !stream {
+		whole, err := c.oa.New(ctx, params)
+		if err != nil {
+			return TurnResult{}, refusalOf(err)
+		}
+		return openAIWhole(whole), nil
+	}
+	// The raw event stream, unread: see the file comment.
+	var resp *http.Response
+	if _, err := c.oa.New(ctx, params, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&resp)); err != nil {
+		return TurnResult{}, refusalOf(err)
+	}
+	defer resp.Body.Close()
+	return readOpenAIStream(resp.Body, c.limits.MaxAnswerBytes, onText)
+}
+
+func (c *client) openAIRequest(conv Conversation, tools []Tool, maxTokens int, stream bool) (openai.ChatCompletionNewParams, error) {
+	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(c.spec.Model), Messages: openAIMessages(conv)}
+	for _, t := range tools {
+		fn := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			schema, err := functionParameters(t.Parameters)
+			if err != nil {
+				return params, fmt.Errorf("%w: tool %q parameters: %w", ErrBadConversation, t.Name, err)
+			}
+			fn.Parameters = schema
+		}
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
+	if maxTokens > 0 {
+		// Compatible servers widely accept max_tokens but not always the
+		// newer max_completion_tokens.
+		if c.legacyMaxTokens || c.spec.Provider == ProviderOllama {
+			params.MaxTokens = openai.Int(int64(maxTokens))
+		} else {
+			params.MaxCompletionTokens = openai.Int(int64(maxTokens))
+		}
 	}
 	if stream {
-		req.StreamOptions = &oaStreamOption{IncludeUsage: true}
+		params.StreamOptions.IncludeUsage = openai.Bool(true)
 	}
-	header := http.Header{}
-	if c.key != "" {
-		header.Set("Authorization", "Bearer "+c.key)
+	return params, nil
+}
+
+// functionParameters reads a tool's JSON schema as the SDK's map, its
+// numbers kept as written.
+func functionParameters(schema json.RawMessage) (shared.FunctionParameters, error) {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber()
+	var out shared.FunctionParameters
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
 	}
-	return exchangeTurn(ctx, c, c.toolEndpoint()+"/chat/completions", header, req, stream, openAIWhole,
-		func(body io.Reader) (TurnResult, error) { return readOpenAIStream(body, onText) })
+	return out, nil
 }
 
 // openAIWhole reads a whole answer's first choice.
-func openAIWhole(r oaResponse) TurnResult {
-	var ch oaChoice
+func openAIWhole(r *openai.ChatCompletion) TurnResult {
+	var ch openai.ChatCompletionChoice
 	if len(r.Choices) > 0 {
 		ch = r.Choices[0]
 	}
@@ -136,26 +123,32 @@ func openAIWhole(r oaResponse) TurnResult {
 	for _, tc := range ch.Message.ToolCalls {
 		calls = append(calls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	return openAIResult(r, ch.Message.Content, ch.FinishReason, withIDs(calls))
+	return openAIResult(r.Usage, ch.Message.Content, ch.FinishReason, withIDs(calls))
 }
 
-func openAIResult(r oaResponse, text, finish string, calls []ToolCall) TurnResult {
-	res := TurnResult{Text: text, ToolCalls: calls, StopReason: normalStop(finish), ProviderStop: finish}
-	if r.Usage != nil {
-		res.Usage = r.Usage.usage()
-	}
-	return res
+func openAIResult(u openai.CompletionUsage, text, finish string, calls []ToolCall) TurnResult {
+	return TurnResult{Text: text, ToolCalls: calls, StopReason: normalStop(finish), ProviderStop: finish, Usage: openAIUsage(u)}
 }
 
-// readOpenAIStream gathers a streamed answer: text deltas go to onText as
-// they come, tool-call deltas are joined by their index, and usage comes
-// in the last chunk (stream_options.include_usage).
-func readOpenAIStream(body io.Reader, onText func(string)) (TurnResult, error) {
+// openAIUsage reads the prompt's cached tokens, and those written to the
+// cache where the server says so, as parts of the whole prompt.
+func openAIUsage(u openai.CompletionUsage) Usage {
+	prompt := int(u.PromptTokens)
+	read := min(int(u.PromptTokensDetails.CachedTokens), prompt)
+	return Usage{InputTokens: prompt, OutputTokens: int(u.CompletionTokens), CacheReadTokens: read,
+		CacheWriteTokens: min(int(u.PromptTokensDetails.CacheWriteTokens), prompt-read)}
+}
+
+// readOpenAIStream gathers a streamed answer, each chunk decoded into the
+// SDK's type: text deltas go to onText as they come, up to maxText bytes,
+// tool-call deltas are joined by openAICalls, and usage comes in the last
+// chunk (stream_options.include_usage).
+func readOpenAIStream(body io.Reader, maxText int64, onText func(string)) (TurnResult, error) {
 	var (
-		text   strings.Builder
+		text   = answerText{limit: maxText, onText: onText}
 		calls  openAICalls
 		finish string
-		last   oaResponse
+		usage  openai.CompletionUsage
 		done   bool
 	)
 	err := readEvents(body, func(data []byte) error {
@@ -163,20 +156,21 @@ func readOpenAIStream(body io.Reader, onText func(string)) (TurnResult, error) {
 			done = true
 			return errStopEvents
 		}
-		var chunk oaResponse
+		var chunk openai.ChatCompletionChunk
 		if err := json.Unmarshal(data, &chunk); err != nil {
 			return fmt.Errorf("decode stream chunk: %w", err)
 		}
-		if chunk.Error != nil {
-			return fmt.Errorf("stream failed: %s", chunk.Error.Message)
+		// Extra fields are never Valid (the type has no field for them): a
+		// present, non-null error is the failure.
+		if failure, ok := chunk.JSON.ExtraFields["error"]; ok && failure.Raw() != respjson.Null {
+			return fmt.Errorf("stream failed: %s", streamFailure(failure.Raw()))
 		}
-		if chunk.Usage != nil {
-			last.Usage = chunk.Usage
+		if chunk.JSON.Usage.Valid() {
+			usage = chunk.Usage
 		}
 		for _, ch := range chunk.Choices {
-			if ch.Delta.Content != "" {
-				text.WriteString(ch.Delta.Content)
-				onText(ch.Delta.Content)
+			if err := text.add(ch.Delta.Content); err != nil {
+				return err
 			}
 			calls.add(ch.Delta.ToolCalls)
 			if ch.FinishReason != "" {
@@ -191,12 +185,26 @@ func readOpenAIStream(body io.Reader, onText func(string)) (TurnResult, error) {
 	if !done {
 		return TurnResult{}, errors.New("stream ended before [DONE]: the answer is incomplete")
 	}
-	return openAIResult(last, text.String(), finish, calls.list()), nil
+	return openAIResult(usage, text.b.String(), finish, calls.list()), nil
+}
+
+// streamFailure is the message of the error a stream reports in place of
+// a chunk once it has begun, which the SDK's chunk type keeps as an extra
+// field: its message, else the error as sent.
+func streamFailure(raw string) string {
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal([]byte(raw), &e) != nil || e.Message == "" {
+		return raw
+	}
+	return e.Message
 }
 
 // openAICalls joins streamed tool-call deltas. A delta continues the call
 // its index names; from servers that send no index (one call at a time) it
-// continues the last call unless it brings a new id.
+// continues the last call unless it brings a new id. Arguments are capped
+// as they arrive (argBuffer).
 type openAICalls struct {
 	byIndex map[int]*ToolCall
 	args    map[int]*argBuffer
@@ -204,15 +212,15 @@ type openAICalls struct {
 	next    int // the index after the highest seen
 }
 
-func (a *openAICalls) add(deltas []oaToolCall) {
+func (a *openAICalls) add(deltas []openai.ChatCompletionChunkChoiceDeltaToolCall) {
 	if a.byIndex == nil {
 		a.byIndex, a.args = map[int]*ToolCall{}, map[int]*argBuffer{}
 	}
 	for _, d := range deltas {
 		idx := a.last
 		switch {
-		case d.Index != nil:
-			idx = *d.Index
+		case d.JSON.Index.Valid():
+			idx = int(d.Index)
 		case len(a.byIndex) == 0 || (d.ID != "" && a.byIndex[idx].ID != "" && a.byIndex[idx].ID != d.ID):
 			idx = a.next
 		}
@@ -264,32 +272,31 @@ func withIDs(calls []ToolCall) []ToolCall {
 
 // openAIMessages writes a conversation as chat messages: an assistant's
 // text and calls in one message, each tool result in its own.
-func openAIMessages(conv Conversation) []oaMessage {
-	out := make([]oaMessage, 0, len(conv.Messages))
+func openAIMessages(conv Conversation) []openai.ChatCompletionMessageParamUnion {
+	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(conv.Messages))
 	for _, m := range conv.Messages {
-		msg := oaMessage{Role: string(m.Role)}
 		switch m.Role {
+		case RoleSystem:
+			out = append(out, openai.SystemMessage(m.Text))
 		case RoleAssistant:
+			msg := openai.ChatCompletionAssistantMessageParam{}
 			if m.Text != "" {
-				msg.Content = &m.Text
+				msg.Content.OfString = openai.String(m.Text)
 			}
 			for _, tc := range m.ToolCalls {
-				call := oaToolCall{ID: tc.ID, Type: "function"}
-				call.Function.Name = tc.Name
-				call.Function.Arguments = tc.Arguments
-				if strings.TrimSpace(call.Function.Arguments) == "" {
-					call.Function.Arguments = "{}"
+				args := tc.Arguments
+				if strings.TrimSpace(args) == "" {
+					args = "{}"
 				}
-				msg.ToolCalls = append(msg.ToolCalls, call)
+				msg.ToolCalls = append(msg.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: tc.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args}}})
 			}
+			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &msg})
 		case RoleTool:
-			msg.ToolCallID = m.Result.CallID
-			content := m.Result.Content
-			msg.Content = &content
+			out = append(out, openai.ToolMessage(m.Result.Content, m.Result.CallID))
 		default:
-			msg.Content = &m.Text
+			out = append(out, openai.UserMessage(m.Text))
 		}
-		out = append(out, msg)
 	}
 	return out
 }

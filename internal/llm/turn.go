@@ -13,22 +13,26 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
 )
 
 // Turn sends the conversation and the tools on offer, and returns the
 // model's answer: text, tool calls, or both.
 //
-// Tool turns go through small clients of our own for each wire protocol
-// (OpenAI chat completions, which Ollama also serves, Anthropic messages
-// and Gemini generateContent) rather than through langchaingo v0.1.14,
-// whose clients lose tool calls: its OpenAI stream parser ignores a
+// Tool turns do not go through langchaingo v0.1.14, whose clients lose
+// tool calls (langchaingo_test.go): its OpenAI stream parser ignores a
 // tool-call delta's index and passes the calls' JSON to the text callback,
 // and its Anthropic client sends back only the first part of an assistant
-// or tool message. Its Gemini client would add Google's deprecated
-// generative-ai-go SDK (gRPC and Cloud dependencies) for a protocol a page
-// of code speaks, and gives calls no ids; Gemini has no langchaingo client
-// here at all, completions included.
-// They share the HTTP client, failure classification and logging of
+// or tool message. The OpenAI protocol (which Ollama also serves) and
+// Anthropic's go through the vendors' Go SDKs, for their request and answer
+// types, HTTP layer and errors, with streamed answers read by our own
+// reader (openai_tools.go, anthropic.go and sdk_test.go say why). Gemini's
+// generateContent goes through a client of our own: langchaingo's would add
+// Google's deprecated generative-ai-go SDK (gRPC and Cloud dependencies)
+// for a protocol a page of code speaks, and gives calls no ids.
+// All share the HTTP client, failure classification and logging of
 // Complete.
 func (c *client) Turn(ctx context.Context, conv Conversation, tools []Tool, opts TurnOptions) (TurnResult, error) {
 	if err := c.checkTurn(conv, tools); err != nil {
@@ -56,6 +60,9 @@ func (c *client) Turn(ctx context.Context, conv Conversation, tools []Tool, opts
 	})
 	if err != nil {
 		return TurnResult{}, err
+	}
+	if int64(len(res.Text)) > c.limits.MaxAnswerBytes {
+		return TurnResult{}, c.limitFailure(outcome{}, answerTooLarge(c.limits.MaxAnswerBytes))
 	}
 	if res.Text == "" && len(res.ToolCalls) == 0 {
 		return TurnResult{}, c.emptyResponse(status)
@@ -162,6 +169,26 @@ func exchangeTurn[W any](ctx context.Context, c *client, url string, header http
 		return TurnResult{}, fmt.Errorf("decode response: %w", err)
 	}
 	return whole(w), nil
+}
+
+// refusalOf reads a vendor SDK's error for an answer other than 2xx as the
+// provider's own refusal, from the body the SDK keeps on it, so it reads
+// like the refusals of our own clients; any other error is returned as it is.
+func refusalOf(err error) error {
+	var resp *http.Response
+	var oa *openai.Error
+	var an *anthropic.Error
+	switch {
+	case errors.As(err, &oa):
+		resp = oa.Response
+	case errors.As(err, &an):
+		resp = an.Response
+	}
+	if resp == nil || resp.Body == nil {
+		return err
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes)) // the status says enough if the body is cut
+	return refusal(raw, resp.Status)
 }
 
 // refusedError is a provider's answer other than 200: its message, and

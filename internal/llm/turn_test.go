@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -138,6 +140,8 @@ var twoCalls = []llmtest.ToolCall{
 	{ID: "call_search", Name: "search", Arguments: `{"pattern":"func Add\\("}`},
 }
 
+var threeCalls = append(slices.Clone(twoCalls), llmtest.ToolCall{ID: "call_read_test", Name: "read_file", Arguments: `{"path":"internal/calc/add_test.go"}`})
+
 func firstConversation() llm.Conversation {
 	return llm.Conversation{Messages: []llm.Message{
 		{Role: llm.RoleSystem, Text: turnSystem},
@@ -221,6 +225,8 @@ func TestTurnRoundTrips(t *testing.T) {
 		{"one tool call", llmtest.Reply{ToolCalls: twoCalls[:1]}, llm.StopToolUse, false},
 		{"text and two tool calls", llmtest.Reply{Content: thinking, ToolCalls: twoCalls}, llm.StopToolUse, false},
 		{"text and two interleaved tool calls", llmtest.Reply{Content: thinking, ToolCalls: twoCalls, InterleaveToolCalls: true}, llm.StopToolUse, true},
+		{"text and three tool calls", llmtest.Reply{Content: thinking, ToolCalls: threeCalls}, llm.StopToolUse, false},
+		{"text and three interleaved tool calls", llmtest.Reply{Content: thinking, ToolCalls: threeCalls, InterleaveToolCalls: true}, llm.StopToolUse, true},
 	}
 	for _, p := range providers {
 		for _, sc := range scenarios {
@@ -384,10 +390,14 @@ func TestTurnClassifiesErrors(t *testing.T) {
 		{"openai", llmtest.Reply{Status: 429, RetryAfter: "3"}, llm.KindRateLimited, 3 * time.Second, "Rate limit reached"},
 		{"openai", llmtest.Reply{Status: 400, Content: "context too long"}, llm.KindInvalidRequest, 0, "(HTTP 400): context too long"},
 		{"openai", llmtest.Reply{}, llm.KindTransient, 0, "empty response"},
+		{"openai", llmtest.Reply{Status: 500, Content: "boom"}, llm.KindTransient, 0, "(HTTP 500), try again later: boom"},
+		{"openai", llmtest.Reply{Status: 404}, llm.KindInvalidRequest, 0, "does not serve model"},
 		{"anthropic", llmtest.Reply{Status: 401}, llm.KindAuth, 0, "set ANTHROPIC_API_KEY"},
 		{"anthropic", llmtest.Reply{Status: 529}, llm.KindTransient, 0, "HTTP 529"},
 		{"anthropic", llmtest.Reply{Status: 429, RetryAfter: "7"}, llm.KindRateLimited, 7 * time.Second, "rate limiting"},
 		{"anthropic", llmtest.Reply{}, llm.KindTransient, 0, "empty response"},
+		{"anthropic", llmtest.Reply{Status: 400, Content: "prompt is too long: 210000 tokens > 200000 maximum"}, llm.KindInvalidRequest, 0, "(HTTP 400): prompt is too long"},
+		{"anthropic", llmtest.Reply{Status: 500}, llm.KindTransient, 0, "(HTTP 500), try again later: Internal Server Error"},
 	}
 	for _, tt := range tests {
 		for _, streaming := range []bool{false, true} {
@@ -562,6 +572,54 @@ func TestTurnDeadline(t *testing.T) {
 		}
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("%s: turn took %v after its deadline", p, d)
+		}
+	}
+}
+
+// Each protocol's request goes where the base URL says, with the key
+// where the API takes it: OPENAI_BASE_URL and ANTHROPIC_BASE_URL name
+// the API's root, with or without /v1, and the endpoint's path follows
+// it; OpenAI's key is a bearer token, Anthropic's goes in x-api-key.
+func TestTurnSendsToTheBaseURLWithItsKey(t *testing.T) {
+	type seen struct{ path, auth, apiKey string }
+	var mu sync.Mutex
+	var got []seen
+	record := func(next http.Handler) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got = append(got, seen{r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")})
+			mu.Unlock()
+			next.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	oa := record(llmtest.Handler(llmtest.Text("ok")))
+	an := record(llmtest.AnthropicHandler(func(llmtest.MessagesRequest) llmtest.Reply { return llmtest.Reply{Content: "ok"} }))
+	tests := []struct {
+		spec llm.Spec
+		env  llm.Env
+		want seen
+	}{
+		{llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIKey: "sk-o", OpenAIBaseURL: oa + "/v1"}, seen{"/v1/chat/completions", "Bearer sk-o", ""}},
+		{llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIKey: "sk-o", OpenAIBaseURL: oa + "/"}, seen{"/chat/completions", "Bearer sk-o", ""}},
+		{llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIBaseURL: oa + "/v1"}, seen{"/v1/chat/completions", "Bearer unused", ""}},
+		{llm.Spec{Provider: llm.ProviderOllama}, llm.Env{OllamaHost: oa}, seen{"/v1/chat/completions", "", ""}},
+		{llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "sk-a", AnthropicBaseURL: an + "/v1"}, seen{"/v1/messages", "", "sk-a"}},
+		{llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "sk-a", AnthropicBaseURL: an}, seen{"/messages", "", "sk-a"}},
+	}
+	for _, tt := range tests {
+		for _, stream := range []bool{false, true} {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			m := mustNew(t, tt.spec, tt.env)
+			res, err := m.Turn(context.Background(), firstConversation(), tools, llm.TurnOptions{Stream: stream})
+			mu.Lock()
+			if err != nil || res.Text != "ok" || len(got) != 1 || got[0] != tt.want {
+				t.Errorf("%s at %+v, stream=%v: %+v, %v; requests %+v, want one %+v", tt.spec, tt.env, stream, res, err, got, tt.want)
+			}
+			mu.Unlock()
 		}
 	}
 }
