@@ -48,9 +48,10 @@ type Activities struct {
 	// Webhooks delivers notifications; nil means a client bounded by
 	// notify.DefaultTimeout.
 	Webhooks *http.Client
-	// Egress opens the proxy dependency installs reach the network
-	// through, a route per install run. nil: nothing is installed, and no
-	// run has a network.
+	// Egress opens the proxy dependency installs (and the setup and the
+	// install tool) reach the network through, a route per run. nil:
+	// nothing is installed, the model is not offered install, and no run
+	// has a network.
 	Egress EgressRoutes
 	// DepsDir keeps the installed dependencies, a directory per language
 	// and manifests' hash; "" is one under os.TempDir(). The bwrap

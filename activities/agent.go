@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/store"
 	"github.com/autocoder/autocoder/internal/tools"
@@ -29,12 +30,20 @@ const (
 	ToolSetReadOnly  = "read-only" // list, read, search
 )
 
-// toolSet returns the named set's definitions in the model's terms.
-func toolSet(name string) ([]llm.Tool, error) {
+// toolSet returns the named set's definitions in the model's terms. The
+// agent set offers install only with add, the language's way to add
+// packages (Activities.adds), whose example it names.
+func toolSet(name string, add lang.Add) ([]llm.Tool, error) {
 	var out []llm.Tool
 	for _, d := range tools.AgentDefs() {
 		switch name {
 		case ToolSetAgent:
+			if d.Name == tools.NameInstall {
+				if add.Command == nil {
+					continue
+				}
+				d.Description += fmt.Sprintf(" Name each package as this project's registry does, e.g. %q.", add.Example)
+			}
 		case ToolSetWorkspace:
 			if tools.KindOf(d.Name) != tools.Workspace {
 				continue
@@ -63,6 +72,9 @@ type ModelTurnInput struct {
 	Position int    `json:"position"`
 	Tools    string `json:"tools"` // a tool set: ToolSetWorkspace or ToolSetReadOnly
 	Model    string `json:"model"`
+	// Language is the task's, for the tools only some languages have
+	// (install); a turn scheduled before it was sent is offered none.
+	Language string `json:"language,omitempty"`
 	// MaxOutputTokens bounds the answer; zero is the client's default.
 	MaxOutputTokens int `json:"maxOutputTokens,omitempty"`
 	// ContextTokens bounds the request; zero is DefaultContextTokens.
@@ -87,9 +99,9 @@ type CallSummary struct {
 	Args string `json:"args,omitempty"` // the start of the arguments
 	// Label says what the call does, for people: "read app/models.py".
 	Label string `json:"label,omitempty"`
-	// Command is a run call's whole command (up to commandBytes), or an
-	// MCP call's name and arguments, for
-	// approval and the allow-list.
+	// Command is a run call's whole command (up to commandBytes), an
+	// install call's packages ("install requests==2.32.3"), or an MCP
+	// call's name and arguments, for approval and the allow-list.
 	Command string `json:"command,omitempty"`
 	// Ask is set on a call to an MCP server whose entry asks a person
 	// before each call.
@@ -105,9 +117,10 @@ type FinishArgs struct {
 
 // Calls the workflow routes itself rather than to RunTools.
 const (
-	ToolRun      = "run"
-	ToolRunTests = "run_tests"
-	ToolFinish   = "finish"
+	ToolRun      = tools.NameRun
+	ToolRunTests = tools.NameRunTests
+	ToolInstall  = tools.NameInstall
+	ToolFinish   = tools.NameFinish
 )
 
 // ModelTurnOutput is what the workflow needs of a turn: small, so the
@@ -150,8 +163,12 @@ const summaryBytes = 200
 func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (ModelTurnOutput, error) {
 	var offered []llm.Tool
 	if in.Tools != ToolSetNone {
+		var add lang.Add
+		if l, err := language(in.Language); err == nil {
+			add = a.adds(l)
+		}
 		var err error
-		if offered, err = toolSet(in.Tools); err != nil {
+		if offered, err = toolSet(in.Tools, add); err != nil {
 			return ModelTurnOutput{}, err
 		}
 	}
@@ -318,6 +335,13 @@ func callSummary(c llm.ToolCall) CallSummary {
 	switch {
 	case c.Name == ToolRun:
 		s.Command = truncate.Head(callArgs(c.Arguments).Command, commandBytes)
+	case c.Name == ToolInstall:
+		args := callArgs(c.Arguments)
+		s.Command = ToolInstall + " " + strings.Join(args.Packages, " ")
+		if args.Dev {
+			s.Command += " (for the tests)"
+		}
+		s.Command = truncate.Head(s.Command, commandBytes)
 	case IsMCPTool(c.Name):
 		// A person asked to approve the call reads its arguments whole,
 		// or is told they were cut.
@@ -332,11 +356,13 @@ func callSummary(c llm.ToolCall) CallSummary {
 // labelArgs are the arguments of every tool a label names. Arguments that
 // do not decode leave it empty.
 type labelArgs struct {
-	Path      string `json:"path"`
-	Pattern   string `json:"pattern"`
-	StartLine int    `json:"start_line"`
-	EndLine   int    `json:"end_line"`
-	Command   string `json:"command"`
+	Path      string   `json:"path"`
+	Pattern   string   `json:"pattern"`
+	StartLine int      `json:"start_line"`
+	EndLine   int      `json:"end_line"`
+	Command   string   `json:"command"`
+	Packages  []string `json:"packages"`
+	Dev       bool     `json:"dev"`
 }
 
 func callArgs(args string) labelArgs {
@@ -380,6 +406,8 @@ func CallLabel(name, args string) string {
 		label += " " + a.Command
 	case ToolRunTests:
 		label = "run the tests"
+	case ToolInstall:
+		label += " " + strings.Join(a.Packages, " ")
 	default:
 		if IsMCPTool(name) {
 			label += " " + args

@@ -550,3 +550,12 @@ func TestMCPCallSummaryShowsTheArgumentsForApproval(t *testing.T) {
 		t.Errorf("approval text of long arguments (%d bytes) does not say it was cut: %.80q…", len(s.Command), s.Command)
 	}
 }
+
+// TestInstallCallSummaryNamesThePackages: a person approving an install
+// reads every package it adds, and whether for the tests alone.
+func TestInstallCallSummaryNamesThePackages(t *testing.T) {
+	s := callSummary(llm.ToolCall{ID: "c1", Name: "install", Arguments: `{"packages":["requests==2.32.3","pytest-mock"],"dev":true}`})
+	if s.Command != "install requests==2.32.3 pytest-mock (for the tests)" || s.Label != "install requests==2.32.3 pytest-mock" {
+		t.Errorf("install summarized as %+v", s)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/llm"
 )
 
@@ -148,7 +149,7 @@ func TestSendableArguments(t *testing.T) {
 
 // The tool definitions come out of the budget first.
 func TestMessageBudgetCountsTools(t *testing.T) {
-	offered, err := toolSet(ToolSetWorkspace)
+	offered, err := toolSet(ToolSetWorkspace, lang.Add{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,23 +150,13 @@ func installIndex(l lang.Language, configured string) (string, []string, error) 
 // registries and the urls, into a new directory that becomes dir once the
 // install has succeeded. It returns the hosts the proxy refused.
 func (a *Activities) runInstall(ctx context.Context, l lang.Language, index string, urls []string, manifests []workspace.File, dir string) (sandbox.Result, []string, error) {
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), installingPrefix)
+	tmp, err := newInstallDir(filepath.Dir(dir))
 	if err != nil {
 		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
 	}
 	defer os.RemoveAll(tmp) // gone by then on success
-	if err := os.Chmod(tmp, 0o777); err != nil {
-		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
-	}
-	env := map[string]string{}
-	if l.Deps.InstallEnv != nil {
-		maps.Copy(env, l.Deps.InstallEnv)
-	} else {
-		maps.Copy(env, l.Deps.Env)
-	}
-	allow := registriesOf(l, index, urls, env)
-	res, refused, err := a.runThroughEgress(ctx, "install deps", allow, sandbox.Spec{Profile: l.Name, Files: manifests, Cmd: l.Deps.Install,
-		Limits: a.limits(), Deps: tmp, DepsWritable: true, Env: env})
+	res, refused, err := a.runWithRegistries(ctx, "install deps", l, index, urls, sandbox.Spec{Profile: l.Name, Files: manifests, Cmd: l.Deps.Install,
+		Limits: a.limits(), Deps: tmp, DepsWritable: true, Env: installEnv(l)})
 	if err != nil || !succeeded(res) {
 		return res, refused, err
 	}
@@ -192,6 +182,44 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 		return res, refused, fmt.Errorf("install deps: %w", err)
 	}
 	return res, refused, nil
+}
+
+// newInstallDir makes a directory under root for an install run to
+// write (the sandbox's user may not be the worker's); crashed runs leave
+// it for evictInstalls to remove.
+func newInstallDir(root string) (string, error) {
+	tmp, err := os.MkdirTemp(root, installingPrefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(tmp, 0o777); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// installEnv is the environment of a run that installs: the language's
+// InstallEnv, or its Env when it has none.
+func installEnv(l lang.Language) map[string]string {
+	if l.Deps.InstallEnv != nil {
+		return maps.Clone(l.Deps.InstallEnv)
+	}
+	return maps.Clone(l.Deps.Env)
+}
+
+// runWithRegistries runs spec with the network only through a route of
+// the egress proxy to the language's registries and the index urls (see
+// registriesOf), the index named in spec's environment, and returns the
+// hosts the proxy refused; what names the run in errors.
+func (a *Activities) runWithRegistries(ctx context.Context, what string, l lang.Language, index string, urls []string, spec sandbox.Spec) (sandbox.Result, []string, error) {
+	env := maps.Clone(spec.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	allow := registriesOf(l, index, urls, env)
+	spec.Env = env
+	return a.runThroughEgress(ctx, what, allow, spec)
 }
 
 // runThroughEgress runs spec with the network only through a route of

@@ -42,13 +42,16 @@ func (a *Activities) OpenStep(ctx context.Context, in OpenStepInput) (OpenStepOu
 		activity.GetLogger(ctx).Info("step already opened by an earlier try", "transcript", in.Transcript)
 		return out, nil
 	}
-	system := agentSystemPrompt
+	system, addGuide := agentSystemPrompt, ""
+	if l, err := language(in.Language); err == nil {
+		addGuide = a.adds(l).Guide
+	}
 	if in.Fenced {
-		system = systemPrompt
+		system, addGuide = systemPrompt, ""
 	}
 	if err := a.appendMessages(ctx, in.Transcript, 0,
 		llm.Message{Role: llm.RoleSystem, Text: system},
-		llm.Message{Role: llm.RoleUser, Text: openStepPrompt(in, instr, m, a.stepVersions(ctx))},
+		llm.Message{Role: llm.RoleUser, Text: openStepPrompt(in, instr, m, a.stepVersions(ctx), addGuide)},
 	); err != nil {
 		return OpenStepOutput{}, err
 	}

@@ -122,10 +122,16 @@ Do not write the full code.`)
 // the task and its step, the project's instructions, what people and
 // earlier tasks said, the last failure, and the repository map. A fenced
 // conversation (a model without tool calling) ends with the output format.
-// current is the task's note of current package versions (stepVersions).
-func openStepPrompt(in OpenStepInput, instr instructions.Set, m repomap.Map, current string) string {
+// current is the task's note of current package versions (stepVersions);
+// addGuide, when set, tells how the install tool adds a package
+// (lang.Add.Guide).
+func openStepPrompt(in OpenStepInput, instr instructions.Set, m repomap.Map, current, addGuide string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Task:\n%s\n\n%s\n%s\n\n", in.Task, languageGuide(in.Language), testGuide(in.TestCmd))
+	guide := languageGuide(in.Language)
+	if addGuide != "" {
+		guide += "\n" + addGuide
+	}
+	fmt.Fprintf(&b, "Task:\n%s\n\n%s\n%s\n\n", in.Task, guide, testGuide(in.TestCmd))
 	writePlan(&b, in.Plan, in.Step)
 	fmt.Fprintf(&b, "\nStep %d of %d: %s\n", in.Step, len(in.Plan), stepText(in.Plan, in.Step))
 	if in.Step < len(in.Plan) {

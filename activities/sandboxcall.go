@@ -31,12 +31,12 @@ type sandboxCallMemo struct {
 	IsError bool              `json:"isError,omitempty"`
 }
 
-// SandboxCall runs one run or run_tests call of the model's last turn in
-// the sandbox and appends its result at Position. run executes the command
-// over the snapshot with the network off and keeps the files it changes as
-// a new snapshot; run_tests runs the task's tests, or the named ones, as
-// the check judges them (the user's tests as they were at the start) and
-// keeps nothing. The outcome is memoized before the append, so a retry
+// SandboxCall runs one run, run_tests or install call of the model's last
+// turn in the sandbox and appends its result at Position. run executes the
+// command over the snapshot with the network off and keeps the files it
+// changes as a new snapshot; run_tests runs the task's tests, or the named
+// ones, as the check judges them (the user's tests as they were at the
+// start) and keeps nothing; install adds packages (installCall). The outcome is memoized before the append, so a retry
 // never runs the call twice.
 func (a *Activities) SandboxCall(ctx context.Context, in SandboxCallInput) (SandboxCallOutput, error) {
 	msgs, err := a.conversationTo(ctx, in.Transcript, in.Position)
@@ -115,6 +115,12 @@ func (a *Activities) sandboxCall(ctx context.Context, in SandboxCallInput, c llm
 			}
 		}
 		return a.runTestCall(ctx, in, out, cmd)
+	case tools.NameInstall:
+		var args tools.InstallArgs
+		if err := tools.DecodeArgs(json.RawMessage(c.Arguments), &args); err != nil {
+			return refuse("bad arguments for install: %v", err), nil
+		}
+		return a.installCall(ctx, in, out, args)
 	default:
 		return sandboxCallMemo{}, badInput("call %s is to %q, not a sandbox tool", c.ID, c.Name)
 	}
@@ -159,6 +165,19 @@ func (a *Activities) runCommand(ctx context.Context, in SandboxCallInput, out Sa
 	var text strings.Builder
 	text.WriteString(runStatus(res, lim))
 	text.WriteString(output(res, outputBytes(in)))
+	if err := a.takeRun(ctx, in.Snapshot, files, res, nil, &out, &text); err != nil {
+		return sandboxCallMemo{}, err
+	}
+	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
+	out.Headline = headline(res, len(out.Changed))
+	return sandboxCallMemo{Output: out, Text: text.String()}, nil
+}
+
+// takeRun makes what a collecting run did to files (the snapshot's) the
+// call's workspace, only to the paths keep allows when it is set, and
+// tells the model what changed; a run that was killed, or left what the
+// workspace cannot hold, changes nothing.
+func (a *Activities) takeRun(ctx context.Context, snapshot string, files []workspace.File, res sandbox.Result, keep func(string) bool, out *SandboxCallOutput, text *strings.Builder) error {
 	notKept := ""
 	switch {
 	case res.TimedOut || res.OOMKilled:
@@ -166,16 +185,17 @@ func (a *Activities) runCommand(ctx context.Context, in SandboxCallInput, out Sa
 	case res.FilesErr != nil:
 		notKept = res.FilesErr.Error()
 	default:
-		next, d := applyRun(files, res.Files)
+		next, d := applyRun(files, res.Files, keep)
 		if d.refused != "" {
 			notKept = d.refused
 			break
 		}
 		if len(d.changed) > 0 {
-			if out.Snapshot, err = a.putChanged(ctx, in.Snapshot, files, next); err != nil {
-				return sandboxCallMemo{}, fmt.Errorf("store snapshot: %w", err)
+			id, err := a.putChanged(ctx, snapshot, files, next)
+			if err != nil {
+				return fmt.Errorf("store snapshot: %w", err)
 			}
-			out.Changed = d.changed
+			out.Snapshot, out.Changed = id, d.changed
 		}
 		text.WriteString(d.describe())
 		if len(res.Unwritable) > 0 {
@@ -183,15 +203,13 @@ func (a *Activities) runCommand(ctx context.Context, in SandboxCallInput, out Sa
 			for i, p := range res.Unwritable {
 				quoted[i] = strconv.Quote(truncate.Head(p, 200))
 			}
-			fmt.Fprintf(&text, "not kept, for their names (a control character or escape sequence, not UTF-8, or too long): %s; use names of printable characters\n", joinLimited(quoted, 10))
+			fmt.Fprintf(text, "not kept, for their names (a control character or escape sequence, not UTF-8, or too long): %s; use names of printable characters\n", joinLimited(quoted, 10))
 		}
 	}
 	if notKept != "" {
-		fmt.Fprintf(&text, "files not kept: %s; the workspace is as it was before the command\n", notKept)
+		fmt.Fprintf(text, "files not kept: %s; the workspace is as it was before the command\n", notKept)
 	}
-	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
-	out.Headline = headline(res, len(out.Changed))
-	return sandboxCallMemo{Output: out, Text: text.String()}, nil
+	return nil
 }
 
 // runTestCall runs the task's tests (cmd nil) or the named ones over the
@@ -310,14 +328,15 @@ type runDiff struct {
 	created map[string]bool
 	deleted map[string]bool
 	skipped []string // new files not kept: tool caches, binaries
+	others  []string // changes to paths the run may not change
 	refused string   // why none of it is kept
 }
 
 // applyRun returns the workspace as the run left it: before, with the
 // files the run created, changed or deleted (after is the whole collected
 // workdir). Files in tool caches and new or changed binary files are left
-// as they were.
-func applyRun(before, after []workspace.File) ([]workspace.File, runDiff) {
+// as they were, and so is every path keep, when set, does not allow.
+func applyRun(before, after []workspace.File, keep func(string) bool) ([]workspace.File, runDiff) {
 	d := runDiff{created: map[string]bool{}, deleted: map[string]bool{}}
 	old := workspace.ByPath(before)
 	seen := make(map[string]bool, len(after))
@@ -329,29 +348,38 @@ func applyRun(before, after []workspace.File) ([]workspace.File, runDiff) {
 			next = append(next, prev)
 			continue
 		}
-		if inCache(f.Path) || isBinary(f.Data) {
+		switch {
+		case inCache(f.Path) || isBinary(f.Data):
 			d.skipped = append(d.skipped, f.Path)
-			if had {
-				next = append(next, prev)
-			}
+		case keep != nil && !keep(f.Path):
+			d.others = append(d.others, f.Path)
+		default:
+			next = append(next, f)
+			d.changed = append(d.changed, f.Path)
+			d.created[f.Path] = !had
 			continue
 		}
-		next = append(next, f)
-		d.changed = append(d.changed, f.Path)
-		d.created[f.Path] = !had
+		if had {
+			next = append(next, prev)
+		}
 	}
 	for _, f := range before {
 		if seen[f.Path] {
 			continue
 		}
-		if inCache(f.Path) {
-			next = append(next, f)
+		switch {
+		case inCache(f.Path):
+		case keep != nil && !keep(f.Path):
+			d.others = append(d.others, f.Path)
+		default:
+			d.changed = append(d.changed, f.Path)
+			d.deleted[f.Path] = true
 			continue
 		}
-		d.changed = append(d.changed, f.Path)
-		d.deleted[f.Path] = true
+		next = append(next, f)
 	}
 	slices.Sort(d.changed)
+	slices.Sort(d.others)
 	workspace.Sort(next)
 	if err := workspace.DefaultLimits.Check(next); err != nil {
 		d.refused = err.Error()
@@ -389,6 +417,9 @@ func (d runDiff) describe() string {
 	}
 	if len(d.skipped) > 0 {
 		b.WriteString("not kept (tool caches and binary files): " + joinLimited(d.skipped, 10) + "\n")
+	}
+	if len(d.others) > 0 {
+		b.WriteString("not kept (only manifests and lock files are): " + joinLimited(d.others, 10) + "\n")
 	}
 	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
@@ -223,22 +224,33 @@ func TestSandboxCallRunTestsJudgedWithOriginals(t *testing.T) {
 	}
 }
 
+// The agent set offers every tool, install only with a way to add
+// packages, whose example its description names.
 func TestAgentToolSetOffersEveryTool(t *testing.T) {
-	names := func(set string) []string {
-		ts, err := toolSet(set)
+	names := func(set string, add lang.Add) ([]string, string) {
+		ts, err := toolSet(set, add)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out []string
+		desc := ""
 		for _, tl := range ts {
 			out = append(out, tl.Name)
+			if tl.Name == "install" {
+				desc = tl.Description
+			}
 		}
-		return out
+		return out, desc
 	}
-	if got := names(ToolSetAgent); !slices.Equal(got, []string{"list", "read", "search", "write", "edit", "delete", "run", "run_tests", "finish"}) {
+	if got, _ := names(ToolSetAgent, lang.Add{}); !slices.Equal(got, []string{"list", "read", "search", "write", "edit", "delete", "run", "run_tests", "finish"}) {
 		t.Errorf("agent set %q", got)
 	}
-	if got := names(ToolSetWorkspace); slices.Contains(got, "run") || slices.Contains(got, "finish") || len(got) != 6 {
+	add := lang.Add{Command: func([]string, bool) ([]string, error) { return nil, nil }, Example: "requests==2.32.3"}
+	got, desc := names(ToolSetAgent, add)
+	if !slices.Equal(got, []string{"list", "read", "search", "write", "edit", "delete", "run", "run_tests", "install", "finish"}) || !strings.Contains(desc, `e.g. "requests==2.32.3"`) {
+		t.Errorf("agent set with an add: %q, install described as %q", got, desc)
+	}
+	if got, _ := names(ToolSetWorkspace, add); slices.Contains(got, "run") || slices.Contains(got, "install") || slices.Contains(got, "finish") || len(got) != 6 {
 		t.Errorf("workspace set %q", got)
 	}
 }
@@ -246,7 +258,30 @@ func TestAgentToolSetOffersEveryTool(t *testing.T) {
 // applyRun keeps a workspace the limits allow.
 func TestApplyRunRefusesABareRepository(t *testing.T) {
 	after := []workspace.File{{Path: "x/HEAD", Data: []byte("ref: refs/heads/main\n")}, {Path: "x/objects/a", Data: []byte("o")}, {Path: "x/refs/heads/m", Data: []byte("r")}}
-	if _, d := applyRun(nil, after); !strings.Contains(d.refused, "repository") {
+	if _, d := applyRun(nil, after, nil); !strings.Contains(d.refused, "repository") {
 		t.Fatalf("refused %q", d.refused)
+	}
+}
+
+// applyRun with keep takes the changes of the paths it allows alone: the
+// rest of what the run created, changed or deleted stays as it was, and
+// the model is told it was not kept.
+func TestApplyRunKeepsOnlyAllowedPaths(t *testing.T) {
+	f := func(p, d string) workspace.File { return workspace.File{Path: p, Data: []byte(d)} }
+	before := []workspace.File{f("app.py", "x = 1\n"), f("old.py", "y = 1\n"), f("requirements.txt", "a==1\n")}
+	after := []workspace.File{f("app.py", "x = 2\n"), f("new.py", "z = 1\n"), f("requirements.txt", "a==1\nb==2\n")}
+	next, d := applyRun(before, after, func(p string) bool { return p == "requirements.txt" || p == "package.json" })
+	got := map[string]string{}
+	for _, f := range next {
+		got[f.Path] = string(f.Data)
+	}
+	if len(got) != 3 || got["app.py"] != "x = 1\n" || got["old.py"] != "y = 1\n" || got["requirements.txt"] != "a==1\nb==2\n" {
+		t.Errorf("workspace after the run: %q", got)
+	}
+	if !slices.Equal(d.changed, []string{"requirements.txt"}) || !slices.Equal(d.others, []string{"app.py", "new.py", "old.py"}) {
+		t.Errorf("changed %q, others %q", d.changed, d.others)
+	}
+	if text := d.describe(); !strings.Contains(text, "files changed: requirements.txt\n") || !strings.Contains(text, "not kept (only manifests and lock files are): app.py, new.py, old.py") {
+		t.Errorf("described as:\n%s", text)
 	}
 }

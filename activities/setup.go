@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -104,7 +103,7 @@ func (a *Activities) Setup(ctx context.Context, in SetupInput) (SetupOutput, err
 	var next []workspace.File
 	var d runDiff
 	if succeeded(res) && res.FilesErr == nil {
-		if next, d = applyRun(files, res.Files); d.refused != "" {
+		if next, d = applyRun(files, res.Files, nil); d.refused != "" {
 			res.FilesErr = errors.New(d.refused)
 		}
 	}
@@ -155,13 +154,7 @@ func (a *Activities) runSetup(ctx context.Context, l lang.Language, command stri
 	if err != nil {
 		index, urls = "", nil
 	}
-	env := maps.Clone(spec.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	allow := registriesOf(l, index, urls, env)
-	spec.Env = env
-	return a.runThroughEgress(ctx, "setup", allow, spec)
+	return a.runWithRegistries(ctx, "setup", l, index, urls, spec)
 }
 
 func (a *Activities) setupTimeout() time.Duration {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
 )
@@ -33,7 +34,7 @@ func longConversation(t *testing.T, e *env, id string) int {
 // contextFor is the ContextTokens that leaves messages tokens for the
 // messages once the workspace tools are counted.
 func contextFor(t *testing.T, messages int) int {
-	offered, err := toolSet(ToolSetWorkspace)
+	offered, err := toolSet(ToolSetWorkspace, lang.Add{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +157,7 @@ func TestCallLabel(t *testing.T) {
 		{"run", `{"command":"pytest -x\n  tests/test_api.py"}`, "run pytest -x tests/test_api.py"},
 		{"run", `{"command":"` + strings.Repeat("x", 300) + `"}`, "run " + strings.Repeat("x", 96) + "…"},
 		{"run_tests", `{}`, "run the tests"},
+		{"install", `{"packages":["requests==2.32.3","flask"]}`, "install requests==2.32.3 flask"},
 		{"read", `{"path": "app/mod`, "read"},
 		{"finish", `{"summary":"done"}`, "finish"},
 	} {

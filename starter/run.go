@@ -127,7 +127,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	fl.IntVar(&o.MaxTurns, "max-turns", 0, "model turns per attempt (0: the default)")
 	fl.IntVar(&o.ContextTokens, "context-tokens", 0, "tokens a turn may send before older tool output is elided and older turns summarized (0: the default)")
 	fl.IntVar(&o.MaxOutputTokens, "max-output-tokens", 0, "tokens the model may write per turn (0: the default)")
-	fl.BoolVar(&o.ApproveCommands, "approve-commands", false, "wait for a person before each command the model runs, unless --allow-command covers it")
+	fl.BoolVar(&o.ApproveCommands, "approve-commands", false, "wait for a person before each command the model runs, unless --allow-command covers it, and before each package it installs")
 	// StringArray, not StringSlice: a command prefix may hold a comma.
 	fl.StringArrayVar(&o.AllowCommands, "allow-command", nil, "with --approve-commands: a command prefix that runs without asking (repeatable), e.g. 'pytest'")
 	fl.StringVar(&o.Setup, "setup", "", "shell command that prepares the project before the model starts (code generation, fetched files), run once in the sandbox, reaching the network only through the egress proxy (default: sh "+activities.SetupScript+" when the --dir project has one)")

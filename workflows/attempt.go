@@ -293,7 +293,7 @@ func (t *task) modelTurn(ctx workflow.Context) (*activities.ModelTurnOutput, err
 		t.doing(ctx, "waiting for the model")
 		var out activities.ModelTurnOutput
 		err := workflow.ExecuteActivity(modelCtx(ctx, t.turnLabel("model turn")), a.ModelTurn, activities.ModelTurnInput{
-			Transcript: c.Transcript, Position: c.Length, Tools: activities.ToolSetAgent, Model: t.models(),
+			Transcript: c.Transcript, Position: c.Length, Tools: activities.ToolSetAgent, Model: t.models(), Language: t.in.Language,
 			MaxOutputTokens: t.in.Agent.MaxOutputTokens, ContextTokens: t.in.Agent.ContextTokens, Summary: c.Summary,
 			TaskID: workflow.GetInfo(ctx).WorkflowExecution.ID, Step: t.Status.Step, Attempt: t.Status.Iteration,
 		}).Get(ctx, &out)
@@ -341,13 +341,13 @@ func (t *task) summarize(ctx workflow.Context, to int) error {
 // go to RunTools, sandbox calls to the sandbox, a finish is acknowledged.
 // It reports whether the model finished.
 func (t *task) route(ctx workflow.Context, calls []activities.CallSummary) (finished bool, err error) {
-	mcp := t.routesMCP(ctx, calls)
+	r := routes{mcp: t.routesMCP(ctx, calls), install: t.routesInstall(ctx, calls)}
 	for i := 0; i < len(calls); {
 		switch call := calls[i]; {
-		case call.Name == activities.ToolRun || call.Name == activities.ToolRunTests:
+		case r.sandbox(call.Name):
 			err = t.sandboxCall(ctx, call)
 			i++
-		case mcp && activities.IsMCPTool(call.Name):
+		case r.mcp && activities.IsMCPTool(call.Name):
 			err = t.mcpCall(ctx, call)
 			i++
 		case call.Name == activities.ToolFinish:
@@ -357,7 +357,7 @@ func (t *task) route(ctx workflow.Context, calls []activities.CallSummary) (fini
 			i++
 		default:
 			j := i + 1
-			for j < len(calls) && !routedElsewhere(calls[j].Name, mcp) {
+			for j < len(calls) && !r.elsewhere(calls[j].Name) {
 				j++
 			}
 			err = t.runTools(ctx, calls[i:j])
@@ -370,9 +370,36 @@ func (t *task) route(ctx workflow.Context, calls []activities.CallSummary) (fini
 	return finished, nil
 }
 
-func routedElsewhere(name string, mcp bool) bool {
-	return name == activities.ToolRun || name == activities.ToolRunTests || name == activities.ToolFinish ||
-		mcp && activities.IsMCPTool(name)
+// routes says which of a turn's calls go to activities of their own
+// rather than to RunTools, beyond run, run_tests and finish: MCP tools'
+// and install's, each where its version says so.
+type routes struct{ mcp, install bool }
+
+// sandbox reports a call SandboxCall runs.
+func (r routes) sandbox(name string) bool {
+	return name == activities.ToolRun || name == activities.ToolRunTests || r.install && name == activities.ToolInstall
+}
+
+// elsewhere reports a call that does not go to RunTools.
+func (r routes) elsewhere(name string) bool {
+	return r.sandbox(name) || name == activities.ToolFinish || r.mcp && activities.IsMCPTool(name)
+}
+
+// versionInstallTool guards routing install calls to SandboxCall: runs
+// recorded before it were never offered the tool, and a call by that name
+// went to RunTools, which answered it as unknown; they replay through
+// DefaultVersion. The version is asked only for a turn with such a call.
+// Retirement: once no run started before the change is open or retained
+// by the namespace, the DefaultVersion branch goes, and the GetVersion
+// call stays with 1 as its minimum.
+const versionInstallTool = "install-tool"
+
+// routesInstall says whether the turn's install calls go to SandboxCall.
+func (t *task) routesInstall(ctx workflow.Context, calls []activities.CallSummary) bool {
+	if !slices.ContainsFunc(calls, func(c activities.CallSummary) bool { return c.Name == activities.ToolInstall }) {
+		return false
+	}
+	return workflow.GetVersion(ctx, versionInstallTool, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 }
 
 // versionMCPTools guards routing calls of MCP tools (mcp__<server>__<tool>)
@@ -449,13 +476,19 @@ func (t *task) runTools(ctx workflow.Context, calls []activities.CallSummary) er
 	return nil
 }
 
-// sandboxCall runs a run or run_tests call in the sandbox, on the
-// workspace as the calls before it left it. With ApproveCommands, a
-// command the allow-list does not cover waits for a person; declined, the
-// model is told so instead.
+// sandboxCall runs a run, run_tests or install call in the sandbox, on
+// the workspace as the calls before it left it. With ApproveCommands, a
+// command the allow-list does not cover, and every install (it reaches a
+// registry), waits for a person; declined, the model is told so instead.
 func (t *task) sandboxCall(ctx workflow.Context, call activities.CallSummary) error {
-	if call.Name == activities.ToolRun && t.in.ApproveCommands && !commandAllowed(call.Command, t.in.CommandAllow) {
+	switch {
+	case !t.in.ApproveCommands:
+	case call.Name == activities.ToolRun && !commandAllowed(call.Command, t.in.CommandAllow):
 		if ok, err := t.approved(ctx, call, "Run this command?", call.Command, "a person declined to run this: "); !ok {
+			return err
+		}
+	case call.Name == activities.ToolInstall:
+		if ok, err := t.approved(ctx, call, "Install these packages from the registry?", call.Command, "a person declined this install: "); !ok {
 			return err
 		}
 	}

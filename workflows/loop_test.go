@@ -398,3 +398,52 @@ func (s *codingTaskSuite) TestMCPCallsRouteToMCPCall() {
 	s.Equal(5, s.appended[0].Position)
 	s.Equal(&llm.ToolResult{CallID: "m2", Name: "mcp__tracker__close", Content: "a person declined this call: not yet", IsError: true}, s.appended[0].Messages[0].Result)
 }
+
+// TestInstallCallsRunInTheSandbox: an install call runs as SandboxCall,
+// between the workspace calls around it, its workspace the next call's;
+// the model turn is told the task's language, for the tools it offers.
+// With approval on, every install waits for a person, whatever the
+// allow-list; declined, the model is told so in the call's result.
+func (s *codingTaskSuite) TestInstallCallsRunInTheSandbox() {
+	const tr = "default-test-workflow-id/1"
+	s.onPlan("step")
+	s.onTurn(activities.ModelTurnOutput{Calls: []activities.CallSummary{
+		{ID: "i1", Name: "install", Command: "install requests==2.32.3", Label: "install requests==2.32.3"},
+		{ID: "r1", Name: "read", Label: "read requirements.txt"},
+		{ID: "i2", Name: "install", Command: "install evil==1.0", Label: "install evil==1.0"},
+		finishCall,
+	}}).Run(func(args mock.Arguments) {
+		s.Equal("python", args.Get(1).(activities.ModelTurnInput).Language)
+	})
+	s.onSandbox(activities.SandboxCallInput{Transcript: tr, Position: 3, CallID: "i1", Snapshot: "in"}, "s-installed")
+	s.env.OnActivity(a.RunTools, mock.Anything, activities.RunToolsInput{Transcript: tr, Position: 4, Snapshot: "s-installed", CallIDs: []string{"r1"}}).
+		Return(activities.RunToolsOutput{Snapshot: "s-installed", Length: 5}, nil).Once()
+	s.onCheck("s-installed", passing)
+	asked := 0
+	for _, at := range []time.Duration{time.Minute, 2 * time.Minute} {
+		s.at(at, func() {
+			st := s.queryStatus()
+			s.Require().NotNil(st.Pending)
+			s.Equal(GateCommand, st.Pending.Kind)
+			asked++
+			if st.Pending.Details == "install requests==2.32.3" {
+				s.env.SignalWorkflow(SignalApprove, ApproveSignal{})
+				return
+			}
+			s.Equal("install evil==1.0", st.Pending.Details)
+			s.env.SignalWorkflow(SignalReject, RejectSignal{Reason: "not that one"})
+		})
+	}
+	trace := s.traceStarts()
+	in := input
+	in.InputSnapshot = "in"
+	in.ApproveCommands, in.CommandAllow = true, []string{"install"}
+	s.env.ExecuteWorkflow(CodingTask, in)
+
+	s.NoError(s.env.GetWorkflowError())
+	s.Equal(2, asked)
+	s.Contains(*trace, "SandboxCall: install requests==2.32.3")
+	s.Require().Len(s.appended, 2)
+	s.Equal(5, s.appended[0].Position)
+	s.Equal(&llm.ToolResult{CallID: "i2", Name: "install", Content: "a person declined this install: not that one", IsError: true}, s.appended[0].Messages[0].Result)
+}

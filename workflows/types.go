@@ -61,7 +61,7 @@ const (
 	GateBudget = "budget"
 	GateStuck  = "stuck"
 	// GateCommand asks before a `run` call the allow-list does not cover,
-	// with TaskInput.ApproveCommands.
+	// and before each `install` call, with TaskInput.ApproveCommands.
 	GateCommand = "command"
 	// GateIntegrity is in integrity.go.
 )
@@ -135,7 +135,7 @@ type TaskInput struct {
 	// Agent bounds each attempt's tool loop; zero values are defaults.
 	Agent AgentLimits `json:"agent,omitempty"`
 	// ApproveCommands has a person approve each `run` call whose command
-	// starts with none of CommandAllow's prefixes.
+	// starts with none of CommandAllow's prefixes, and each `install` call.
 	ApproveCommands bool     `json:"approveCommands,omitempty"`
 	CommandAllow    []string `json:"commandAllow,omitempty"`
 	// Notify is the store key of the task's webhooks (notify.Record),

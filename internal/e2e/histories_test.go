@@ -20,12 +20,15 @@ import (
 	"go.temporal.io/api/temporalproto"
 
 	"github.com/autocoder/autocoder/activities"
+	"github.com/autocoder/autocoder/internal/egress"
 	"github.com/autocoder/autocoder/internal/llm"
 	"github.com/autocoder/autocoder/internal/llmtest"
 	"github.com/autocoder/autocoder/internal/mcptools"
 	"github.com/autocoder/autocoder/internal/mcptools/mcptest"
 	"github.com/autocoder/autocoder/internal/notify"
+	"github.com/autocoder/autocoder/internal/registrytest"
 	"github.com/autocoder/autocoder/internal/taskclient"
+	"github.com/autocoder/autocoder/internal/testenv"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 	"github.com/autocoder/autocoder/worker"
@@ -43,6 +46,7 @@ type historyCase struct {
 	slow     time.Duration // each turn's answer takes this long
 	notify   bool          // the task tells a webhook at its gates and its end
 	mcp      bool          // the model first looks a word up with an MCP server's tool
+	install  bool          // the model first adds a package with the install tool
 	input    func(*workflows.TaskInput)
 	// drive plays the person while the task runs; it returns when the
 	// task needs nothing more from it.
@@ -69,6 +73,7 @@ var historyCases = []historyCase{
 	{name: "notifications", notify: true, input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: answerGates(workflows.GatePlan)},
 	{name: "mcp_tools", mcp: true},
 	{name: "setup", input: func(in *workflows.TaskInput) { in.Setup = "mkdir -p gen && echo 'ANSWER = 42' > gen/answer.py" }},
+	{name: "install_tool", install: true},
 }
 
 // TestRecordReplayHistories runs each story of historyCases on a real
@@ -86,10 +91,18 @@ func TestRecordReplayHistories(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	sb, st, c := services(ctx, t, sandbox.Config{})
+	sb, st, c := services(ctx, t, sandbox.Config{Forwarder: testenv.Forwarder(t, false)})
 	tc := taskClient(c)
 	model := llmtest.New(t, historyScript())
-	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(llm.Env{OpenAIKey: "test-key", OpenAIBaseURL: model.URL()})}
+	name, whl := registrytest.PureWheel(t, historyPackage, "1.0", "VERSION = '1.0'\n")
+	index := registrytest.NewPyIndex(t, map[string][]byte{name: whl})
+	eg, err := worker.StartEgress(egress.Config{Registries: []string{index.Host()}}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eg.Close()
+	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(llm.Env{OpenAIKey: "test-key", OpenAIBaseURL: model.URL()}),
+		Egress: eg.Routes(), DepsIndexes: map[string]string{"python": index.URL()}}
 	pool := mcptools.NewPool([]mcptools.Server{{Name: "docs", Command: mcptest.LookupServer(t), Args: []string{filepath.Join(t.TempDir(), "calls.log")}, Tools: []string{"lookup"}}}, nil)
 	defer pool.Close()
 	acts.MCP = pool
@@ -156,6 +169,10 @@ func (hc historyCase) task() string {
 
 var historyCaseRE = regexp.MustCompile(`History case (\w+):`)
 
+// historyPackage is what the install_tool case adds, from an index the
+// recording serves.
+const historyPackage = "historylib"
+
 const historyTest = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 
 func historyCode(right bool) string {
@@ -207,8 +224,11 @@ func historyScript() llmtest.Script {
 		if hc.mcp && prevCall(req) == "" {
 			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{call("mcp__docs__lookup", map[string]any{"query": "add"})}}
 		}
+		if hc.install && prevCall(req) == "" {
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{call("install", map[string]any{"packages": []string{historyPackage + "==1.0"}})}}
+		}
 		switch prevCall(req) {
-		case "", "finish", "mcp__docs__lookup":
+		case "", "finish", "mcp__docs__lookup", "install":
 			code := historyCode(finished >= hc.failures)
 			if hc.socket {
 				code = "import socket  # checks the host name\n\n" + code

@@ -11,6 +11,7 @@
 package lang
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"strings"
@@ -103,6 +104,61 @@ type Deps struct {
 	// Versions is where the newest versions of the ecosystem's packages
 	// are looked up.
 	Versions Versions
+	// Add is how the model adds a package mid-task; its zero value: it
+	// edits the manifests itself.
+	Add Add
+}
+
+// Add is how the model adds packages to a project with the ecosystem's
+// own command (go get, npm install): the install tool. The command runs
+// in the project's root as Install does, through the egress proxy to the
+// same registries with the same environment, over a copy of the project
+// it may write and a scratch lang.DepsDir for its caches. The files among
+// Files that it changes become the project; the rest of what it leaves
+// is not kept.
+type Add struct {
+	// Command is the command that adds pkgs, which dev marks as needed
+	// only by the tests where the ecosystem keeps those apart. Its error
+	// says why a spec is refused: each names a package of the registry
+	// (with its version), never an option, a URL or a path (CheckPackages).
+	Command func(pkgs []string, dev bool) ([]string, error)
+	// Files are the manifests and lock files Command may change.
+	Files []string
+	// Example names a package as Command takes it ("requests==2.32.3").
+	Example string
+	// Guide is what the model is told of adding packages where it has the
+	// install tool, after Language.Guide.
+	Guide string
+}
+
+// maxPackages bounds the packages of one add, and maxSpec the length of
+// one spec.
+const (
+	maxPackages = 20
+	maxSpec     = 200
+)
+
+// CheckPackages refuses package specs an add must not pass on: none, too
+// many or too long, an option (a leading '-'), or anything spec does not
+// match; example is a spec that does.
+func CheckPackages(pkgs []string, spec *regexp.Regexp, example string) error {
+	if len(pkgs) == 0 {
+		return fmt.Errorf("name at least one package, e.g. %q", example)
+	}
+	if len(pkgs) > maxPackages {
+		return fmt.Errorf("%d packages in one call: at most %d", len(pkgs), maxPackages)
+	}
+	for _, p := range pkgs {
+		switch {
+		case len(p) > maxSpec:
+			return fmt.Errorf("%q…: a package spec is at most %d bytes", p[:40], maxSpec)
+		case strings.HasPrefix(strings.TrimSpace(p), "-"):
+			return fmt.Errorf("%q is an option, not a package: name packages only (the registry and the command's options are the worker's)", p)
+		case !spec.MatchString(p):
+			return fmt.Errorf("%q is not a package as the registry names it: write a name and a version, e.g. %q (URLs, paths and options are not installed)", p, example)
+		}
+	}
+	return nil
 }
 
 // Versions is a language's registry of package versions: the protocol it

@@ -1,10 +1,11 @@
 package tools
 
-// Names of the tools that do not run on the files: the sandbox runs run and
-// run_tests, and finish ends the step.
+// Names of the tools that do not run on the files: the sandbox runs run,
+// run_tests and install, and finish ends the step.
 const (
 	NameRun      = "run"
 	NameRunTests = "run_tests"
+	NameInstall  = "install"
 	NameFinish   = "finish"
 )
 
@@ -17,6 +18,12 @@ type RunArgs struct {
 // RunTestsArgs are the arguments of run_tests.
 type RunTestsArgs struct {
 	Tests []string `json:"tests,omitempty" desc:"tests to run, as the language names them: pytest paths or node ids (tests/test_api.py, tests/test_api.py::test_get), Go test names (TestParse) or package patterns (./parser/...); empty runs the task's whole test command"`
+}
+
+// InstallArgs are the arguments of install.
+type InstallArgs struct {
+	Packages []string `json:"packages" desc:"the packages to add, each named as the language's registry names it, with its version"`
+	Dev      bool     `json:"dev,omitempty" desc:"the packages are needed only by the tests, where the ecosystem keeps those apart (package.json's devDependencies); elsewhere it changes nothing"`
 }
 
 // FinishArgs are the arguments of finish.
@@ -35,6 +42,11 @@ var runTestsTool = newDef[RunTestsArgs](NameRunTests, "Run the project's tests i
 	"the user's test files run as they were at the start, whatever the workspace holds. "+
 	"Name tests to run only those; name none to run the task's whole test command. "+
 	"The network is off; output is capped to its head and tail. Changes the run makes to files are not kept.", Sandbox)
+
+var installTool = newDef[InstallArgs](NameInstall, "Add third-party packages to the project with the ecosystem's own command (pip, go get, npm install): "+
+	"the only way to reach the package registry. The registry must have each package at the version named, or the call fails with the command's message. "+
+	"The manifest and lock file the command writes become the workspace, and nothing else it leaves; "+
+	"run, run_tests and the check then find the packages installed. The result lists the files changed and the command's output.", Sandbox)
 
 var finishTool = newDef[FinishArgs](NameFinish, "Call once, when the current step is done, and make no other call in the same turn. "+
 	"The step is then checked: the code must build and the tests you name must pass (the plan's last step: the task's whole test command). "+

@@ -9,7 +9,7 @@ import (
 func TestKinds(t *testing.T) {
 	cases := map[string]Kind{
 		"list": Workspace, "read": Workspace, "search": Workspace, "write": Workspace, "edit": Workspace, "delete": Workspace,
-		NameRun: Sandbox, NameRunTests: Sandbox, NameFinish: Finish, "rm": Unknown, "": Unknown,
+		NameRun: Sandbox, NameRunTests: Sandbox, NameInstall: Sandbox, NameFinish: Finish, "rm": Unknown, "": Unknown,
 	}
 	for name, want := range cases {
 		if got := KindOf(name); got != want {
@@ -26,7 +26,7 @@ func TestKinds(t *testing.T) {
 	if !slices.Equal(workspace, []string{"list", "read", "search", "write", "edit", "delete"}) {
 		t.Errorf("Defs = %q, want the workspace tools alone", workspace)
 	}
-	if !slices.Equal(all, append(workspace, NameRun, NameRunTests, NameFinish)) {
+	if !slices.Equal(all, append(workspace, NameRun, NameRunTests, NameInstall, NameFinish)) {
 		t.Errorf("AgentDefs = %q", all)
 	}
 }
@@ -35,7 +35,7 @@ func TestKinds(t *testing.T) {
 // finish call: the model is told, the files are untouched.
 func TestCallRefusesOtherKinds(t *testing.T) {
 	files := ws("a.txt", "a")
-	for _, name := range []string{NameRun, NameRunTests, NameFinish} {
+	for _, name := range []string{NameRun, NameRunTests, NameInstall, NameFinish} {
 		r := run(t, files, name, map[string]any{"command": "rm a.txt", "summary": "done"}, Limits{})
 		check{isErr: true, has: []string{name, "not a workspace tool"}}.verify(t, r)
 		if r.Files != nil {

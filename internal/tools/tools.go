@@ -116,7 +116,7 @@ type call struct {
 	lim   Limits
 }
 
-var registry = []tool{listTool, readTool, searchTool, writeTool, editTool, deleteTool, runTool, runTestsTool, finishTool}
+var registry = []tool{listTool, readTool, searchTool, writeTool, editTool, deleteTool, runTool, runTestsTool, installTool, finishTool}
 
 // Defs returns the definitions of the workspace tools, in a stable order.
 func Defs() []Def {
@@ -130,7 +130,8 @@ func Defs() []Def {
 }
 
 // AgentDefs returns the definitions of every tool: the workspace tools,
-// then run, run_tests and finish.
+// then run, run_tests, install and finish. install is for a worker that
+// can reach a registry to offer.
 func AgentDefs() []Def {
 	defs := make([]Def, len(registry))
 	for i, t := range registry {

@@ -36,7 +36,7 @@ func Language() lang.Language {
 			IsTestFile:   func(p string) bool { return strings.HasSuffix(path.Base(p), "_test.go") || lang.UnderTestDir(p) },
 		},
 		Guide: `Language: Go. The project is a Go module: keep or create go.mod ("module example.com/app", "go 1.21"). Prefer the standard library.
-A third-party module the code needs goes in go.mod's require with its version ("require github.com/owner/module v1.2.3"); it is downloaded before your commands and the tests run, and nothing downloads at run time (go get cannot). After changing the requires, run "go mod tidy" with the run tool: it completes go.sum from the downloaded modules, and the tests fail without a complete go.sum.
+A third-party module the code needs goes in go.mod's require with its version ("require github.com/owner/module v1.2.3"); it is downloaded before your commands and the tests run, and nothing downloads at run time (go get in a command cannot). After changing the requires, run "go mod tidy" with the run tool: it completes go.sum from the downloaded modules, and the tests fail without a complete go.sum.
 Tests are *_test.go files using package testing.`,
 		Extensions: []string{".go"},
 		Symbols:    repomap.GoExtractor.Symbols,
@@ -81,7 +81,13 @@ Tests are *_test.go files using package testing.`,
 			Index:    proxyList,
 			Required: true,
 			Versions: lang.Versions{API: lang.VersionsGoProxy, URL: defaultProxy,
-				Configured: []string{"go", "env", "GOPROXY"}}},
+				Configured: []string{"go", "env", "GOPROXY"}},
+			// go get alone: go mod tidy would drop a require that no code
+			// imports yet, and the model adds a module before it writes
+			// the code that uses it.
+			Add: lang.Add{Command: goGet, Files: []string{"go.mod", "go.sum"}, Example: "golang.org/x/text@v0.21.0",
+				Guide: `To add a module, call install with "module@version" (golang.org/x/text@v0.21.0): go get adds it to go.mod and go.sum, ` +
+					`the only way to reach the module proxy; go.mod marks it "// indirect" until the code imports it, which go mod tidy then corrects offline.`}},
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-go:1",
 			Env: map[string]string{
@@ -118,6 +124,19 @@ const defaultProxy = "https://proxy.golang.org,direct"
 
 // modCache is the module cache of an install, under lang.DepsDir.
 const modCache = lang.DepsDir + "/mod"
+
+// moduleSpec is a module path whose first element is a domain, with an
+// optional version query (@v1.2.3, @latest): what go get fetches from a
+// module proxy, never a package directory of the project.
+var moduleSpec = regexp.MustCompile(`^[a-z0-9][-a-z0-9]*(\.[-a-z0-9]+)+(/[A-Za-z0-9_~+-][A-Za-z0-9._~+-]*)*(@[A-Za-z0-9._+-]+)?$`)
+
+// goGet adds modules with go get; Go has no test-only requirements.
+func goGet(pkgs []string, _ bool) ([]string, error) {
+	if err := lang.CheckPackages(pkgs, moduleSpec, "golang.org/x/text@v0.21.0"); err != nil {
+		return nil, err
+	}
+	return append([]string{"go", "get"}, pkgs...), nil
+}
 
 // vendored marks a project whose modules are in its vendor directory,
 // which the go command then builds from.

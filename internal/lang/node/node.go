@@ -41,7 +41,41 @@ var deps = lang.Deps{
 	Link:        "node_modules",
 	IndexVar:    "npm_config_registry",
 	Versions:    lang.Versions{API: lang.VersionsNpm, URL: "https://registry.npmjs.org"},
+	Add: lang.Add{Command: npmAdd, Files: []string{"package.json", "package-lock.json"}, Example: "left-pad@1.3.0",
+		Guide: `To add a package, call install with "name@version" (dev: true for one only the tests need): npm install writes it to package.json ` +
+			`and package-lock.json, the only way to reach the registry; the tests and commands find it installed.`},
 }
+
+// packageSpec is a package of the registry, scoped or not, with an
+// optional version, range or tag: never a URL, a path, a git or alias
+// spec (their colon or slash), or an option.
+var packageSpec = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[A-Za-z0-9][A-Za-z0-9._~-]*(@[A-Za-z0-9._^~<>=*+-]+)?$`)
+
+// npmAdd adds packages to package.json and package-lock.json with npm
+// install --package-lock-only: npm resolves them against the registry
+// and writes both files without a node_modules (the checks install into
+// their own) and without running any package's scripts. Versions are
+// saved exact, as the guide asks.
+func npmAdd(pkgs []string, dev bool) ([]string, error) {
+	if err := lang.CheckPackages(pkgs, packageSpec, "left-pad@1.3.0"); err != nil {
+		return nil, err
+	}
+	save := "--save-prod"
+	if dev {
+		save = "--save-dev"
+	}
+	return sh(npmAddScript, append([]string{save}, pkgs...)...), nil
+}
+
+// npmAddScript runs npm install with its first argument (how to save)
+// over the rest, the packages; npm's cache lives in the scratch DepsDir
+// while it runs, and not after.
+const npmAddScript = `command -v npm >/dev/null || { echo "this sandbox has no npm: install it where the worker runs (apt-get install npm)"; exit 127; }
+npm install --package-lock-only --save-exact --no-offline --ignore-scripts --no-audit --no-fund --logs-max=0 --cache ` + lang.DepsDir + `/.npm-cache "$@"
+st=$?
+rm -rf ` + lang.DepsDir + `/.npm-cache
+exit $st
+`
 
 // npmInstall installs the project's packages in lang.DepsDir: npm ci when
 // it has a lock file, npm install otherwise (or when the lock file is out

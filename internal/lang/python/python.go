@@ -64,6 +64,7 @@ Tests are pytest files named test_*.py next to the code; import the code under t
 			// PyPI's JSON API; an index the user names speaks the simple
 			// repository API.
 			Versions: lang.Versions{API: lang.VersionsPyPI, URL: "https://pypi.org", IndexAPI: lang.VersionsSimple},
+			Add:      add,
 		},
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-python:2",
