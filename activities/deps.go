@@ -250,6 +250,9 @@ func registriesOf(l lang.Language, index string, urls []string, env map[string]s
 	allow := slices.Clone(l.Deps.Registries)
 	if index != "" && l.Deps.IndexVar != "" {
 		env[l.Deps.IndexVar] = index
+		if l.Deps.IndexEnv != nil {
+			maps.Copy(env, l.Deps.IndexEnv(index))
+		}
 		for _, s := range urls {
 			if u, err := url.Parse(s); err == nil && u.Host != "" && !slices.Contains(allow, u.Host) {
 				allow = append(allow, u.Host)

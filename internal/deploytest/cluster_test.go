@@ -83,9 +83,7 @@ func ensureImages(ctx context.Context, t *testing.T) time.Duration {
 // volumes and checks that nothing of the project is left.
 func startCompose(ctx context.Context, t *testing.T, script llmtest.Script, workers int) *composeCluster {
 	t.Helper()
-	root := repoRoot(t)
-	gateway := strings.TrimSpace(mustRun(ctx, t, nil, root, "docker", "network", "inspect", "bridge",
-		"-f", "{{(index .IPAM.Config 0).Gateway}}").stdout)
+	gateway := bridgeGateway(ctx, t)
 	model := newModelServer(t, gateway, script)
 	wheel, whl := greetlib(t)
 	index := registrytest.NewPyIndexOn(t, listen(t, gateway), map[string][]byte{wheel: whl})
@@ -252,6 +250,43 @@ var taskNumberRE = regexp.MustCompile(`Compose task (\d+):`)
 func newModelServer(t *testing.T, host string, script llmtest.Script) *llmtest.TimedServer {
 	t.Helper()
 	return llmtest.NewTimed(t, listen(t, host), taskNumberRE, script)
+}
+
+// bridgeGateway is this machine's address on docker's default bridge,
+// which containers of every network reach: the network's configured
+// gateway, else the first IPv4 address of its interface (a daemon whose
+// IPAM config names only the subnet).
+func bridgeGateway(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	out := strings.Fields(mustRun(ctx, t, nil, "", "docker", "network", "inspect", "bridge", "-f",
+		`{{range .IPAM.Config}}{{.Gateway}} {{end}}|{{index .Options "com.docker.network.bridge.name"}}`).stdout)
+	name := "docker0"
+	for _, f := range out {
+		if gw, iface, ok := strings.Cut(f, "|"); ok {
+			if iface != "" {
+				name = iface
+			}
+			f = gw
+		}
+		if ip := net.ParseIP(f); ip != nil && ip.To4() != nil {
+			return f
+		}
+	}
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		t.Fatalf("docker's default bridge: no gateway configured and no interface %s: %v", name, err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	t.Fatalf("docker's default bridge %s has no IPv4 address", name)
+	return ""
 }
 
 // listen listens on a free port of host, an address of this machine.

@@ -91,6 +91,9 @@ type Deps struct {
 	// URL (PIP_INDEX_URL): set from the configuration when the user names
 	// one for the language.
 	IndexVar string
+	// IndexEnv, when set, are more variables the install needs for the
+	// configured index (pip's PIP_TRUSTED_HOST for one over plain HTTP).
+	IndexEnv func(index string) map[string]string
 	// Index, when set, reads the configured index ("" when none is) as
 	// the install uses it: the value IndexVar gets and the URLs the egress
 	// proxy lets the install reach. Its error says why no configured

@@ -19,3 +19,20 @@ func TestDeclaresRequirements(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustPlainHTTP: pip ignores an index over plain HTTP off the
+// loopback unless its host is trusted; a configured one is, with its
+// port, and one over HTTPS needs nothing.
+func TestTrustPlainHTTP(t *testing.T) {
+	for index, want := range map[string]string{
+		"http://172.17.0.1:35211/simple/":      "172.17.0.1:35211",
+		"http://user:pw@pypi.internal/simple/": "pypi.internal",
+		"https://pypi.internal/simple/":        "",
+		"not a url\x7f":                        "",
+	} {
+		got := trustPlainHTTP(index)["PIP_TRUSTED_HOST"]
+		if got != want {
+			t.Errorf("trustPlainHTTP(%q) = %q, want %q", index, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@
 package python
 
 import (
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -61,6 +62,7 @@ Tests are pytest files named test_*.py next to the code; import the code under t
 			InstallText: "pip install --target " + lang.DepsDir + " with requirements.txt and pyproject.toml's dependencies and test groups",
 			Env:         map[string]string{"PYTHONPATH": lang.DepsDir},
 			IndexVar:    "PIP_INDEX_URL",
+			IndexEnv:    trustPlainHTTP,
 			// PyPI's JSON API; an index the user names speaks the simple
 			// repository API.
 			Versions: lang.Versions{API: lang.VersionsPyPI, URL: "https://pypi.org", IndexAPI: lang.VersionsSimple},
@@ -104,4 +106,16 @@ func isTestFile(p string) bool {
 		return true
 	}
 	return lang.UnderTestDir(p)
+}
+
+// trustPlainHTTP: pip ignores an index served over plain HTTP unless its
+// host is trusted, except on the loopback. An index the user configured
+// is one they chose, so its host is trusted; the proxy still limits the
+// install to it.
+func trustPlainHTTP(index string) map[string]string {
+	u, err := url.Parse(index)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil
+	}
+	return map[string]string{"PIP_TRUSTED_HOST": u.Host}
 }
