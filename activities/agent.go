@@ -334,23 +334,31 @@ func callSummary(c llm.ToolCall) CallSummary {
 	}
 	switch {
 	case c.Name == ToolRun:
-		s.Command = truncate.Head(callArgs(c.Arguments).Command, commandBytes)
+		s.Command = approval(callArgs(c.Arguments).Command)
 	case c.Name == ToolInstall:
 		args := callArgs(c.Arguments)
-		s.Command = ToolInstall + " " + strings.Join(args.Packages, " ")
+		cmd := ToolInstall + " " + strings.Join(args.Packages, " ")
 		if args.Dev {
-			s.Command += " (for the tests)"
+			cmd += " (for the tests)"
 		}
-		s.Command = truncate.Head(s.Command, commandBytes)
+		s.Command = approval(cmd)
 	case IsMCPTool(c.Name):
 		// A person asked to approve the call reads its arguments whole,
 		// or is told they were cut.
-		s.Command = c.Name + " " + c.Arguments
-		if len(s.Command) > commandBytes {
-			s.Command = truncate.Head(s.Command, commandBytes) + fmt.Sprintf(" … (cut: the arguments are %d bytes; approve only what you have read)", len(c.Arguments))
-		}
+		s.Command = approval(c.Name + " " + c.Arguments)
 	}
 	return s
+}
+
+// approval is a call's command as a person approving it reads it: whole,
+// or its head and a notice that it was cut. The notice holds a ';', so a
+// cut command never matches an allow rule of --approve-commands (they
+// refuse shell metacharacters): what no one was shown, no rule approves.
+func approval(text string) string {
+	if len(text) <= commandBytes {
+		return text
+	}
+	return truncate.Head(text, commandBytes) + fmt.Sprintf(" … (cut: %d bytes in all; approve only what you have read)", len(text))
 }
 
 // labelArgs are the arguments of every tool a label names. Arguments that

@@ -546,8 +546,24 @@ func TestMCPCallSummaryShowsTheArgumentsForApproval(t *testing.T) {
 	}
 	long := `{"sql":"` + strings.Repeat("x", 2*commandBytes) + `"}`
 	s = callSummary(llm.ToolCall{ID: "c2", Name: "mcp__db__query", Arguments: long})
-	if len(s.Command) > commandBytes+200 || !strings.Contains(s.Command, "cut: the arguments are") {
+	if len(s.Command) > commandBytes+200 || !strings.Contains(s.Command, "cut: ") {
 		t.Errorf("approval text of long arguments (%d bytes) does not say it was cut: %.80q…", len(s.Command), s.Command)
+	}
+}
+
+// TestLongRunCommandIsNotApprovedByARule: a command longer than what a
+// person is shown says it was cut, and the notice holds a shell
+// metacharacter, so an allow rule matching its visible head (pytest)
+// never approves what follows out of sight.
+func TestLongRunCommandIsNotApprovedByARule(t *testing.T) {
+	cmd := "pytest" + strings.Repeat(" ", 2*commandBytes) + "&& rm -rf ."
+	args, _ := json.Marshal(map[string]string{"command": cmd})
+	s := callSummary(llm.ToolCall{ID: "c1", Name: ToolRun, Arguments: string(args)})
+	if !strings.HasPrefix(s.Command, "pytest") || !strings.Contains(s.Command, "cut: ") || !strings.ContainsAny(s.Command, ";&|`$<>\n") {
+		t.Errorf("approval text of a %d-byte command: %.60q…%q; want its head, a cut notice and a metacharacter", len(cmd), s.Command, s.Command[max(0, len(s.Command)-80):])
+	}
+	if short := callSummary(llm.ToolCall{ID: "c2", Name: ToolRun, Arguments: `{"command":"pytest -q"}`}); short.Command != "pytest -q" {
+		t.Errorf("a short command reads %q", short.Command)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/tools"
+	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 )
 
@@ -67,11 +68,26 @@ func (a *Activities) installCall(ctx context.Context, in SandboxCallInput, out S
 		return sandboxCallMemo{}, fmt.Errorf("install: %w", err)
 	}
 	defer os.RemoveAll(scratch)
+	// Only the manifests go in, as an install of the checks has them: the
+	// command reaches the network, and no code of the workspace may run
+	// with it (pip would import a pip.py of the project's, npm obey its
+	// scripts). What the command leaves in the scratch directory is made
+	// removable by the worker, whose user the sandbox's is not.
+	sent := addInput(l, add, files)
 	lim := a.limits()
-	res, refused, err := a.runWithRegistries(ctx, "install", l, index, urls, sandbox.Spec{Profile: l.Name, Files: files, Cmd: cmd,
-		Limits: lim, Collect: true, Deps: scratch, DepsWritable: true, Env: installEnv(l)})
+	res, refused, err := a.runWithRegistries(ctx, "install", l, index, urls, sandbox.Spec{Profile: l.Name, Files: sent,
+		Cmd: append([]string{"sh", "-c", `umask 0 && exec "$@"`, "sh"}, cmd...), Limits: lim, Collect: true,
+		Deps: scratch, DepsWritable: true, Env: installEnv(l)})
 	if err != nil {
 		return sandboxCallMemo{}, err
+	}
+	// The workspace after the run: what came back of the manifests, and
+	// the rest as it was.
+	inSent := workspace.ByPath(sent)
+	for _, f := range files {
+		if _, ok := inSent[f.Path]; !ok {
+			res.Files = append(res.Files, f)
+		}
 	}
 	var text strings.Builder
 	ok := succeeded(res)
@@ -94,4 +110,19 @@ func (a *Activities) installCall(ctx context.Context, in SandboxCallInput, out S
 	out.ExitCode, out.TimedOut = res.ExitCode, res.TimedOut
 	out.Headline = headline(res, len(out.Changed))
 	return sandboxCallMemo{Output: out, Text: text.String(), IsError: !ok}, nil
+}
+
+// addInput are the files an add command runs over: the language's
+// manifests and the files the command writes (go.sum), where the project
+// has them.
+func addInput(l lang.Language, add lang.Add, files []workspace.File) []workspace.File {
+	out := manifestsOf(l, files)
+	have := workspace.ByPath(out)
+	for _, f := range files {
+		if _, ok := have[f.Path]; !ok && slices.Contains(add.Files, f.Path) {
+			out = append(out, f)
+		}
+	}
+	workspace.Sort(out)
+	return out
 }

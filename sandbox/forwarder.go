@@ -29,6 +29,16 @@ type forwarder struct {
 	libs   [][2]string
 }
 
+// StaticForwarder reports whether the forwarder at path is statically
+// linked: mounted alone, with nothing of the host's beside it.
+func StaticForwarder(path string) (bool, error) {
+	f, err := newForwarder(path)
+	if err != nil {
+		return false, err
+	}
+	return f.loader[0] == "", nil
+}
+
 // CheckForwarder reports whether the executable at path can serve as the
 // egress forwarder of sandbox runs (Config.Forwarder), and why not.
 func CheckForwarder(path string) error {

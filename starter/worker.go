@@ -157,6 +157,11 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 			return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
 		}
 		if sc.Forwarder != "" {
+			// A dynamic one would need its loader and libraries, which
+			// the daemon would look for on its own host.
+			if static, err := sandbox.StaticForwarder(sc.Forwarder); err != nil || !static {
+				return nil, nil, fmt.Errorf("%w: sandbox.shared_dir needs a static egress forwarder, and %s is not one (%v): set sandbox.forwarder to the one CGO_ENABLED=0 go build ./sandbox/cmd/egress-forward builds", errUnavailable, sc.Forwarder, err)
+			}
 			if sc.Forwarder, err = shared.Copy(sc.Forwarder, "egress-forward"); err != nil {
 				return nil, nil, fmt.Errorf("%w: %v", errUnavailable, err)
 			}

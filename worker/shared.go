@@ -27,6 +27,11 @@ func (d SharedDir) Check() error {
 	if !fi.IsDir() {
 		return fmt.Errorf("sandbox.shared_dir: %s is not a directory", d)
 	}
+	// The egress proxy's sockets are made two levels down; a unix socket's
+	// path holds at most 107 bytes.
+	if n := len(filepath.Join(string(d), "autocoder-egress-0123456789", "proxy.sock")); n > 107 {
+		return fmt.Errorf("sandbox.shared_dir: %s is too long a path for the egress proxy's sockets (%d bytes of at most 107 with theirs): choose a shorter one", d, n)
+	}
 	f, err := os.CreateTemp(string(d), ".write-check-")
 	if err != nil {
 		return fmt.Errorf("sandbox.shared_dir: this worker cannot write in %s (it must be the worker user's): %w", d, err)

@@ -31,12 +31,19 @@ import (
 //   - option.WithAPIKey sends the key as a bearer token; the key goes in
 //     x-api-key, where the messages API has always taken it.
 
+// AnthropicVersion is the messages API version tool turns speak, the one
+// plain completions (langchaingo) speak too: the SDK would name its own
+// newer one, which gateways and compatible servers may not know, and one
+// model would answer under two versions.
+const AnthropicVersion = "2023-06-01"
+
 // newAnthropicClient is the SDK client of one model: no retries (Temporal
 // owns them), nothing read from the environment or a profile on disk
 // (internal/config resolves the settings), no spans.
 func newAnthropicClient(hc *http.Client, key string) anthropic.Client {
 	return anthropic.NewClient(option.WithoutEnvironmentDefaults(), option.WithHTTPClient(hc), option.WithMaxRetries(0),
-		option.WithHeader("x-api-key", key), option.WithOpenTelemetryTraces(false), option.WithOpenTelemetryPropagation(false))
+		option.WithHeader("x-api-key", key), option.WithHeader("anthropic-version", AnthropicVersion),
+		option.WithOpenTelemetryTraces(false), option.WithOpenTelemetryPropagation(false))
 }
 
 func (c *client) anthropicTurn(ctx context.Context, conv Conversation, tools []Tool, maxTokens int, stream bool, onText func(string)) (TurnResult, error) {

@@ -579,15 +579,16 @@ func TestTurnDeadline(t *testing.T) {
 // Each protocol's request goes where the base URL says, with the key
 // where the API takes it: OPENAI_BASE_URL and ANTHROPIC_BASE_URL name
 // the API's root, with or without /v1, and the endpoint's path follows
-// it; OpenAI's key is a bearer token, Anthropic's goes in x-api-key.
+// it; OpenAI's key is a bearer token, Anthropic's goes in x-api-key,
+// with the API version every other request of ours names.
 func TestTurnSendsToTheBaseURLWithItsKey(t *testing.T) {
-	type seen struct{ path, auth, apiKey string }
+	type seen struct{ path, auth, apiKey, version string }
 	var mu sync.Mutex
 	var got []seen
 	record := func(next http.Handler) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
-			got = append(got, seen{r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")})
+			got = append(got, seen{r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"), r.Header.Get("Anthropic-Version")})
 			mu.Unlock()
 			next.ServeHTTP(w, r)
 		}))
@@ -601,12 +602,12 @@ func TestTurnSendsToTheBaseURLWithItsKey(t *testing.T) {
 		env  llm.Env
 		want seen
 	}{
-		{llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIKey: "sk-o", OpenAIBaseURL: oa + "/v1"}, seen{"/v1/chat/completions", "Bearer sk-o", ""}},
-		{llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIKey: "sk-o", OpenAIBaseURL: oa + "/"}, seen{"/chat/completions", "Bearer sk-o", ""}},
-		{llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIBaseURL: oa + "/v1"}, seen{"/v1/chat/completions", "Bearer unused", ""}},
-		{llm.Spec{Provider: llm.ProviderOllama}, llm.Env{OllamaHost: oa}, seen{"/v1/chat/completions", "", ""}},
-		{llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "sk-a", AnthropicBaseURL: an + "/v1"}, seen{"/v1/messages", "", "sk-a"}},
-		{llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "sk-a", AnthropicBaseURL: an}, seen{"/messages", "", "sk-a"}},
+		{llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIKey: "sk-o", OpenAIBaseURL: oa + "/v1"}, seen{"/v1/chat/completions", "Bearer sk-o", "", ""}},
+		{llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIKey: "sk-o", OpenAIBaseURL: oa + "/"}, seen{"/chat/completions", "Bearer sk-o", "", ""}},
+		{llm.Spec{Provider: llm.ProviderOpenAI}, llm.Env{OpenAIBaseURL: oa + "/v1"}, seen{"/v1/chat/completions", "Bearer unused", "", ""}},
+		{llm.Spec{Provider: llm.ProviderOllama}, llm.Env{OllamaHost: oa}, seen{"/v1/chat/completions", "", "", ""}},
+		{llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "sk-a", AnthropicBaseURL: an + "/v1"}, seen{"/v1/messages", "", "sk-a", llm.AnthropicVersion}},
+		{llm.Spec{Provider: llm.ProviderAnthropic}, llm.Env{AnthropicKey: "sk-a", AnthropicBaseURL: an}, seen{"/messages", "", "sk-a", llm.AnthropicVersion}},
 	}
 	for _, tt := range tests {
 		for _, stream := range []bool{false, true} {
