@@ -406,7 +406,7 @@ func TestComposeEndToEnd(t *testing.T) {
 	// Its tests import greetlib: a worker in a container installed it
 	// through its egress proxy, from the shared directory.
 	if n := c.index.Downloads(); n == 0 {
-		t.Errorf("task %s passed, but the index handed out no wheel", deps)
+		t.Errorf("task %s: the index handed out no wheel", deps)
 	}
 
 	// The killed container stays down: what ran after the kill ran on the
