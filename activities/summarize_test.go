@@ -167,8 +167,8 @@ func TestCallLabel(t *testing.T) {
 	}
 }
 
-// A turn's output carries finish's arguments and a run call's whole
-// command, with a label for each call.
+// A turn's output carries finish's arguments and a run call's command
+// (its head and a notice, when long), with a label for each call.
 func TestModelTurnReportsFinishAndCommands(t *testing.T) {
 	long := "pytest -x tests/test_api.py " + strings.Repeat("-k x ", 250) // over commandBytes
 	srv := llmtest.New(t, llmtest.Sequence(
@@ -182,7 +182,7 @@ func TestModelTurnReportsFinishAndCommands(t *testing.T) {
 	n := start(t, e, "tr")
 	in := ModelTurnInput{Transcript: "tr", Position: n, Tools: ToolSetWorkspace, Model: "openai:gpt-4.1-mini"}
 	out := run[ModelTurnOutput](t, e, e.acts.ModelTurn, in)
-	if len(out.Calls) != 2 || out.Calls[0].Command != long[:commandBytes] || !strings.HasPrefix(out.Calls[0].Label, "run pytest -x tests/test_api.py -k x") ||
+	if len(out.Calls) != 2 || !strings.HasPrefix(out.Calls[0].Command, long[:commandBytes]+" … (cut: ") || !strings.HasPrefix(out.Calls[0].Label, "run pytest -x tests/test_api.py -k x") ||
 		out.Calls[1].Label != "finish" || out.Calls[1].Command != "" ||
 		out.Finish == nil || out.Finish.Summary != "Fixed total." || strings.Join(out.Finish.Tests, ",") != "tests/test_api.py::test_total" {
 		t.Fatalf("turn = %+v finish %+v", out, out.Finish)
