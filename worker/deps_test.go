@@ -494,8 +494,9 @@ test = ["checklib>=2", "demo[extra]"]
 // index) has it vendored through the egress proxy before its tests, which
 // use it offline; a second check with the same manifest reuses the
 // install without a download; the tests themselves cannot reach the
-// registry. A crate the registry lacks is a failed check at stage install
-// with cargo's message.
+// registry. A path dependency's Cargo.toml is read by the install. A
+// worker whose installs are off fails the check and says so. A crate the
+// registry lacks is a failed check at stage install with cargo's message.
 func TestCheckInstallsCrates(t *testing.T) {
 	reg := registrytest.NewCargoRegistry(t,
 		registrytest.Crate{Name: "shoutcrate", Version: "0.2.1", Lib: "pub fn shout(s: &str) -> String { s.to_uppercase() }\n"},
@@ -542,6 +543,26 @@ mod tests {
 	if !s.Passed || !strings.Contains(s.Deps, "dependencies: cached") || reg.Downloads() != 2 {
 		t.Errorf("second check: passed=%v, deps %q, %d downloads in all (want 2: the install is cached):\n%s", s.Passed, s.Deps, reg.Downloads(), s.Output)
 	}
+
+	// A package of the project's own, a path dependency: the install
+	// reads its Cargo.toml, and vendors only what is remote.
+	local := maps.Clone(project)
+	local["Cargo.toml"] += "loud = { path = \"loud\" }\n"
+	local["loud/Cargo.toml"] = "[package]\nname = \"loud\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"
+	local["loud/src/lib.rs"] = "pub fn loud() -> String { String::from(\"LOUD\") }\n"
+	local["tests/loud.rs"] = "#[test]\nfn loud_and_greeting() {\n    assert_eq!(loud::loud() + \" \" + &app::greeting(), \"LOUD HELLO FROM GREETCRATE\");\n}\n"
+	s = e.check(t, "rust", local)
+	if !s.Passed || !strings.Contains(s.Deps, "installed in") || !strings.Contains(s.Output, "loud_and_greeting ... ok") {
+		t.Errorf("a path dependency: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+	}
+
+	routes := e.acts.Egress
+	e.acts.Egress = nil
+	s = e.check(t, "rust", project)
+	if s.Passed || s.Stage != "install" || !strings.Contains(s.Deps, "installs are off") {
+		t.Errorf("installs off: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+	}
+	e.acts.Egress = routes
 
 	project["Cargo.toml"] += "nosuchcrate = \"2.0\"\n"
 	s = e.check(t, "rust", project)
