@@ -42,11 +42,11 @@ var deps = lang.Deps{
 	// The sandbox's CARGO_HOME (/tmp) holds the install's downloads,
 	// which are not kept: the vendored crates are. crates.io is read
 	// through its sparse index, the only one the proxy allows: cargo's
-	// default from 1.70 on, and before 1.68 an unstable feature (Debian
-	// bookworm's cargo 1.63), which RUSTC_BOOTSTRAP lets a stable cargo
-	// use. The install compiles nothing, so nothing else is unstable.
+	// default from 1.70 on, and before 1.68 an unstable feature, which
+	// Debian's cargo (1.63 in bookworm) lets its users turn on; a newer
+	// cargo ignores the setting.
 	InstallEnv: map[string]string{"CARGO_NET_OFFLINE": "false", "CARGO_REGISTRIES_CRATES_IO_PROTOCOL": "sparse",
-		"RUSTC_BOOTSTRAP": "1", "CARGO_UNSTABLE_SPARSE_REGISTRY": "true"},
+		"CARGO_UNSTABLE_SPARSE_REGISTRY": "true"},
 	Env:      map[string]string{"CARGO_HOME": cargoHome},
 	IndexVar: indexVar,
 	Index:    sparseIndex,
