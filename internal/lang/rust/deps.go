@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -54,25 +55,57 @@ var deps = lang.Deps{
 	// where installs are off, the check says why instead.
 	Required: true,
 	Versions: lang.Versions{API: lang.VersionsCrates, URL: "https://index.crates.io"},
+	Add: lang.Add{Command: cargoAdd, Files: []string{"Cargo.toml", "Cargo.lock"}, Example: "itoa@1.0.11",
+		Guide: `To add a crate, call install with "name@version" (itoa@1.0.11; dev: true for one only the tests need): cargo add writes it to Cargo.toml ` +
+			`and Cargo.lock, the only way to reach the registry; the tests and commands find it installed.`},
 }
 
-// cargoVendor vendors the crates of the project's manifests. Only the
-// manifests are in the install's copy of the project, and cargo reads a
-// package only with a target: each package without src/lib.rs gets an
-// empty one there. cargo's output on stdout is the configuration that
-// makes the runs use the vendored crates, git sources included.
-const cargoVendor = `command -v cargo >/dev/null || { echo "this sandbox has no cargo: install Rust where the worker runs"; exit 127; }
+// cargoSetup prepares a run of cargo over the project's manifests, the
+// only files of the project an install or an add has: the configured
+// index, when there is one, replaces crates.io, and each package without
+// src/lib.rs gets an empty one, as cargo reads a package only with a
+// target; madeTargets lists them.
+const cargoSetup = `command -v cargo >/dev/null || { echo "this sandbox has no cargo: install Rust where the worker runs"; exit 127; }
 set -e
-mkdir -p "$CARGO_HOME" ` + cargoHome + `
+mkdir -p "$CARGO_HOME"
 if [ -n "${` + indexVar + `:-}" ]; then
   printf '[source.crates-io]\nreplace-with = "configured"\n\n[source.configured]\nregistry = "%s"\n' "$` + indexVar + `" > "$CARGO_HOME/config.toml"
 fi
 find . -name Cargo.toml -type f | while read -r m; do
   d="$(dirname "$m")"
-  [ -e "$d/src/lib.rs" ] || [ -e "$d/src/main.rs" ] || { mkdir -p "$d/src" && : > "$d/src/lib.rs"; }
+  [ -e "$d/src/lib.rs" ] || [ -e "$d/src/main.rs" ] || { mkdir -p "$d/src" && : > "$d/src/lib.rs" && echo "$d/src/lib.rs" >> "` + madeTargets + `"; }
 done
+`
+
+// madeTargets lists the targets cargoSetup made, for an add to remove:
+// they are not the project's.
+const madeTargets = "/tmp/cargo-made-targets"
+
+// cargoVendor vendors the crates of the project's manifests. cargo's
+// output on stdout is the configuration that makes the runs use the
+// vendored crates, git sources included.
+const cargoVendor = cargoSetup + `mkdir -p ` + cargoHome + `
 cargo vendor --respect-source-config ` + vendorDir + ` > ` + cargoHome + `/config.toml
 `
+
+// crateSpec is a crate of the registry with an optional version
+// requirement (itoa@1.0.11, serde@^1): never a path, a URL or an option.
+var crateSpec = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}(@[0-9A-Za-z.^~<>=*+-]+)?$`)
+
+// cargoAdd adds crates to Cargo.toml with cargo add, which resolves them
+// against the registry and writes Cargo.lock: what the install then
+// vendors.
+func cargoAdd(pkgs []string, dev bool) ([]string, error) {
+	if err := lang.CheckPackages(pkgs, crateSpec, "itoa@1.0.11"); err != nil {
+		return nil, err
+	}
+	cmd := []string{"sh", "-c", cargoSetup + `cargo add "$@"
+if [ -f ` + madeTargets + ` ]; then xargs rm -f < ` + madeTargets + `; fi`, "cargo-add"}
+	if dev {
+		cmd = append(cmd, "--dev")
+	}
+	return append(cmd, pkgs...), nil
+}
 
 // sparseIndex is the configured index as cargo names a sparse registry
 // (sparse+URL/), and the URL the proxy lets the install reach. Cargo
