@@ -44,8 +44,9 @@ var deps = lang.Deps{
 	// which are not kept: the vendored crates are. crates.io is read
 	// through its sparse index, the only one the proxy allows: cargo's
 	// default from 1.70 on, and before 1.68 an unstable feature, which
-	// Debian's cargo (1.63 in bookworm) lets its users turn on; a newer
-	// cargo ignores the setting.
+	// Debian's cargo (bookworm's 1.63 and 1.65) lets its users turn on; a
+	// newer cargo ignores the setting. A git dependency is cloned from its
+	// host, which the proxy refuses unless the configuration allows it.
 	InstallEnv: map[string]string{"CARGO_NET_OFFLINE": "false", "CARGO_REGISTRIES_CRATES_IO_PROTOCOL": "sparse",
 		"CARGO_UNSTABLE_SPARSE_REGISTRY": "true"},
 	Env:      map[string]string{"CARGO_HOME": cargoHome},
