@@ -488,3 +488,93 @@ test = ["checklib>=2", "demo[extra]"]
 		})
 	}
 }
+
+// TestCheckInstallsCrates: on both backends (Debian's cargo, in the
+// offline image and on this machine), a Rust project whose Cargo.toml
+// names a crate of a sparse registry the test serves (a private registry,
+// and cargo's index), which depends on another, has both vendored
+// through the egress proxy before its tests, which use them offline; a
+// second check with the same manifest reuses the install without a
+// download; the tests themselves cannot reach the registry. A path
+// dependency's Cargo.toml is read by the install. A worker whose installs
+// are off fails the check and says so. A crate the registry lacks is a
+// failed check at stage install with cargo's message.
+func TestCheckInstallsCrates(t *testing.T) {
+	for _, backend := range []string{"bwrap", "docker"} {
+		t.Run(backend, func(t *testing.T) {
+			reg := registrytest.NewCargoRegistry(t,
+				registrytest.Crate{Name: "shoutcrate", Version: "0.2.1", Lib: "pub fn shout(s: &str) -> String { s.to_uppercase() }\n"},
+				registrytest.Crate{Name: "greetcrate", Version: "1.0.0", Deps: map[string]string{"shoutcrate": "^0.2"},
+					Lib: "pub fn hello() -> String { shoutcrate::shout(\"hello from greetcrate\") }\n"})
+			e := newDepsEnv(t, backend, []string{reg.Host()}, map[string]string{"rust": reg.URL()})
+			project := map[string]string{
+				"Cargo.toml": "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ngreetcrate = \"1.0\"\n",
+				"src/lib.rs": fmt.Sprintf(`pub fn greeting() -> String {
+    greetcrate::hello()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn greets() {
+        assert_eq!(super::greeting(), "HELLO FROM GREETCRATE");
+    }
+
+    #[test]
+    fn no_network() {
+        let addr: std::net::SocketAddr = %q.parse().unwrap();
+        let reached = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3)).is_ok();
+        assert!(!reached, "the test run reached the registry");
+    }
+}
+`, reg.Host()),
+			}
+			s := e.check(t, "rust", project)
+			t.Logf("first check: %s\n%s", s.Deps, s.Output)
+			if !s.Passed || !strings.Contains(s.Deps, "installed in") {
+				t.Fatalf("first check: passed=%v stage %s, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+			}
+			for _, want := range []string{"tests::greets ... ok", "tests::no_network ... ok"} {
+				if !strings.Contains(s.Output, want) {
+					t.Errorf("the first check's output lacks %q:\n%s", want, s.Output)
+				}
+			}
+			if n := reg.Downloads(); n != 2 {
+				t.Errorf("crate downloads after the first check: %d, want 2", n)
+			}
+
+			s = e.check(t, "rust", project)
+			if !s.Passed || !strings.Contains(s.Deps, "dependencies: cached") || reg.Downloads() != 2 {
+				t.Errorf("second check: passed=%v, deps %q, %d downloads in all (want 2: the install is cached):\n%s", s.Passed, s.Deps, reg.Downloads(), s.Output)
+			}
+
+			// A package of the project's own, a path dependency: the install
+			// reads its Cargo.toml, and vendors only what is remote.
+			local := maps.Clone(project)
+			local["Cargo.toml"] += "loud = { path = \"loud\" }\n"
+			local["loud/Cargo.toml"] = "[package]\nname = \"loud\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"
+			local["loud/src/lib.rs"] = "pub fn loud() -> String { String::from(\"LOUD\") }\n"
+			local["tests/loud.rs"] = "#[test]\nfn loud_and_greeting() {\n    assert_eq!(loud::loud() + \" \" + &app::greeting(), \"LOUD HELLO FROM GREETCRATE\");\n}\n"
+			s = e.check(t, "rust", local)
+			if !s.Passed || !strings.Contains(s.Deps, "installed in") || !strings.Contains(s.Output, "loud_and_greeting ... ok") {
+				t.Errorf("a path dependency: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+			}
+
+			routes := e.acts.Egress
+			e.acts.Egress = nil
+			s = e.check(t, "rust", project)
+			if s.Passed || s.Stage != "install" || !strings.Contains(s.Deps, "installs are off") {
+				t.Errorf("installs off: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+			}
+			e.acts.Egress = routes
+
+			project["Cargo.toml"] += "nosuchcrate = \"2.0\"\n"
+			s = e.check(t, "rust", project)
+			t.Logf("missing crate: %s\n%s", s.Deps, s.Output)
+			if s.Passed || s.Stage != "install" || !strings.Contains(s.Output, "nosuchcrate") ||
+				!strings.HasPrefix(s.Output, "installing the dependencies (cargo vendor") {
+				t.Errorf("a missing crate: passed=%v stage=%q output, which should name cargo's command and show its message:\n%s", s.Passed, s.Stage, s.Output)
+			}
+		})
+	}
+}

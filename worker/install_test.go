@@ -251,10 +251,52 @@ test('greet and its dependency', () => assert.equal(loud(), 'HELLO FROM GREET'))
 	}
 }
 
+// TestInstallToolAddsCrate: on both backends, the install tool has cargo
+// add resolve a crate against a sparse registry the test serves, through
+// the egress proxy, and write it in Cargo.toml ([dev-dependencies] with
+// dev) and Cargo.lock, which is all the workspace gets (not the targets
+// the install makes for cargo); the next check vendors what the lock pins
+// and the tests that use it pass. A crate the registry lacks is an error result
+// with cargo's own message; a spec that is a path is refused before
+// anything runs.
+func TestInstallToolAddsCrate(t *testing.T) {
+	for _, backend := range []string{"bwrap", "docker"} {
+		t.Run(backend, func(t *testing.T) {
+			reg := registrytest.NewCargoRegistry(t, registrytest.Crate{Name: "greetcrate", Version: "1.0.0",
+				Lib: "pub fn hello() -> &'static str { \"hello from greetcrate\" }\n"})
+			e := newDepsEnv(t, backend, []string{reg.Host()}, map[string]string{"rust": reg.URL()})
+			project := map[string]string{
+				"Cargo.toml": "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+				"src/lib.rs": "pub fn greeting() -> &'static str {\n    greetcrate::hello()\n}\n\n#[test]\nfn greets() {\n    assert_eq!(greeting(), \"hello from greetcrate\");\n}\n",
+			}
+			got := e.install(t, "rust", project, map[string]any{"packages": []string{"greetcrate@1.0.0"}})
+			wantInstalled(t, "cargo add greetcrate", got, "Cargo.lock", "Cargo.toml")
+			if !strings.Contains(got.files["Cargo.toml"], "[dependencies]\ngreetcrate = \"1.0.0\"") ||
+				!strings.Contains(got.files["Cargo.lock"], "name = \"greetcrate\"") || reg.Downloads() != 0 {
+				t.Errorf("after cargo add (%d downloads, want 0):\n%s\n%s", reg.Downloads(), got.files["Cargo.toml"], got.files["Cargo.lock"])
+			}
+			if s := e.check(t, "rust", got.files); !s.Passed || !strings.Contains(s.Deps, "installed in") {
+				t.Errorf("the check after the install: passed %v, stage %s, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+			}
+
+			got = e.install(t, "rust", project, map[string]any{"packages": []string{"greetcrate@1.0.0"}, "dev": true})
+			wantInstalled(t, "cargo add --dev greetcrate", got, "Cargo.lock", "Cargo.toml")
+			if !strings.Contains(got.files["Cargo.toml"], "[dev-dependencies]\ngreetcrate = \"1.0.0\"") {
+				t.Errorf("Cargo.toml after cargo add --dev:\n%s", got.files["Cargo.toml"])
+			}
+
+			got = e.install(t, "rust", project, map[string]any{"packages": []string{"nosuchcrate@2.0.0"}})
+			wantRefused(t, "a crate the registry lacks", got, project, "install failed", "nosuchcrate")
+			got = e.install(t, "rust", project, map[string]any{"packages": []string{"../greetcrate"}})
+			wantRefused(t, "a path", got, project, "is not a package as the registry names it")
+		})
+	}
+}
+
 // TestInstallToolOfferedWhereItCanRun: a turn of a Python task on a worker
 // with the egress proxy is offered install, and the step's first message
 // says how to add a package with it; on a worker without the proxy, or for
-// a language whose dependencies nothing installs (Rust), neither, and an
+// a language whose dependencies nothing installs (Java), neither, and an
 // install call made anyway is an error result saying why, with nothing
 // run.
 func TestInstallToolOfferedWhereItCanRun(t *testing.T) {
@@ -297,12 +339,12 @@ func TestInstallToolOfferedWhereItCanRun(t *testing.T) {
 	if !slices.Contains(tools, "install") || !strings.Contains(opening, "call install") {
 		t.Errorf("a Python task with the egress proxy: offered %q; the opening says no install:\n%s", tools, opening)
 	}
-	tools, opening = turn("rust")
+	tools, opening = turn("java")
 	if slices.Contains(tools, "install") || strings.Contains(opening, "call install") || !slices.Contains(tools, "run") {
-		t.Errorf("a Rust task: offered %q, opening:\n%s", tools, opening)
+		t.Errorf("a Java task: offered %q, opening:\n%s", tools, opening)
 	}
-	got := e.install(t, "rust", map[string]string{"Cargo.toml": "[package]\nname = \"a\"\n"}, map[string]any{"packages": []string{"serde@1"}})
-	wantRefused(t, "install in a Rust task", got, map[string]string{"Cargo.toml": ""}, "Rust packages cannot be added here")
+	got := e.install(t, "java", map[string]string{"pom.xml": "<project/>\n"}, map[string]any{"packages": []string{"junit:junit:4.13.2"}})
+	wantRefused(t, "install in a Java task", got, map[string]string{"pom.xml": ""}, "Java packages cannot be added here")
 
 	e.acts.Egress = nil
 	tools, opening = turn("python")

@@ -1,5 +1,5 @@
-// Package rust is autocoder's knowledge of Rust: cargo test, offline and
-// with the standard library only, the sandbox image (the official image,
+// Package rust is autocoder's knowledge of Rust: cargo test, offline,
+// over the crates an install vendored, the sandbox image (the official image,
 // or Debian's cargo and rustc 1.63 offline), the host toolchain the bwrap
 // backend shows, and the failure parser lessons are keyed by.
 package rust
@@ -57,11 +57,7 @@ func Language() lang.Language {
 			},
 		},
 		Policy: lang.Policy{LineRules: policy.Rust},
-		// Cargo's default registry, crates.io: its sparse index
-		// (sparse+https://index.crates.io/) and the download host that
-		// index's config.json names.
-		Deps: lang.Deps{Registries: []string{"index.crates.io", "static.crates.io"},
-			Versions: lang.Versions{API: lang.VersionsCrates, URL: "https://index.crates.io"}},
+		Deps:   deps,
 		Sandbox: lang.Sandbox{
 			Image: "autocoder/sandbox-rust:1",
 			Env: map[string]string{
@@ -96,7 +92,7 @@ func Language() lang.Language {
 // newer one from the official image or the host.
 const guide = `Language: Rust (rustc 1.63 or later; write edition 2021 code that 1.63 compiles: no let-else, no generic associated types, no OnceLock/LazyLock, no async fn in traits, no Option::is_some_and).
 The project is a cargo package: Cargo.toml at the root ([package] name, version = "0.1.0", edition = "2021"), the library in src/lib.rs, a program in src/main.rs.
-Use the standard library only: there is no network, so [dependencies] must stay empty. Do not write Cargo.lock (cargo makes it); if cargo cannot read an existing one ("lock file version"), delete it.
+Prefer the standard library. A crate the code needs goes in Cargo.toml's [dependencies] (or [dev-dependencies] for the tests alone) with its version (itoa = "1.0"); it is downloaded before your commands and the tests run, and nothing downloads at run time (cargo add or cargo fetch in a command cannot). Do not write Cargo.lock (cargo makes it); if cargo cannot read an existing one ("lock file version"), delete it.
 Unit tests go in the file they test, in #[cfg(test)] mod tests { use super::*; #[test] fn ... }; integration tests are files in tests/ that use the crate by its name. Tests run with cargo test; a test is named by its path as cargo prints it (tests::it_adds).`
 
 // unproxy replaces the official image's rustup proxies with links to the
