@@ -258,7 +258,10 @@ func (a *Activities) loadFiles(ctx context.Context, id string) ([]workspace.File
 	files, err := a.Store.GetSnapshot(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("snapshot %s not found", id), ErrTypeBadInput, err)
+			// Most likely the client that started the task wrote its
+			// project to another store than this worker's.
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("snapshot %s is not in this worker's store: "+
+				"the client that started the task must use the store the workers do (store.url, AUTOCODER_DATABASE_URL)", id), ErrTypeBadInput, err)
 		}
 		return nil, fmt.Errorf("load snapshot %s: %w", id, err)
 	}

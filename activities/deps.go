@@ -92,7 +92,7 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 			return d, nil
 		}
 		// A cleaner of temporary files took part of it: made again.
-		removeInstall(dir)
+		a.removeInstall(l.Name)(dir)
 	}
 	start := time.Now()
 	res, refused, err := a.runInstall(ctx, l, index, urls, manifests, dir)
@@ -105,7 +105,7 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 		d.note += "; the egress proxy refused " + joinLimited(refused, 5)
 	}
 	if succeeded(res) {
-		a.evictInstalls(dir)
+		a.evictInstalls(l.Name, dir)
 		return d, nil
 	}
 	s := summarize(res, lang.Language{}, a.limits().MemoryBytes)
@@ -154,7 +154,11 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 	if err != nil {
 		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
 	}
-	defer os.RemoveAll(tmp) // gone by then on success
+	defer func() {
+		if isDir(tmp) { // gone by then on success
+			a.removeInstall(l.Name)(tmp)
+		}
+	}()
 	res, refused, err := a.runWithRegistries(ctx, "install deps", l, index, urls, sandbox.Spec{Profile: l.Name, Files: manifests, Cmd: l.Deps.Install,
 		Limits: a.limits(), Deps: tmp, DepsWritable: true, Env: installEnv(l)})
 	if err != nil || !succeeded(res) {
@@ -304,7 +308,7 @@ func linkIntact(l lang.Language, dir string) bool {
 // been added, removing those used least recently. It works in the
 // background, one eviction at a time: measuring and removing installs
 // takes a while, which the check does not wait for.
-func (a *Activities) evictInstalls(dir string) <-chan struct{} {
+func (a *Activities) evictInstalls(profile, dir string) <-chan struct{} {
 	useInstall(dir) // its time is the install's end, not its start
 	done := make(chan struct{})
 	if a.DepsMaxSize <= 0 || !evicting.TryLock() {
@@ -314,7 +318,7 @@ func (a *Activities) evictInstalls(dir string) <-chan struct{} {
 	go func() {
 		defer close(done)
 		defer evicting.Unlock()
-		removed, err := evictInstalls(filepath.Dir(dir), a.DepsMaxSize, time.Now())
+		removed, err := evictInstalls(filepath.Dir(dir), a.DepsMaxSize, time.Now(), a.removeInstall(profile))
 		if err != nil {
 			slog.Warn("keep installs within their size limit", "error", err)
 		}
@@ -386,7 +390,8 @@ func manifestNames(manifests []workspace.File) []string {
 
 // depsKey names an install by everything that decides what it installs:
 // the language's install command, its environment and image, the backend
-// (whose toolchain may differ), the registry and the manifests.
+// (whose toolchain may differ), the registry and the manifests (what of
+// them the install reads, lang.Deps.KeyData).
 func depsKey(l lang.Language, backend, index string, manifests []workspace.File) string {
 	h := sha256.New()
 	for _, s := range []string{l.Name, l.Sandbox.Image, backend, index, strings.Join(l.Deps.Install, "\x00")} {
@@ -396,8 +401,12 @@ func depsKey(l lang.Language, backend, index string, manifests []workspace.File)
 		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(l.Deps.InstallEnv[k]), l.Deps.InstallEnv[k])
 	}
 	for _, f := range manifests {
-		fmt.Fprintf(h, "%d:%s\n%d:", len(f.Path), f.Path, len(f.Data))
-		h.Write(f.Data)
+		data := f.Data
+		if l.Deps.KeyData != nil {
+			data = l.Deps.KeyData(f.Path, f.Data)
+		}
+		fmt.Fprintf(h, "%d:%s\n%d:", len(f.Path), f.Path, len(data))
+		h.Write(data)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }

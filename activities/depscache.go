@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/sandbox"
 )
 
 // evicting is held by the eviction under way in this process: a check that
@@ -42,7 +46,7 @@ func useInstall(dir string) bool {
 // evictions left behind. limit 0 keeps everything. It returns the
 // installs it removed. An install is renamed away before it is removed,
 // so a check never finds half of one.
-func evictInstalls(root string, limit int64, now time.Time) ([]string, error) {
+func evictInstalls(root string, limit int64, now time.Time, remove func(dir string) bool) ([]string, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -65,11 +69,11 @@ func evictInstalls(root string, limit int64, now time.Time) ([]string, error) {
 		}
 		switch {
 		case strings.HasPrefix(name, evictingPrefix):
-			removeInstall(filepath.Join(root, name))
+			remove(filepath.Join(root, name))
 			continue
 		case strings.HasPrefix(name, installingPrefix):
 			if now.Sub(fi.ModTime()) > depsInUse {
-				removeInstall(filepath.Join(root, name))
+				remove(filepath.Join(root, name))
 			}
 			continue
 		}
@@ -96,9 +100,8 @@ func evictInstalls(root string, limit int64, now time.Time) ([]string, error) {
 			}
 			continue
 		}
-		if !removeInstall(gone) {
-			// Not the worker's to remove (the sandbox's user wrote it, and
-			// the worker is not root): it stays, usable.
+		if !remove(gone) {
+			// It could not be removed: it stays, usable.
 			if err := os.Rename(gone, path); err != nil {
 				slog.Warn("put back an install that could not be evicted", "dir", path, "error", err)
 			}
@@ -114,15 +117,46 @@ func evictInstalls(root string, limit int64, now time.Time) ([]string, error) {
 	return removed, nil
 }
 
-// removeInstall removes what an install left and says whether it is gone;
-// files the sandbox's user wrote may not be the worker's to remove, which
-// is logged.
-func removeInstall(dir string) bool {
-	if err := os.RemoveAll(dir); err != nil {
-		slog.Warn("remove an install", "dir", dir, "error", err)
-		return false
+// removeInstall removes what an install left and says whether it is gone.
+// What the sandbox's user wrote may not be the worker's to remove (a
+// worker that is not root, running docker sandboxes): a sandbox run, as
+// that user, empties it first. profile is the sandbox to run it in.
+func (a *Activities) removeInstall(profile string) func(dir string) bool {
+	return func(dir string) bool {
+		err := os.RemoveAll(dir)
+		if err != nil && a.Sandbox != nil {
+			if serr := a.emptyInSandbox(profile, dir); serr != nil {
+				slog.Warn("empty an install in the sandbox", "dir", dir, "error", serr)
+			}
+			err = os.RemoveAll(dir)
+		}
+		if err != nil {
+			slog.Warn("remove an install", "dir", dir, "error", err)
+			return false
+		}
+		return true
 	}
-	return true
+}
+
+// emptyInSandbox removes what is in dir as the sandbox's user, who wrote
+// it: the directory itself, the worker's, is made writable to that user
+// for the run. What the run cannot remove is left to the caller.
+func (a *Activities) emptyInSandbox(profile, dir string) error {
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// Read-only directories (a module cache's) are made writable first.
+	res, err := a.Sandbox.Run(ctx, sandbox.Spec{Profile: profile, Deps: dir, DepsWritable: true, Limits: a.limits(),
+		Cmd: []string{"sh", "-c", `chmod -R u+w "$1" 2>/dev/null; rm -rf -- "$1"/* "$1"/.[!.]* "$1"/..?*`, "sh", lang.DepsDir}})
+	if err != nil {
+		return err
+	}
+	if !succeeded(res) {
+		return fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
+	return nil
 }
 
 // treeSize is the bytes of the regular files under dir.

@@ -1,12 +1,15 @@
 package activities
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/autocoder/autocoder/sandbox"
 )
 
 // evictInstalls removes the installs used least recently until the rest
@@ -36,10 +39,10 @@ func TestEvictInstalls(t *testing.T) {
 	mk(".install-running", 10, now)
 	mk(".evict-half", 10, now)
 
-	if removed, err := evictInstalls(root, 0, now); err != nil || removed != nil {
+	if removed, err := evictInstalls(root, 0, now, removeAll); err != nil || removed != nil {
 		t.Fatalf("limit 0: removed %v, %v", removed, err)
 	}
-	removed, err := evictInstalls(root, 130, now)
+	removed, err := evictInstalls(root, 130, now, removeAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +61,46 @@ func TestEvictInstalls(t *testing.T) {
 		t.Errorf("left %v, want %v", left(), want)
 	}
 	// Over any limit, one used in the last hour stays.
-	if removed, _ := evictInstalls(root, 1, now); !slices.Equal(removed, []string{"go-c"}) {
+	if removed, _ := evictInstalls(root, 1, now, removeAll); !slices.Equal(removed, []string{"go-c"}) {
 		t.Errorf("limit 1 removed %v, want [go-c]", removed)
 	}
 	if want := []string{".install-running", "go-d"}; !slices.Equal(left(), want) {
 		t.Errorf("left %v, want %v", left(), want)
+	}
+}
+
+// removeAll is removeInstall with no sandbox to fall back on.
+var removeAll = (&Activities{}).removeInstall("")
+
+// TestEmptyInstallInSandbox: what the docker sandbox's user installed,
+// read-only directories included (a module cache's), is removed by a run
+// as that user, for a worker that may not remove it itself.
+func TestEmptyInstallInSandbox(t *testing.T) {
+	sb := sandboxOf(t, "docker")
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "python-x")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sb.Run(ctx, sandbox.Spec{Profile: "python", Deps: dir, DepsWritable: true, Limits: sandbox.DefaultLimits(),
+		Cmd: []string{"sh", "-c", "mkdir -p /deps/pkg/ro && touch /deps/pkg/ro/f /deps/.hidden /deps/..odd && chmod 555 /deps/pkg/ro"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("install: %v %+v", err, res)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "pkg")); err != nil || ownedByWorker(fi) {
+		t.Fatalf("the install's files should be the sandbox user's: %v", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // as a finished install is
+		t.Fatal(err)
+	}
+	a := &Activities{Sandbox: sb}
+	if err := a.emptyInSandbox("python", dir); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Fatalf("left in the install: %v, %v", entries, err)
 	}
 }

@@ -123,6 +123,38 @@ func (m *ModelUsage) add(o ModelUsage) {
 	m.Unpriced += o.Unpriced
 }
 
+// Totals is the model's usage as a task's, without the split by model.
+func (m ModelUsage) Totals() Usage {
+	return Usage{PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens, CachedTokens: m.CachedTokens,
+		CacheWriteTokens: m.CacheWriteTokens, CostUSD: m.CostUSD, Calls: m.Calls, Unpriced: m.Unpriced}
+}
+
+// Tokens says the tokens of the calls: input, split once any was cached
+// into fresh, read from the provider's prompt cache, and written to it
+// (each priced on its own), and output.
+func (u Usage) Tokens() string {
+	if u.CachedTokens == 0 && u.CacheWriteTokens == 0 {
+		return fmt.Sprintf("%d in, %d out", u.PromptTokens, u.CompletionTokens)
+	}
+	s := fmt.Sprintf("%d in (%d fresh, %d cached", u.PromptTokens, u.PromptTokens-u.CachedTokens-u.CacheWriteTokens, u.CachedTokens)
+	if u.CacheWriteTokens > 0 {
+		s += fmt.Sprintf(", %d written to the cache", u.CacheWriteTokens)
+	}
+	return s + fmt.Sprintf("), %d out", u.CompletionTokens)
+}
+
+// Cost says what the calls cost, or "unknown" when a model without a
+// known price made some of them (a price of $0 would mislead).
+func (u Usage) Cost() string {
+	switch {
+	case u.Unpriced == 0:
+		return fmt.Sprintf("$%.4f", u.CostUSD)
+	case u.CostUSD == 0:
+		return "unknown"
+	}
+	return fmt.Sprintf("$%.4f and unknown", u.CostUSD)
+}
+
 // Add accumulates another call's usage.
 func (u *Usage) Add(o Usage) {
 	u.PromptTokens += o.PromptTokens

@@ -36,6 +36,7 @@ type fakeClient struct {
 	started  []workflows.TaskInput
 	dirs     map[string]string // a task's project directory, by id
 	sent     []string          // "signal id payload"
+	stores   []string          // the workers' stores
 }
 
 func newFakeClient() *fakeClient {
@@ -80,6 +81,8 @@ func (c *fakeClient) ProjectDir(_ context.Context, id string) (string, error) {
 }
 
 func (c *fakeClient) EnsureSearchAttributes(context.Context) (bool, error) { return true, nil }
+
+func (c *fakeClient) WorkerStores(context.Context) ([]string, int, error) { return c.stores, 0, nil }
 
 func (c *fakeClient) Status(_ context.Context, id string) (workflows.Status, error) {
 	if err := c.known(id); err != nil {
@@ -255,12 +258,17 @@ func TestListCommand(t *testing.T) {
 		{ID: "t1", Status: "running", Phase: "generating", Language: "go", Iteration: 2, CostUSD: 0.0123, Started: started, Task: "fix\x1b[2J the parser"},
 		{ID: "t2", Status: "completed", Started: started, Closed: started.Add(time.Minute), Model: "openai:gpt-4.1", Task: "old task without attributes"},
 		{ID: "t3", Status: "completed", Phase: "succeeded", Iteration: 1, Started: started, Model: "openai:my-local-model", Task: "a model without a price"},
+		{ID: "t4", Status: "completed", Phase: "succeeded", Iteration: 1, Started: started, CostUSD: 0.5, Task: "with usage in its memo",
+			Usage: &activities.Usage{PromptTokens: 123456, CachedTokens: 100000, CompletionTokens: 950, CostUSD: 0.0456, Calls: 7}},
 	}
 	r := runFake(t, c, "list")
+	if row := strings.Fields(strings.Split(r.out, "\n")[4]); len(row) < 9 || !slices.Equal(row[5:9], []string{"123.5k", "100.0k", "950", "$0.0456"}) {
+		t.Errorf("a task with its usage in the memo: %q, want its tokens in, cached, out and cost", row)
+	}
 	if row := strings.Split(r.out, "\n")[3]; !strings.Contains(row, "unknown") {
 		t.Errorf("a task of a model without a price: %q, want cost unknown", row)
 	}
-	r.want(t, exitOK, []string{"ID", "STATUS", "PHASE", "LANG", "ITER", "COST", "TASK", "$0.0123", `fix\x1b[2J the parser`}, nil)
+	r.want(t, exitOK, []string{"ID", "STATUS", "PHASE", "LANG", "ITER", "TOKENS IN", "CACHED", "OUT", "COST", "TASK", "$0.0123", `fix\x1b[2J the parser`}, nil)
 	if row := strings.Split(r.out, "\n")[2]; !strings.Contains(row, "t2") || !strings.Contains(row, "-") {
 		t.Errorf("a task without search attributes shows no dashes: %q", row)
 	}
@@ -860,9 +868,9 @@ func TestCostOfUnpricedModel(t *testing.T) {
 		{activities.Usage{Calls: 1}, "$0.0000"},
 		{activities.Usage{CostUSD: 0.5, Calls: 2, Unpriced: 1}, "$0.5000 and unknown"},
 	} {
-		if u, want := c.u, c.want; costText(u) != want {
-			got := costText(u)
-			t.Errorf("costText(%+v) = %q, want %q", u, got, want)
+		if u, want := c.u, c.want; u.Cost() != want {
+			got := u.Cost()
+			t.Errorf("Cost(%+v) = %q, want %q", u, got, want)
 		}
 	}
 }
@@ -903,4 +911,37 @@ func TestStatusSplitsCachedInput(t *testing.T) {
 		"  anthropic:claude-sonnet-4-5: 4000 in (500 fresh, 2000 cached, 1500 written to the cache), 30 out (2 calls, cost $0.0150)\n",
 		"  openai:gpt-4.1: 1000 in (0 fresh, 1000 cached), 10 out (1 calls, cost $0.0050)\n",
 	}, nil)
+}
+
+// TestRunChecksTheWorkersStore: a client whose store the workers do not
+// name stops before it uploads the project or starts a task; one whose
+// store they name starts it.
+func TestRunChecksTheWorkersStore(t *testing.T) {
+	project := t.TempDir()
+	if err := os.WriteFile(filepath.Join(project, "calc.py"), []byte("def add(a, b):\n    return a - b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--detach", "--dir", project, "fix add"}
+	c := newFakeClient()
+	c.stores = []string{"0123456789abcdef0123456789abcdef"}
+	r := runFake(t, c, args...)
+	r.want(t, exitUsage, nil, []string{"read another store than this client's (SQLite at ", "Set AUTOCODER_DATABASE_URL"})
+	if strings.Contains(r.errOut, "uploaded") || len(c.started) != 0 {
+		t.Errorf("uploaded or started (%d tasks) before the check:\n%s", len(c.started), r.errOut)
+	}
+
+	f, _, errOut := fakeFactory(t, c)
+	st, err := store.OpenSQLite(context.Background(), f.cfg.sqlitePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := st.ID(context.Background())
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stores = append(c.stores, id)
+	if code := execute(context.Background(), f, args); code != exitOK || len(c.started) != 1 {
+		t.Errorf("with the workers' store: exit %d, %d tasks started\n%s", code, len(c.started), errOut)
+	}
 }

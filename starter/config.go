@@ -20,6 +20,7 @@ const (
 	envDataDir         = "AUTOCODER_DATA_DIR"
 	envIdleTimeout     = "AUTOCODER_IDLE_TIMEOUT"
 	envMetricsAddress  = "AUTOCODER_METRICS_ADDRESS"
+	envDatabaseURL     = "AUTOCODER_DATABASE_URL"
 )
 
 // config is what the commands use of the resolved configuration.
@@ -66,7 +67,9 @@ func configFrom(s *conf.Config) config {
 	if !c.addressSet {
 		c.TemporalAddress = "127.0.0.1:" + strconv.Itoa(c.devPort)
 	}
-	if c.UIURL == "" {
+	// A cluster's Web UI is wherever its operator put it: only one
+	// configured is shown.
+	if c.UIURL == "" && !c.addressSet {
 		c.UIURL = "http://127.0.0.1:" + strconv.Itoa(c.uiPort)
 	}
 	return c
@@ -77,7 +80,12 @@ func (c config) sqlitePath() string { return filepath.Join(c.DataDir, "autocoder
 // inFlightDir keeps the records of the activities the worker runs.
 func (c config) inFlightDir() string { return filepath.Join(c.DataDir, "in-flight") }
 
+// workflowURL is the task's page in the Web UI; "" when no Web UI is
+// known (a cluster's, with temporal.ui_url unset).
 func (c config) workflowURL(id string) string {
+	if c.UIURL == "" {
+		return ""
+	}
 	return c.UIURL + "/namespaces/" + c.Namespace + "/workflows/" + id
 }
 

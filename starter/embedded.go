@@ -86,6 +86,10 @@ func (f *Factory) startEmbedded(ctx context.Context, sc sandbox.Config, settings
 		return fail(err)
 	}
 	opts := worker.Options{Namespace: f.cfg.Namespace, InFlightDir: f.cfg.inFlightDir(), WorkflowsOnly: settingsless}
+	if opts.StoreID, err = acts.Store.ID(ctx); err != nil {
+		closeActs()
+		return fail(fmt.Errorf("%w: %v", errUnavailable, err))
+	}
 	f.instrument(acts, &opts)
 	w := worker.New(c, acts, opts)
 	if err := w.Start(); err != nil {

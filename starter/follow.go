@@ -132,7 +132,7 @@ loop:
 		fmt.Fprintf(f.IO.Out, "  %d file(s) written to %s\n", n, out)
 	}
 	u := result.Status.Usage
-	fmt.Fprintf(f.IO.Out, "  tokens: %s, cost %s\n", tokensText(u.PromptTokens, u.CachedTokens, u.CacheWriteTokens, u.CompletionTokens), costText(u))
+	fmt.Fprintf(f.IO.Out, "  tokens: %s, cost %s\n", u.Tokens(), u.Cost())
 	if cps := result.Status.Checkpoints; len(cps) > 0 {
 		reviewWarnings(f.IO.Out, cps[len(cps)-1]) // the last check judged the whole result
 	}
@@ -383,7 +383,7 @@ func placeLine(st workflows.Status) string {
 func spentText(u activities.Usage) string {
 	s := humanCount(u.PromptTokens+u.CompletionTokens) + " tokens"
 	if u.CostUSD > 0 || u.Unpriced > 0 {
-		s += " · cost " + costText(u)
+		s += " · cost " + u.Cost()
 	}
 	return s
 }

@@ -63,10 +63,14 @@ func listTasks(ctx context.Context, f *Factory, o *ListOptions) error {
 		return writeJSON(f.IO.Out, tasks)
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tPHASE\tLANG\tITER\tCOST\tSTARTED\tTASK")
+	fmt.Fprintln(tw, "ID\tSTATUS\tPHASE\tLANG\tITER\tTOKENS IN\tCACHED\tOUT\tCOST\tSTARTED\tTASK")
 	for _, t := range tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, orDefault(t.Phase, "-"), orDefault(t.Language, "-"),
-			countOrDash(t.Iteration), listCost(t), t.Started.Local().Format(time.DateTime), termsafe.Clip(t.Task, 60))
+		in, cached, out := "-", "-", "-"
+		if u := t.Usage; u != nil && u.Calls > 0 {
+			in, cached, out = tokenCount(u.PromptTokens), tokenCount(u.CachedTokens), tokenCount(u.CompletionTokens)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, orDefault(t.Phase, "-"), orDefault(t.Language, "-"),
+			countOrDash(t.Iteration), in, cached, out, listCost(t), t.Started.Local().Format(time.DateTime), termsafe.Clip(t.Task, 60))
 	}
 	return tw.Flush()
 }
@@ -80,11 +84,26 @@ func countOrDash(n int) string {
 	return fmt.Sprint(n)
 }
 
-// listCost is a row's cost: the list call has the total alone, so a task
+// tokenCount is a count of tokens in a few characters: 950, 12.3k, 4.1M.
+func tokenCount(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.1fM", float64(n)/1e6)
+}
+
+// listCost is a row's cost: its memo's (Usage) where the task keeps it
+// there; else the list call has the total alone, so a task
 // whose model has no known price, or runs on the worker's default model,
 // which the list cannot see, costs what is unknown unless the total says
 // otherwise.
 func listCost(t taskclient.Task) string {
+	if u := t.Usage; u != nil && u.Calls > 0 {
+		return u.Cost()
+	}
 	if t.CostUSD > 0 {
 		return fmt.Sprintf("$%.4f", t.CostUSD)
 	}

@@ -78,8 +78,9 @@ type Factory struct {
 	// ran is set once a command's own code starts; an error before that
 	// came from cobra's argument checks and is a usage error.
 	ran bool
-	// local is set when this process hosts the embedded services.
-	local bool
+	// local is set when this process hosts the embedded services; worker
+	// when it is a cluster's worker.
+	local, worker bool
 	// connected is set once local mode found the data dir's server;
 	// settingsless when that server is settings-less.
 	connected    bool
@@ -119,6 +120,8 @@ type TaskClient interface {
 	CancelNow(ctx context.Context, id string) error
 	Answer(ctx context.Context, id string, a workflows.Answer, text string) error
 	Rollback(ctx context.Context, id string, r workflows.RollbackRequest) (workflows.Status, error)
+	// WorkerStores are the stores the workers name (taskclient.WorkerIdentity).
+	WorkerStores(ctx context.Context) (stores []string, unnamed int, err error)
 }
 
 // NewFactory returns a factory with cfg and streams that builds the real
@@ -186,6 +189,12 @@ func (f *Factory) openStore(ctx context.Context) (store.Store, error) {
 	s, err := store.Open(ctx, store.Config{DatabaseURL: f.cfg.DatabaseURL, SQLitePath: f.cfg.sqlitePath()})
 	if err != nil {
 		return nil, fmt.Errorf("%w: open store: %v", errUnavailable, err)
+	}
+	if f.cfg.addressSet && !f.worker {
+		if err := f.sameStoreAsWorkers(ctx, s); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	f.store = s
 	return s, nil

@@ -160,7 +160,10 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 		return err
 	}
 	id := run.ID
-	fmt.Fprintf(f.IO.ErrOut, "task %s started\nweb UI: %s\n", id, f.cfg.workflowURL(id))
+	fmt.Fprintf(f.IO.ErrOut, "task %s started\n", id)
+	if url := f.cfg.workflowURL(id); url != "" {
+		fmt.Fprintf(f.IO.ErrOut, "web UI: %s\n", url)
+	}
 	out := o.Out
 	if out == "" {
 		out = o.Dir
@@ -170,7 +173,11 @@ func runTask(ctx context.Context, f *Factory, o RunOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "follow it with `autocoder watch %s`; once it succeeds, write its files with `autocoder export %s %s`\n",
 			id, id, orDefault(out, "DIR"))
 		if o.JSON {
-			return writeJSON(f.IO.Out, map[string]string{"id": id, "runId": run.RunID, "url": f.cfg.workflowURL(id)})
+			started := map[string]string{"id": id, "runId": run.RunID}
+			if url := f.cfg.workflowURL(id); url != "" {
+				started["url"] = url
+			}
+			return writeJSON(f.IO.Out, started)
 		}
 		fmt.Fprintln(f.IO.Out, id)
 		return nil

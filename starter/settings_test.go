@@ -159,3 +159,22 @@ func findCmd(root *cobra.Command, name string) *cobra.Command {
 	}
 	return nil
 }
+
+// TestWebUILink: local mode links its own Web UI; a cluster's is shown
+// only when configured, since the client cannot know where it is.
+func TestWebUILink(t *testing.T) {
+	home := t.TempDir()
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"HOME": home}, "http://127.0.0.1:8233/namespaces/default/workflows/t-1"},
+		{map[string]string{"HOME": home, "TEMPORAL_ADDRESS": "temporal:7233"}, ""},
+		{map[string]string{"HOME": home, "TEMPORAL_ADDRESS": "temporal:7233", "TEMPORAL_UI_URL": "https://ui.example"},
+			"https://ui.example/namespaces/default/workflows/t-1"},
+	} {
+		if got := configFrom(settingsFor(t, tc.env)).workflowURL("t-1"); got != tc.want {
+			t.Errorf("with %v: workflowURL = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}

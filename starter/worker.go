@@ -41,12 +41,16 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			f.worker = true
 			acts, closeActs, err := f.Activities(ctx, sandbox.Config{Backend: f.cfg.Sandbox, Images: f.cfg.Images, PoolSize: o.Pool, Slots: o.Slots, Warm: o.Warm})
 			if err != nil {
 				return err
 			}
 			defer closeActs()
 			o.Worker.Namespace, o.Worker.InFlightDir = f.cfg.Namespace, f.cfg.inFlightDir()
+			if o.Worker.StoreID, err = acts.Store.ID(ctx); err != nil {
+				return fmt.Errorf("%w: %v", errUnavailable, err)
+			}
 			f.instrument(acts, &o.Worker)
 			stopEndpoints, err := f.serveEndpoints(c, acts)
 			if err != nil {
@@ -191,6 +195,9 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		}
 		if shared != "" {
 			eg.Dir = string(shared)
+			if n := worker.RemoveStaleRoutes(eg.Dir); n > 0 {
+				slog.Info("removed the egress routes of workers that died", "count", n)
+			}
 			if eg.CABundle != "" {
 				if eg.CABundle, err = shared.Copy(eg.CABundle, "ca-bundle"); err != nil {
 					eg.Close()

@@ -2,11 +2,16 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/egress"
@@ -106,7 +111,7 @@ func (e *Egress) Route(taskID string, allow []string) (_ *Route, err error) {
 			g.Revoke()
 		}
 	}()
-	dir, err := os.MkdirTemp(e.Dir, "autocoder-egress-")
+	dir, err := os.MkdirTemp(e.Dir, routePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("egress route: %w", err)
 	}
@@ -126,6 +131,47 @@ func (e *Egress) Route(taskID string, allow []string) (_ *Route, err error) {
 	}
 	go func() { r.done <- e.Proxy.Serve(r.l) }()
 	return r, nil
+}
+
+// routePrefix begins the name of each route's directory.
+const routePrefix = "autocoder-egress-"
+
+// staleRouteAge is how old a route's directory must be before it can be
+// taken for a dead worker's: a live route's socket listens within
+// moments of the directory's making.
+const staleRouteAge = time.Minute
+
+// RemoveStaleRoutes removes from dir the route directories of workers
+// that died (killed, or their container stopped) without closing them:
+// older than staleRouteAge, with a socket nobody listens on. Workers that
+// share dir (sandbox.shared_dir) keep their live routes: a connection to
+// each is tried, not assumed. It returns how many went.
+func RemoveStaleRoutes(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		slog.Warn("list egress routes", "dir", dir, "error", err)
+		return 0
+	}
+	removed := 0
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		fi, err := e.Info()
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), routePrefix) || err != nil || time.Since(fi.ModTime()) < staleRouteAge {
+			continue
+		}
+		if c, err := net.DialTimeout("unix", filepath.Join(path, "proxy.sock"), time.Second); err == nil {
+			c.Close()
+			continue
+		} else if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := os.RemoveAll(path); err != nil {
+			slog.Warn("remove a dead worker's egress route", "dir", path, "error", err)
+			continue
+		}
+		removed++
+	}
+	return removed
 }
 
 // Sandbox is what a sandbox.Spec with Network sandbox.NetworkEgress

@@ -112,3 +112,52 @@ func TestRouteServesOneRun(t *testing.T) {
 		t.Error("the route still carries requests after Close")
 	}
 }
+
+// TestRemoveStaleRoutes: a route directory whose socket nobody listens on
+// goes once it is a minute old; a live one, and a new one, stay.
+func TestRemoveStaleRoutes(t *testing.T) {
+	dir := t.TempDir()
+	route := func(name string, listening bool, age time.Duration) string {
+		path := filepath.Join(dir, name)
+		if err := os.Mkdir(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("unix", filepath.Join(path, "proxy.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if listening {
+			t.Cleanup(func() { l.Close() })
+		} else {
+			// As a killed worker leaves it: the socket's file, nobody on it.
+			l.(*net.UnixListener).SetUnlinkOnClose(false)
+			l.Close()
+		}
+		old := time.Now().Add(-age)
+		if err := os.Chtimes(path, old, old); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	dead := route(routePrefix+"dead", false, 2*time.Minute)
+	live := route(routePrefix+"live", true, 2*time.Minute)
+	young := route(routePrefix+"young", false, 0)
+	other := route("not-a-route", false, 2*time.Minute)
+	empty := filepath.Join(dir, routePrefix+"empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Minute)
+	if err := os.Chtimes(empty, old, old); err != nil {
+		t.Fatal(err)
+	}
+
+	if n := RemoveStaleRoutes(dir); n != 2 {
+		t.Errorf("removed %d, want 2 (the dead route and the empty one)", n)
+	}
+	for path, want := range map[string]bool{dead: false, empty: false, live: true, young: true, other: true} {
+		if _, err := os.Stat(path); (err == nil) != want {
+			t.Errorf("%s: there %v, want %v", filepath.Base(path), err == nil, want)
+		}
+	}
+}

@@ -38,6 +38,10 @@ type Options struct {
 	WorkflowsOnly bool
 	// Metrics counts the tasks that end; nil counts nothing.
 	Metrics TaskMetrics
+	// StoreID is the ID of the store the activities read, which the
+	// worker names in its identity (taskclient.WorkerIdentity) for
+	// clients to compare with theirs. Empty: the SDK's identity.
+	StoreID string
 }
 
 // Worker serves the task queue (the workflow, model and store activities)
@@ -63,7 +67,12 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
 	if opts.Metrics != nil {
 		interceptors = append(interceptors, &countOutcomes{metrics: opts.Metrics})
 	}
+	var identity string
+	if opts.StoreID != "" {
+		identity = taskclient.WorkerIdentity(opts.StoreID)
+	}
 	main := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
+		Identity:                           identity,
 		Interceptors:                       interceptors,
 		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentActivities,
 		// Pollers scale with the work the server reports, so a burst of new
@@ -84,6 +93,7 @@ func New(c client.Client, acts *activities.Activities, opts Options) *Worker {
 		slots = acts.Sandbox.Slots()
 	}
 	sandbox := sdkworker.New(c, workflows.SandboxTaskQueue(workflows.TaskQueue), sdkworker.Options{
+		Identity:                           identity,
 		Interceptors:                       interceptors,
 		MaxConcurrentActivityExecutionSize: slots,
 		DisableWorkflowWorker:              true,

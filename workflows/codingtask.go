@@ -254,6 +254,30 @@ func (t *task) setPhase(ctx workflow.Context, p Phase) {
 	t.Status.Phase = p
 	t.showDetails(ctx)
 	t.upsertSearchAttributes(ctx)
+	t.upsertUsage(ctx)
+}
+
+// versionUsageMemo guards keeping the usage in the memo: runs recorded
+// before it upserted no memo, and replay through DefaultVersion.
+// Retirement: once no run started before the change is open or retained
+// by the namespace, the DefaultVersion branch goes, and the GetVersion
+// call stays with 1 as its minimum.
+const versionUsageMemo = "usage-memo"
+
+// upsertUsage puts the task's tokens and cost in the memo (MemoUsage)
+// when they changed since they were last put there.
+func (t *task) upsertUsage(ctx workflow.Context) {
+	u := t.Status.Usage
+	sum := activities.ModelUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+		CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Calls: u.Calls, Unpriced: u.Unpriced}
+	if sum == t.memoUsage || workflow.GetVersion(ctx, versionUsageMemo, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	if err := workflow.UpsertMemo(ctx, map[string]any{MemoUsage: sum.Totals()}); err != nil {
+		workflow.GetLogger(ctx).Warn("upsert the usage memo", "error", err)
+		return
+	}
+	t.memoUsage = sum
 }
 
 // showDetails is the Web UI's line for the task as it is now.
@@ -273,6 +297,14 @@ func (t *task) showDetails(ctx workflow.Context) {
 	}
 	if t.Status.FellBack != "" {
 		details += fmt.Sprintf("\n\nmodel: %s (fell back from %s)", t.Status.Model, t.Status.FellBack)
+	}
+	if u := t.Status.Usage; u.Calls > 0 {
+		details += fmt.Sprintf("\n\nmodel calls: %d; tokens: %s; cost %s", u.Calls, u.Tokens(), u.Cost())
+		if len(u.PerModel) > 1 {
+			for _, m := range u.PerModel {
+				details += fmt.Sprintf("\n- %s: %s, cost %s", m.Model, m.Totals().Tokens(), m.Totals().Cost())
+			}
+		}
 	}
 	workflow.SetCurrentDetails(ctx, details)
 }

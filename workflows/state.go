@@ -26,6 +26,8 @@ type task struct {
 	// notified counts this run's notifications, which name their
 	// workflows.
 	notified int
+	// memoUsage is the usage last put in the memo (MemoUsage).
+	memoUsage activities.ModelUsage
 }
 
 // decision is a person's answer to a pending approval.

@@ -42,6 +42,12 @@ const (
 	SearchAttrCostUSD   = "AutocoderCostUSD"
 )
 
+// MemoUsage is the memo field where the workflow keeps the task's tokens
+// and cost current (an activities.Usage without the split by model), for
+// lists that read no status: a search attribute for each figure would
+// take more of the namespace's few numeric ones.
+const MemoUsage = "usage"
+
 // Policy modes for safety findings. A task's input without a mode denies:
 // tasks recorded before warn was the default replay as they ran, and the
 // CLI starts new tasks with PolicyWarn (DefaultPolicy).

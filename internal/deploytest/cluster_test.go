@@ -92,7 +92,7 @@ func startCompose(ctx context.Context, t *testing.T, script llmtest.Script, work
 		t.Fatalf("docker socket: %v", err)
 	}
 	gid := int(fi.Sys().(*syscall.Stat_t).Gid)
-	temporalPort := testenv.FreePort(t)
+	temporalPort, postgresPort := testenv.FreePort(t), testenv.FreePort(t)
 	c := &composeCluster{
 		t:       t,
 		project: fmt.Sprintf("autocoder-e2e-%d", os.Getpid()),
@@ -111,13 +111,18 @@ func startCompose(ctx context.Context, t *testing.T, script llmtest.Script, work
 		"AUTOCODER_MODEL=openai:gpt-4.1-mini", "OPENAI_API_KEY=test-key", "OPENAI_BASE_URL=" + model.URL(),
 		"TEMPORAL_PUBLISH=127.0.0.1:" + strconv.Itoa(temporalPort),
 		"TEMPORAL_UI_PUBLISH=127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)),
+		"POSTGRES_PUBLISH=127.0.0.1:" + strconv.Itoa(postgresPort),
 		"WORKER_STOP_GRACE=20s",
 		"AUTOCODER_SHARED_DIR=" + t.TempDir(),
 		"AUTOCODER_REGISTRY_INDEXES=python=" + index.URL(),
 		"AUTOCODER_PRIVATE_REGISTRIES=" + index.Host(),
 	}
+	// A client as deploy/README.md's "Clients" has it: Temporal and the
+	// workers' store, both as published.
 	c.cliEnv = testenv.CleanEnv("TEMPORAL_ADDRESS=127.0.0.1:"+strconv.Itoa(temporalPort), "TEMPORAL_NAMESPACE=default",
-		"AUTOCODER_DATA_DIR="+t.TempDir(), "AUTOCODER_MODEL=openai:gpt-4.1-mini")
+		"AUTOCODER_DATA_DIR="+t.TempDir(), "AUTOCODER_MODEL=openai:gpt-4.1-mini",
+		"AUTOCODER_DATABASE_URL=postgres://autocoder@127.0.0.1:"+strconv.Itoa(postgresPort)+"/autocoder?sslmode=disable",
+		"PGPASSWORD=e2e-autocoder")
 
 	t.Cleanup(func() { c.down() })
 	c.compose(ctx, "up", "-d", "--no-build", "--scale", "worker="+strconv.Itoa(workers))
@@ -206,11 +211,12 @@ func (c *composeCluster) cli(ctx context.Context, args ...string) string {
 	return mustRun(ctx, c.t, c.cliEnv, "", c.bin, args...).stdout
 }
 
-// start starts a Python task through the CLI and returns its id.
-func (c *composeCluster) start(ctx context.Context, task string) string {
+// start starts a Python task through the CLI and returns its id; args
+// come before the task.
+func (c *composeCluster) start(ctx context.Context, task string, args ...string) string {
 	c.t.Helper()
 	var res struct{ ID string }
-	out := c.cli(ctx, "run", "--detach", "--json", "--lang", "python", task)
+	out := c.cli(ctx, append(append([]string{"run", "--detach", "--json", "--lang", "python"}, args...), task)...)
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.ID == "" {
 		c.t.Fatalf("run --detach --json printed %q: %v", out, err)
 	}
@@ -372,8 +378,9 @@ func TestComposeEndToEnd(t *testing.T) {
 	c := startCompose(ctx, t, script, 2)
 	t.Logf("docker-compose up, 2 workers ready: %s", time.Since(start).Round(time.Second))
 
+	project := c.clientChecksStore(ctx)
 	start = time.Now()
-	other := c.start(ctx, composeTask(2))
+	other := c.start(ctx, composeTask(2), "--dir", project)
 	deps := c.start(ctx, composeTask(depsTask))
 	id := c.start(ctx, composeTask(victim))
 
@@ -403,6 +410,12 @@ func TestComposeEndToEnd(t *testing.T) {
 		}
 	}
 	t.Logf("the tasks done %s after the first start", time.Since(start).Round(time.Second))
+	// The project uploaded from the client came back from the store the
+	// workers wrote, fixed.
+	c.cli(ctx, "export", other, project)
+	if b, err := os.ReadFile(filepath.Join(project, "calc_2.py")); err != nil || !strings.Contains(string(b), "return a + b") {
+		t.Errorf("task %s's project after export: calc_2.py = %q, %v; want the fix", other, b, err)
+	}
 	// Its tests import greetlib: a worker in a container installed it
 	// through its egress proxy, from the shared directory.
 	if n := c.index.Downloads(); n == 0 {
@@ -436,6 +449,41 @@ func TestComposeEndToEnd(t *testing.T) {
 		t.Error("no activity of the task started after the kill")
 	}
 	c.adversarialOnWorker(ctx, survivor)
+}
+
+// clientChecksStore makes a project with a bug for task 2 and checks that
+// a client with a store of its own (its SQLite file, no database URL) is
+// stopped before it uploads the project, with what to set; it returns the
+// project's directory.
+func (c *composeCluster) clientChecksStore(ctx context.Context) string {
+	c.t.Helper()
+	project := c.t.TempDir()
+	if err := os.WriteFile(filepath.Join(project, "calc_2.py"), []byte("def add(a, b):\n    return a - b\n"), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	// The workers name their store when they poll.
+	tc := c.tasks(ctx)
+	for {
+		if stores, _, err := tc.WorkerStores(ctx); err == nil && len(stores) > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			c.t.Fatalf("no worker named its store: %v", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	var own []string
+	for _, kv := range c.cliEnv {
+		if !strings.HasPrefix(kv, "AUTOCODER_DATABASE_URL=") {
+			own = append(own, kv)
+		}
+	}
+	r := run(ctx, c.t, own, "", c.bin, "run", "--detach", "--lang", "python", "--dir", project, composeTask(2))
+	if r.code == 0 || !strings.Contains(r.stderr, "read another store than this client's") || strings.Contains(r.stderr, "uploaded") {
+		c.t.Fatalf("a client with a store of its own: exit %d\nstdout: %s\nstderr: %s\nwant it stopped before the upload", r.code, r.stdout, r.stderr)
+	}
+	return project
 }
 
 // adversarialOnWorker runs the sandbox package's hostile programs

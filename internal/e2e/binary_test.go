@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"go.temporal.io/server/temporaltest"
 
+	"github.com/autocoder/autocoder/internal/taskclient"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -95,6 +97,16 @@ func TestBinaryEndToEnd(t *testing.T) {
 	final := statusJSON(t, bin, env, id)
 	if final.Iteration != 2 || len(final.Checkpoints) != 2 {
 		t.Errorf("final status: iteration %d, %d checkpoints; want 2 and 2", final.Iteration, len(final.Checkpoints))
+	}
+	// The list reads the tokens from the memo, as the status has them.
+	var rows []taskclient.Task
+	if err := json.Unmarshal([]byte(c.mustCLI("list", "--json")), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("list --json: %v, %d rows", err, len(rows))
+	}
+	want := final.Usage
+	want.PerModel = nil
+	if u := rows[0].Usage; u == nil || u.Calls == 0 || !reflect.DeepEqual(*u, want) {
+		t.Errorf("list's usage %+v, want the status's %+v", u, want)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 // running the built binary; tests drive it with more processes of the CLI.
 type cluster struct {
 	t       *testing.T
+	ts      *temporaltest.TestServer
 	bin     string
 	env     []string
 	model   *llmtest.Server
@@ -50,7 +51,7 @@ func newCluster(t *testing.T, script llmtest.Script, extraEnv ...string) *cluste
 	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	model := llmtest.New(t, script)
-	c := &cluster{t: t, bin: binary(t), model: model, env: testenv.ClusterEnv(
+	c := &cluster{t: t, ts: ts, bin: binary(t), model: model, env: testenv.ClusterEnv(
 		ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL(), extraEnv...)}
 	c.workers = testenv.NewFleet(t, c.bin, c.env)
 	c.startWorker()

@@ -12,6 +12,33 @@ import (
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
+// TestStoreID wants each store its own ID, the same after a reopen.
+func TestStoreID(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			target := b.target(t)
+			first, err := Open(ctx, targetConfig(target))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := first.ID(ctx)
+			if err != nil || len(id) != 32 {
+				t.Fatalf("ID = %q, %v; want 32 hex digits", id, err)
+			}
+			if err := first.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if again, err := openTarget(t, target).ID(ctx); err != nil || again != id {
+				t.Errorf("reopened: ID = %q, %v; want %q", again, err, id)
+			}
+			if other, err := openTarget(t, b.target(t)).ID(ctx); err != nil || other == id {
+				t.Errorf("another store: ID = %q, %v; want one of its own", other, err)
+			}
+		})
+	}
+}
+
 func TestContract(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

@@ -238,6 +238,15 @@ func (s *Postgres) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
+// ID is the store's identity (Store.ID).
+func (s *Postgres) ID(ctx context.Context) (string, error) {
+	var id string
+	if err := s.pool.QueryRow(ctx, `SELECT id FROM store_id`).Scan(&id); err != nil {
+		return "", fmt.Errorf("store id: %w", err)
+	}
+	return id, nil
+}
+
 // Snapshots lists every snapshot id in id order.
 func (s *Postgres) Snapshots(ctx context.Context) ([]string, error) {
 	rs, err := s.pool.Query(ctx, `SELECT id FROM snapshots ORDER BY id COLLATE "C"`)

@@ -282,6 +282,15 @@ func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
+// ID is the store's identity (Store.ID).
+func (s *SQLite) ID(ctx context.Context) (string, error) {
+	var id string
+	if err := s.db.QueryRowContext(ctx, `SELECT id FROM store_id`).Scan(&id); err != nil {
+		return "", fmt.Errorf("store id: %w", err)
+	}
+	return id, nil
+}
+
 // Snapshots lists every snapshot id in id order.
 func (s *SQLite) Snapshots(ctx context.Context) ([]string, error) {
 	rs, err := s.db.QueryContext(ctx, `SELECT id FROM snapshots ORDER BY id`)

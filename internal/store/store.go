@@ -62,6 +62,10 @@ type Store interface {
 	GetMemo(ctx context.Context, key string) ([]byte, error) // ErrNotFound when absent
 
 	Stats(ctx context.Context) (Stats, error)
+	// ID tells this store from every other: made with the schema, it stays
+	// for the store's life. A client and the workers of a cluster must
+	// use one store, and compare IDs to find out.
+	ID(ctx context.Context) (string, error)
 	Close() error
 
 	LessonStore

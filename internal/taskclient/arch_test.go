@@ -21,7 +21,7 @@ var temporalCalls = map[string]bool{
 	"GetWorkflowHistory": true, "DescribeWorkflowExecution": true, "DescribeWorkflow": true,
 	"ListWorkflow": true, "ListOpenWorkflow": true, "ListClosedWorkflow": true, "ScanWorkflow": true,
 	"CountWorkflow": true, "ResetWorkflowExecution": true, "CompleteActivity": true,
-	"CheckHealth": true, "OperatorService": true, "WorkflowService": true,
+	"CheckHealth": true, "OperatorService": true, "WorkflowService": true, "DescribeTaskQueue": true,
 }
 
 // allowedTemporal are the directories that may talk to Temporal directly:

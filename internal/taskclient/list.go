@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/workflows"
 )
 
@@ -36,16 +37,19 @@ type ListOptions struct {
 // attributes the task keeps current (when the namespace has them) and the
 // memo Start set. A task started without them shows what there is.
 type Task struct {
-	ID        string    `json:"id"`
-	Status    string    `json:"status"`
-	Phase     string    `json:"phase,omitempty"`
-	Language  string    `json:"language,omitempty"`
-	Iteration int       `json:"iteration,omitempty"`
-	CostUSD   float64   `json:"costUsd,omitempty"`
-	Model     string    `json:"model,omitempty"`
-	Started   time.Time `json:"started"`
-	Closed    time.Time `json:"closed,omitzero"`
-	Task      string    `json:"task"`
+	ID        string  `json:"id"`
+	Status    string  `json:"status"`
+	Phase     string  `json:"phase,omitempty"`
+	Language  string  `json:"language,omitempty"`
+	Iteration int     `json:"iteration,omitempty"`
+	CostUSD   float64 `json:"costUsd,omitempty"`
+	// Usage is the task's tokens and cost as its memo has them; nil for
+	// a task that keeps none there (started before it did).
+	Usage   *activities.Usage `json:"usage,omitempty"`
+	Model   string            `json:"model,omitempty"`
+	Started time.Time         `json:"started"`
+	Closed  time.Time         `json:"closed,omitzero"`
+	Task    string            `json:"task"`
 }
 
 // List returns tasks, newest first.
@@ -86,6 +90,10 @@ func (c *Client) List(ctx context.Context, o ListOptions) ([]Task, error) {
 			}
 			if t.Language == "" {
 				t.Language = decode[string](memo[memoLanguage])
+			}
+			if p := memo[workflows.MemoUsage]; p != nil {
+				u := decode[activities.Usage](p)
+				t.Usage = &u
 			}
 			if e.GetCloseTime() != nil {
 				t.Closed = e.GetCloseTime().AsTime()

@@ -148,6 +148,21 @@ for r in reqs:
         print(r)
 `
 
+// installKeyData is what of a manifest pipInstall reads (lang.Deps.KeyData):
+// of pyproject.toml, the requirements, so that a new version number or a
+// tool's setting installs nothing again; of a pyproject.toml this TOML
+// reader cannot read, all of it, since the sandbox's reader may.
+func installKeyData(path string, data []byte) []byte {
+	if path != "pyproject.toml" {
+		return data
+	}
+	var doc map[string]any
+	if toml.Unmarshal(data, &doc) != nil {
+		return data
+	}
+	return []byte(strings.Join(pyprojectRequirements(data), "\n"))
+}
+
 // pipInstall installs what requirements.txt and pyproject.toml declare,
 // in one pip run so that one resolver sees all of it.
 var pipInstall = `set --

@@ -86,3 +86,27 @@ func TestPyprojectRules(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallKeyData: a pyproject.toml edit the install does not read
+// keeps the install's key; a new requirement, or a file this reader
+// cannot read, changes it.
+func TestInstallKeyData(t *testing.T) {
+	base := "[project]\nname = \"demo\"\nversion = \"1.0\"\ndependencies = [\"requests>=2\"]\n[tool.pytest.ini_options]\naddopts = \"-q\"\n"
+	key := func(text string) string { return string(installKeyData("pyproject.toml", []byte(text))) }
+	same := strings.NewReplacer(`version = "1.0"`, `version = "1.1"`, `"-q"`, `"-x"`).Replace(base)
+	if key(same) != key(base) {
+		t.Errorf("a new version and pytest option changed the key: %q vs %q", key(same), key(base))
+	}
+	for name, text := range map[string]string{
+		"another requirement": strings.Replace(base, `["requests>=2"]`, `["requests>=2", "rich"]`, 1),
+		"a test group":        base + "[project.optional-dependencies]\ntest = [\"pytest-cov\"]\n",
+		"unreadable TOML":     base + "dependencies = [\n",
+	} {
+		if key(text) == key(base) {
+			t.Errorf("%s kept the key", name)
+		}
+	}
+	if got := string(installKeyData("requirements.txt", []byte("a==1\n# note\n"))); got != "a==1\n# note\n" {
+		t.Errorf("requirements.txt keyed by %q, want all of it", got)
+	}
+}

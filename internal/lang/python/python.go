@@ -58,6 +58,7 @@ Tests are pytest files named test_*.py next to the code; import the code under t
 			Registries:  []string{"pypi.org", "files.pythonhosted.org"},
 			Manifests:   []string{"requirements.txt", "pyproject.toml"},
 			Declares:    declaresDependencies,
+			KeyData:     installKeyData,
 			Install:     []string{"sh", "-c", pipInstall},
 			InstallText: "pip install --target " + lang.DepsDir + " with requirements.txt and pyproject.toml's dependencies and test groups",
 			Env:         map[string]string{"PYTHONPATH": lang.DepsDir},
