@@ -400,10 +400,11 @@ func depsKey(l lang.Language, backend, index string, manifests []workspace.File)
 	for _, k := range slices.Sorted(maps.Keys(l.Deps.InstallEnv)) {
 		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(l.Deps.InstallEnv[k]), l.Deps.InstallEnv[k])
 	}
+	contents := manifestContents(manifests)
 	for _, f := range manifests {
 		data := f.Data
 		if l.Deps.KeyData != nil {
-			data = l.Deps.KeyData(f.Path, f.Data)
+			data = l.Deps.KeyData(f.Path, contents)
 		}
 		fmt.Fprintf(h, "%d:%s\n%d:", len(f.Path), f.Path, len(data))
 		h.Write(data)

@@ -145,6 +145,8 @@ func (a *Activities) emptyInSandbox(profile, dir string) error {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		return err
 	}
+	// What is left stays the worker's alone to change, as an install is.
+	defer os.Chmod(dir, 0o755)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// Read-only directories (a module cache's) are made writable first.

@@ -20,13 +20,15 @@ func (f *Factory) sameStoreAsWorkers(ctx context.Context, st store.Store) error 
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUnavailable, err)
 	}
+	// Without an answer nothing is known either way: a command that needs
+	// Temporal says so itself, and a task's first step is the judge.
+	var stores []string
+	var unnamed int
 	c, err := f.TaskClient(ctx)
-	if err != nil {
-		return err
+	if err == nil {
+		stores, unnamed, err = c.WorkerStores(ctx)
 	}
-	stores, unnamed, err := c.WorkerStores(ctx)
 	if err != nil {
-		// Nothing is known either way; the task's first step is the judge.
 		slog.Debug("cannot list the workers' stores", "error", err)
 		return nil
 	}
@@ -45,8 +47,10 @@ func (f *Factory) storeName() string {
 	if f.cfg.DatabaseURL == "" {
 		return "SQLite at " + f.cfg.sqlitePath()
 	}
+	// Host and database alone: a key=value connection string, which
+	// url.Parse takes for a path, could hold the password.
 	u, err := url.Parse(f.cfg.DatabaseURL)
-	if err != nil {
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return "Postgres"
 	}
 	return "Postgres database " + u.Path[min(1, len(u.Path)):] + " at " + u.Host

@@ -929,6 +929,12 @@ func TestRunChecksTheWorkersStore(t *testing.T) {
 	if strings.Contains(r.errOut, "uploaded") || len(c.started) != 0 {
 		t.Errorf("uploaded or started (%d tasks) before the check:\n%s", len(c.started), r.errOut)
 	}
+	// Without a project too: its results would be written where the
+	// client does not read.
+	runFake(t, c, "run", "--detach", "write calc.py").want(t, exitUsage, nil, []string{"read another store than this client's"})
+	if len(c.started) != 0 {
+		t.Errorf("a task without a project started (%d)", len(c.started))
+	}
 
 	f, _, errOut := fakeFactory(t, c)
 	st, err := store.OpenSQLite(context.Background(), f.cfg.sqlitePath())

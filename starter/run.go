@@ -231,6 +231,14 @@ func startTask(ctx context.Context, f *Factory, o RunOptions) (TaskClient, taskc
 	if err != nil {
 		return nil, none, err
 	}
+	// A client of a cluster reads the task's results from the store the
+	// workers write: opening it checks that it is theirs (sameStoreAsWorkers)
+	// before the task starts, with or without a project to upload.
+	if f.cfg.addressSet {
+		if _, err := f.Store(ctx); err != nil {
+			return nil, none, err
+		}
+	}
 	if o.Dir != "" {
 		var files []workspace.File
 		if in.InputSnapshot, files, err = uploadDir(ctx, f, o.Dir); err != nil {

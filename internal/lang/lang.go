@@ -67,10 +67,11 @@ type Deps struct {
 	// of them exists). Without Install the language installs nothing.
 	Manifests []string
 	Declares  func(manifests map[string][]byte) bool
-	// KeyData, when set, is what of a manifest decides the install, which
-	// keys its cache in the manifest's place (nil: all of it), so that an
-	// edit the install does not read does not install again.
-	KeyData func(path string, data []byte) []byte
+	// KeyData, when set, is what of the manifest at path decides the
+	// install, which keys its cache in the manifest's place (nil: all of
+	// it), so that an edit the install does not read does not install
+	// again; manifests are all of the project's, by path.
+	KeyData func(path string, manifests map[string][]byte) []byte
 	// Local, when set, names more files of the project an install reads,
 	// from the manifests (the go.mod of a module that go.mod replaces with
 	// a directory of the project): they are manifests too where they

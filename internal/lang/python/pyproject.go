@@ -150,10 +150,13 @@ for r in reqs:
 
 // installKeyData is what of a manifest pipInstall reads (lang.Deps.KeyData):
 // of pyproject.toml, the requirements, so that a new version number or a
-// tool's setting installs nothing again; of a pyproject.toml this TOML
-// reader cannot read, all of it, since the sandbox's reader may.
-func installKeyData(path string, data []byte) []byte {
-	if path != "pyproject.toml" {
+// tool's setting installs nothing again. All of it where pip reads more:
+// requirements.txt installs the project itself (".", "-e .", a path), whose
+// build and extras pyproject.toml declares, or this TOML reader cannot read
+// it, where the sandbox's reader may.
+func installKeyData(path string, manifests map[string][]byte) []byte {
+	data := manifests[path]
+	if path != "pyproject.toml" || installsLocalPath(manifests["requirements.txt"]) {
 		return data
 	}
 	var doc map[string]any
@@ -161,6 +164,21 @@ func installKeyData(path string, data []byte) []byte {
 		return data
 	}
 	return []byte(strings.Join(pyprojectRequirements(data), "\n"))
+}
+
+// localRequirementRE is a requirements line that names a directory or
+// file rather than a package of the index: ".", "./sub", "-e .",
+// "file:...", "../x", "/abs", "name @ file:...".
+var localRequirementRE = regexp.MustCompile(`^\s*(?:-e\s+|--editable[=\s]+)?(?:\.|/|file:)|@\s*file:`)
+
+// installsLocalPath reports whether requirements.txt installs a local path.
+func installsLocalPath(requirements []byte) bool {
+	for _, line := range strings.Split(string(requirements), "\n") {
+		if localRequirementRE.MatchString(line) {
+			return true
+		}
+	}
+	return false
 }
 
 // pipInstall installs what requirements.txt and pyproject.toml declare,

@@ -92,7 +92,9 @@ func TestPyprojectRules(t *testing.T) {
 // cannot read, changes it.
 func TestInstallKeyData(t *testing.T) {
 	base := "[project]\nname = \"demo\"\nversion = \"1.0\"\ndependencies = [\"requests>=2\"]\n[tool.pytest.ini_options]\naddopts = \"-q\"\n"
-	key := func(text string) string { return string(installKeyData("pyproject.toml", []byte(text))) }
+	key := func(text string) string {
+		return string(installKeyData("pyproject.toml", map[string][]byte{"pyproject.toml": []byte(text)}))
+	}
 	same := strings.NewReplacer(`version = "1.0"`, `version = "1.1"`, `"-q"`, `"-x"`).Replace(base)
 	if key(same) != key(base) {
 		t.Errorf("a new version and pytest option changed the key: %q vs %q", key(same), key(base))
@@ -106,7 +108,18 @@ func TestInstallKeyData(t *testing.T) {
 			t.Errorf("%s kept the key", name)
 		}
 	}
-	if got := string(installKeyData("requirements.txt", []byte("a==1\n# note\n"))); got != "a==1\n# note\n" {
+	if got := string(installKeyData("requirements.txt", map[string][]byte{"requirements.txt": []byte("a==1\n# note\n")})); got != "a==1\n# note\n" {
 		t.Errorf("requirements.txt keyed by %q, want all of it", got)
+	}
+	// A requirements.txt that installs the project reads all of
+	// pyproject.toml (its build, its extras).
+	for _, req := range []string{".[docs]", "-e .", "--editable=./sub", "./pkg", "demo @ file:///src/demo", "../other"} {
+		m := map[string][]byte{"pyproject.toml": []byte(same), "requirements.txt": []byte("rich\n" + req + "\n")}
+		if got := string(installKeyData("pyproject.toml", m)); got != same {
+			t.Errorf("with %q in requirements.txt: pyproject.toml keyed by %q, want all of it", req, got)
+		}
+	}
+	if m := map[string][]byte{"pyproject.toml": []byte(same), "requirements.txt": []byte("rich>=13\n# file: notes\n")}; string(installKeyData("pyproject.toml", m)) != key(same) {
+		t.Error("a requirements.txt of packages alone changed pyproject.toml's key")
 	}
 }
