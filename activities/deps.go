@@ -318,6 +318,12 @@ func (a *Activities) evictInstalls(profile, dir string) <-chan struct{} {
 	go func() {
 		defer close(done)
 		defer evicting.Unlock()
+		// Workers sharing the directory (sandbox.shared_dir) take turns too.
+		unlock, ok := lockEviction(filepath.Dir(dir))
+		if !ok {
+			return
+		}
+		defer unlock()
 		removed, err := evictInstalls(filepath.Dir(dir), a.DepsMaxSize, time.Now(), a.removeInstall(profile))
 		if err != nil {
 			slog.Warn("keep installs within their size limit", "error", err)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/autocoder/autocoder/internal/lang"
@@ -31,6 +32,30 @@ const (
 	installingPrefix = ".install-"
 	evictingPrefix   = ".evict-"
 )
+
+// evictionLock is the file under the installs' directory whose lock an
+// eviction holds, so that the workers sharing the directory evict one at
+// a time.
+const evictionLock = ".evict.lock"
+
+// lockEviction takes the installs' eviction lock for this process
+// (flock, released by the kernel if the process dies) unless another
+// process holds it, which reports false: its eviction does the work.
+func lockEviction(root string) (unlock func(), ok bool) {
+	f, err := os.OpenFile(filepath.Join(root, evictionLock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		slog.Warn("lock the installs for eviction", "dir", root, "error", err)
+		return nil, false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			slog.Warn("lock the installs for eviction", "dir", root, "error", err)
+		}
+		return nil, false
+	}
+	return func() { f.Close() }, true
+}
 
 // useInstall marks dir as used now, which keeps it from eviction for
 // depsInUse, and says whether it is still there: an install evicted since

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,5 +103,43 @@ func TestEmptyInstallInSandbox(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
 		t.Fatalf("left in the install: %v, %v", entries, err)
+	}
+}
+
+// TestEvictionTakesTurnsAcrossProcesses: while another process holds the
+// installs' eviction lock, an eviction leaves the installs to it.
+func TestEvictionTakesTurnsAcrossProcesses(t *testing.T) {
+	root := t.TempDir()
+	old := time.Now().Add(-3 * time.Hour)
+	for _, name := range []string{"python-a", "python-new"} {
+		dir := filepath.Join(root, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 100), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(dir, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The lock of another process: flock locks are per open file, so a
+	// second open of the file in this process stands for one.
+	other, err := os.OpenFile(filepath.Join(root, evictionLock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{DepsMaxSize: 150}
+	<-a.evictInstalls("python", filepath.Join(root, "python-new"))
+	if _, err := os.Stat(filepath.Join(root, "python-a")); err != nil {
+		t.Fatalf("evicted while another process held the lock: %v", err)
+	}
+	other.Close()
+	<-a.evictInstalls("python", filepath.Join(root, "python-new"))
+	if _, err := os.Stat(filepath.Join(root, "python-a")); !os.IsNotExist(err) {
+		t.Errorf("python-a after the lock was released: %v, want it evicted", err)
 	}
 }
