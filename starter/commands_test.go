@@ -262,13 +262,13 @@ func TestListCommand(t *testing.T) {
 			Usage: &activities.Usage{PromptTokens: 123456, CachedTokens: 100000, CompletionTokens: 950, CostUSD: 0.0456, Calls: 7}},
 	}
 	r := runFake(t, c, "list")
-	if row := strings.Fields(strings.Split(r.out, "\n")[4]); len(row) < 9 || !slices.Equal(row[5:9], []string{"123.5k", "100.0k", "950", "$0.0456"}) {
-		t.Errorf("a task with its usage in the memo: %q, want its tokens in, cached, out and cost", row)
+	if row := strings.Fields(strings.Split(r.out, "\n")[4]); len(row) < 9 || !slices.Equal(row[5:9], []string{"23.5k", "100.0k", "950", "$0.0456"}) {
+		t.Errorf("a task with its usage in the memo: %q, want its tokens fresh in, cached in, out and cost", row)
 	}
 	if row := strings.Split(r.out, "\n")[3]; !strings.Contains(row, "unknown") {
 		t.Errorf("a task of a model without a price: %q, want cost unknown", row)
 	}
-	r.want(t, exitOK, []string{"ID", "STATUS", "PHASE", "LANG", "ITER", "TOKENS IN", "CACHED", "OUT", "COST", "TASK", "$0.0123", `fix\x1b[2J the parser`}, nil)
+	r.want(t, exitOK, []string{"ID", "STATUS", "PHASE", "LANG", "ITER", "FRESH IN", "CACHED IN", "OUT", "COST", "TASK", "$0.0123", `fix\x1b[2J the parser`}, nil)
 	if row := strings.Split(r.out, "\n")[2]; !strings.Contains(row, "t2") || !strings.Contains(row, "-") {
 		t.Errorf("a task without search attributes shows no dashes: %q", row)
 	}

@@ -63,11 +63,13 @@ func listTasks(ctx context.Context, f *Factory, o *ListOptions) error {
 		return writeJSON(f.IO.Out, tasks)
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tPHASE\tLANG\tITER\tTOKENS IN\tCACHED\tOUT\tCOST\tSTARTED\tTASK")
+	// Input tokens split as they are priced: fresh (those written to the
+	// provider's cache included) and read from its cache.
+	fmt.Fprintln(tw, "ID\tSTATUS\tPHASE\tLANG\tITER\tFRESH IN\tCACHED IN\tOUT\tCOST\tSTARTED\tTASK")
 	for _, t := range tasks {
 		in, cached, out := "-", "-", "-"
 		if u := t.Usage; u != nil && u.Calls > 0 {
-			in, cached, out = tokenCount(u.PromptTokens), tokenCount(u.CachedTokens), tokenCount(u.CompletionTokens)
+			in, cached, out = tokenCount(u.PromptTokens-u.CachedTokens), tokenCount(u.CachedTokens), tokenCount(u.CompletionTokens)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, orDefault(t.Phase, "-"), orDefault(t.Language, "-"),
 			countOrDash(t.Iteration), in, cached, out, listCost(t), t.Started.Local().Format(time.DateTime), termsafe.Clip(t.Task, 60))
