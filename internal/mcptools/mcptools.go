@@ -84,6 +84,13 @@ type Pool struct {
 	mu       sync.Mutex
 	sessions map[string]*mcp.ClientSession
 	tools    map[string][]Tool // by server, listed once per session
+
+	// changed holds the servers that said their tools changed
+	// (notifications/tools/list_changed) since they were listed: their
+	// tools are listed again. Its own lock: the notification's handler
+	// runs on the session's reader, which a listing under mu waits on.
+	changedMu sync.Mutex
+	changed   map[string]bool
 }
 
 // NewPool returns a pool over the servers; it connects to none yet.
@@ -91,7 +98,7 @@ func NewPool(servers []Server, log *slog.Logger) *Pool {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Pool{servers: servers, log: log, sessions: map[string]*mcp.ClientSession{}, tools: map[string][]Tool{}}
+	return &Pool{servers: servers, log: log, sessions: map[string]*mcp.ClientSession{}, tools: map[string][]Tool{}, changed: map[string]bool{}}
 }
 
 // ToolName is the name the model calls a server's tool by.
@@ -142,7 +149,11 @@ func (p *Pool) Tools(ctx context.Context) []Tool {
 func (p *Pool) serverTools(ctx context.Context, s Server) ([]Tool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if t, ok := p.tools[s.Name]; ok {
+	p.changedMu.Lock()
+	changed := p.changed[s.Name]
+	delete(p.changed, s.Name)
+	p.changedMu.Unlock()
+	if t, ok := p.tools[s.Name]; ok && !changed {
 		return t, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
@@ -309,7 +320,14 @@ func (p *Pool) sessionLocked(ctx context.Context, s Server) (*mcp.ClientSession,
 		}
 		transport = &mcp.CommandTransport{Command: cmd}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "autocoder", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "autocoder", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			p.changedMu.Lock()
+			p.changed[s.Name] = true
+			p.changedMu.Unlock()
+			p.log.Info("mcp server's tools changed; listed again for the next turn", "server", s.Name)
+		},
+	})
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)

@@ -7,8 +7,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -120,5 +122,40 @@ func TestPoolOverHTTPSendsHeaders(t *testing.T) {
 	res := pool.Call(context.Background(), "mcp__tracker__whoami", nil)
 	if res.IsError || !strings.HasPrefix(res.Text, "auth=Bearer t0k\n") || len(res.Text) > mcptools.MaxOutputBytes+100 || !strings.Contains(res.Text, "[output cut at") {
 		t.Errorf("whoami over HTTP: error %v, %d bytes: %.80q", res.IsError, len(res.Text), res.Text)
+	}
+}
+
+// TestPoolListsToolsAgainWhenTheyChange: a server that says its tools
+// changed (notifications/tools/list_changed) has them listed again; until
+// then the listing is kept.
+func TestPoolListsToolsAgainWhenTheyChange(t *testing.T) {
+	bin := mcptest.LookupServer(t)
+	pool := mcptools.NewPool([]mcptools.Server{{
+		Name: "docs", Command: bin, Args: []string{filepath.Join(t.TempDir(), "calls.log")}, Tools: []string{mcptools.AllTools},
+	}}, nil)
+	defer pool.Close()
+	ctx := context.Background()
+	offered := func() []string {
+		var names []string
+		for _, tool := range pool.Tools(ctx) {
+			names = append(names, tool.Name)
+		}
+		return names
+	}
+	if names := offered(); slices.Contains(names, "mcp__docs__extra") || !slices.Contains(names, "mcp__docs__grow") {
+		t.Fatalf("offered %v before grow", names)
+	}
+	if res := pool.Call(ctx, "mcp__docs__grow", nil); res.IsError {
+		t.Fatalf("grow: %+v", res)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(offered(), "mcp__docs__extra") {
+		if time.Now().After(deadline) {
+			t.Fatalf("still offered %v 10 s after the server's tools changed", offered())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if res := pool.Call(ctx, "mcp__docs__extra", nil); res.IsError || res.Text != "extra" {
+		t.Errorf("extra: %+v", res)
 	}
 }

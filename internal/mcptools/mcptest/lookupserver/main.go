@@ -5,7 +5,8 @@
 // Its tools: lookup (appends a line to LOGFILE, then answers; with GATE,
 // only once the file GATE exists, so a test can act while the call is
 // logged but not yet answered), environ (its environment and working
-// directory) and fail (an error result).
+// directory), fail (an error result) and grow (adds the tool extra, which
+// tells the connected clients that the tools changed).
 package main
 
 import (
@@ -59,6 +60,14 @@ func main() {
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no such page"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Adds the tool extra."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			mcp.AddTool(s, &mcp.Tool{Name: "extra", Description: "Added by grow."},
+				func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "extra"}}}, nil, nil
+				})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "grew"}}}, nil, nil
 		})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
