@@ -79,6 +79,10 @@ type Activities struct {
 	// configuration's [prices]); nil: the list prices.
 	Prices llm.PriceTable
 
+	// Live replaces Models and Prices once the worker's configuration
+	// changes them.
+	Live Live
+
 	snapshots snapshotCache // workspaces tool calls read
 }
 
@@ -135,7 +139,7 @@ func (a *Activities) complete(ctx context.Context, modelSpec, system, prompt str
 
 // model builds the named model; a spec it cannot build is permanent.
 func (a *Activities) model(name string) (llm.Model, llm.Spec, error) {
-	model, spec, err := a.Models(name)
+	model, spec, err := a.models()(name)
 	if err != nil {
 		return nil, spec, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeModelConfig, err)
 	}
@@ -210,8 +214,8 @@ func completionUsage(resp llm.Response) llm.Usage {
 // fresh input, cache reads, cache writes and output each at its own.
 func (a *Activities) callUsage(spec llm.Spec, t llm.Usage) Usage {
 	m := ModelUsage{Model: spec.String(), PromptTokens: t.InputTokens, CompletionTokens: t.OutputTokens,
-		CachedTokens: t.CacheReadTokens, CacheWriteTokens: t.CacheWriteTokens, Calls: 1, CostUSD: a.Prices.Cost(spec, t)}
-	if _, ok := a.Prices.Of(spec); !ok {
+		CachedTokens: t.CacheReadTokens, CacheWriteTokens: t.CacheWriteTokens, Calls: 1, CostUSD: a.prices().Cost(spec, t)}
+	if _, ok := a.prices().Of(spec); !ok {
 		m.Unpriced = 1
 	}
 	return Usage{PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens, CachedTokens: m.CachedTokens,

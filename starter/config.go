@@ -115,5 +115,6 @@ func (f *Factory) loadConfig(cmd *cobra.Command) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	f.cfg = configFrom(s)
+	f.confOptions = &o
 	return nil
 }

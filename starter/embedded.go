@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ import (
 // all inside this process.
 type embedded struct {
 	server *devserver.Server
+	acts   *activities.Activities // nil for a settings-less server
 	stop   func()
 }
 
@@ -102,6 +104,9 @@ func (f *Factory) startEmbedded(ctx context.Context, sc sandbox.Config, settings
 		closeActs()
 		return fail(err)
 	}
+	if !settingsless {
+		e.acts = acts
+	}
 	e.stop = func() {
 		stopEndpoints()
 		w.Stop()
@@ -165,6 +170,26 @@ func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 	reapCtx, stopReaping := context.WithCancel(ctx)
 	defer stopReaping()
 	go reapEvery(reapCtx, reapInterval)
+	if e.acts != nil {
+		// An edit of the configuration applies to the running server, whose
+		// address file then says what it runs with, for clients to compare;
+		// never once the server stops and the file is gone.
+		var mu sync.Mutex
+		stopped := false
+		defer func() { mu.Lock(); stopped = true; mu.Unlock() }()
+		go f.watchConfig(reapCtx, e.acts, func(settings map[string]string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if stopped {
+				return
+			}
+			a := addr
+			a.Settings = settings
+			if err := devserver.WriteAddress(f.cfg.DataDir, a); err != nil {
+				slog.Warn("write address file", "error", err)
+			}
+		})
+	}
 	slog.Info("local server ready", "temporal", addr.Frontend, "ui", addr.UI, "data", f.cfg.DataDir, "idle_timeout", idle,
 		"settingsless", settingsless)
 	ready()

@@ -97,6 +97,9 @@ type Factory struct {
 	// from (conf.Environ); configFile is --config.
 	Getenv     func(string) string
 	configFile string
+	// confOptions resolved the configuration; a worker resolves it again
+	// as the file changes (watchConfig). nil: built by hand.
+	confOptions *conf.Options
 	// verbose also shows the logs on stderr.
 	verbose  bool
 	closeLog func()

@@ -52,6 +52,7 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 				return fmt.Errorf("%w: %v", errUnavailable, err)
 			}
 			f.instrument(acts, &o.Worker)
+			go f.watchConfig(ctx, acts, nil)
 			stopEndpoints, err := f.serveEndpoints(c, acts)
 			if err != nil {
 				return err

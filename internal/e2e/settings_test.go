@@ -329,3 +329,58 @@ func TestRunWithModelFromConfigFile(t *testing.T) {
 		t.Errorf("config show does not name the file's lines:\n%s", show)
 	}
 }
+
+// TestConfigEditNeedsNoRestart: while the local server holds an open
+// task, the configuration file is edited to name another model URL; the
+// server takes it on without a restart, and the next run, with the edited
+// file, runs there on the new model.
+func TestConfigEditNeedsNoRestart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sc := pythonScenario
+	first, second := llmtest.New(t, sc.script()), llmtest.New(t, sc.script())
+	l := newLocal(t, first)
+	l.env = slices.DeleteFunc(l.env, func(kv string) bool { return strings.HasPrefix(kv, "OPENAI_BASE_URL=") })
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	writeConfig := func(url string) {
+		t.Helper()
+		tmp := cfg + ".new"
+		if err := os.WriteFile(tmp, []byte("[providers.openai]\nbase_url = \""+url+"\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, cfg); err != nil { // as editors save
+			t.Fatal(err)
+		}
+	}
+	writeConfig(first.URL())
+	if _, stderr, code := l.exec(ctx, t, l.env, "--config", cfg, "run", sc.task, "--approve-plan", "--detach"); code != 0 {
+		t.Fatalf("run --detach: exit %d\n%s", code, stderr)
+	}
+	server := l.settings(t)
+	if server.Settings["providers.openai.base_url"] != first.URL() {
+		t.Fatalf("the server's settings %v, want the file's URL", server.Settings)
+	}
+
+	writeConfig(second.URL())
+	deadline := time.Now().Add(30 * time.Second)
+	for l.settings(t).Settings["providers.openai.base_url"] != second.URL() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server still runs with %v 30 s after the edit", l.settings(t).Settings)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	firstCalls := first.Calls()
+	out := filepath.Join(t.TempDir(), "out")
+	stdout, stderr, code := l.exec(ctx, t, l.env, "--config", cfg, "run", sc.task, "--out", out)
+	if code != 0 || !strings.Contains(stdout, "succeeded") {
+		t.Fatalf("run after the edit: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	checkFiles(t, sc, readDir(t, out, sc))
+	if s := l.settings(t); s.PID != server.PID {
+		t.Errorf("the server was restarted: pid %d, then %d", server.PID, s.PID)
+	}
+	if second.Calls() == 0 || first.Calls() != firstCalls {
+		t.Errorf("model calls after the edit: %d to the new URL, %d more to the old; want all to the new", second.Calls(), first.Calls()-firstCalls)
+	}
+}
