@@ -146,7 +146,7 @@ func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 		return err
 	}
 	defer e.stop()
-	addr := devserver.Address{
+	pub := &published{dataDir: f.cfg.DataDir, addr: devserver.Address{
 		Frontend:  f.cfg.TemporalAddress,
 		UI:        e.server.UIURL(),
 		Namespace: f.cfg.Namespace,
@@ -157,38 +157,20 @@ func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 		// The server's own settings: what its worker runs tasks with.
 		Settings:     f.cfg.settings.Fingerprint(),
 		Settingsless: settingsless,
-	}
-	if err := devserver.WriteAddress(f.cfg.DataDir, addr); err != nil {
+	}}
+	if err := pub.show(); err != nil {
 		return fmt.Errorf("%w: %v", errUnavailable, err)
 	}
-	defer func() {
-		if err := devserver.RemoveAddress(f.cfg.DataDir); err != nil {
-			slog.Warn("remove address file", "error", err)
-		}
-	}()
+	defer pub.hide()
+	addr := pub.addr
 	lock.Close()
 	reapCtx, stopReaping := context.WithCancel(ctx)
 	defer stopReaping()
 	go reapEvery(reapCtx, reapInterval)
 	if e.acts != nil {
 		// An edit of the configuration applies to the running server, whose
-		// address file then says what it runs with, for clients to compare;
-		// never once the server stops and the file is gone.
-		var mu sync.Mutex
-		stopped := false
-		defer func() { mu.Lock(); stopped = true; mu.Unlock() }()
-		go f.watchConfig(reapCtx, e.acts, func(settings map[string]string) {
-			mu.Lock()
-			defer mu.Unlock()
-			if stopped {
-				return
-			}
-			a := addr
-			a.Settings = settings
-			if err := devserver.WriteAddress(f.cfg.DataDir, a); err != nil {
-				slog.Warn("write address file", "error", err)
-			}
-		})
+		// address file then says what it runs with, for clients to compare.
+		go f.watchConfig(reapCtx, e.acts, pub.setSettings)
 	}
 	slog.Info("local server ready", "temporal", addr.Frontend, "ui", addr.UI, "data", f.cfg.DataDir, "idle_timeout", idle,
 		"settingsless", settingsless)
@@ -218,17 +200,58 @@ func (f *Factory) serve(ctx context.Context, lock *os.File, idle time.Duration, 
 		if lock, err = devserver.LockStart(ctx, f.cfg.DataDir); err != nil {
 			return stopping()
 		}
-		if err := devserver.RemoveAddress(f.cfg.DataDir); err != nil {
-			slog.Warn("remove address file", "error", err)
-		}
+		pub.hide()
 		if !devserver.Busy(ctx, svc, f.cfg.Namespace, f.cfg.DataDir, seen) {
 			slog.Info("local server stops: idle", "idle_timeout", idle)
 			return nil
 		}
-		if err := devserver.WriteAddress(f.cfg.DataDir, addr); err != nil {
+		if err := pub.show(); err != nil {
 			return fmt.Errorf("%w: %v", errUnavailable, err)
 		}
 		lock.Close()
+	}
+}
+
+// published is the server's address file, there while the server takes
+// clients, with the settings its worker runs (which an edit of the
+// configuration may change); every write goes through it, so that none
+// brings back a file the server took away, or older settings.
+type published struct {
+	mu      sync.Mutex
+	dataDir string
+	addr    devserver.Address
+	hidden  bool
+}
+
+// show writes the address file.
+func (p *published) show() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hidden = false
+	return devserver.WriteAddress(p.dataDir, p.addr)
+}
+
+// hide removes it: the server is about to stop, or may.
+func (p *published) hide() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hidden = true
+	if err := devserver.RemoveAddress(p.dataDir); err != nil {
+		slog.Warn("remove address file", "error", err)
+	}
+}
+
+// setSettings records what the worker now runs with, in the file too
+// unless it is hidden.
+func (p *published) setSettings(settings map[string]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.addr.Settings = settings
+	if p.hidden {
+		return
+	}
+	if err := devserver.WriteAddress(p.dataDir, p.addr); err != nil {
+		slog.Warn("write address file", "error", err)
 	}
 }
 

@@ -24,19 +24,43 @@ func liveSetting(name string) bool {
 		strings.HasPrefix(name, "prices.")
 }
 
+// workerSettings are the settings a worker runs with besides its
+// fingerprint's, whose change it logs too.
+var workerSettings = []string{"temporal.address", "temporal.namespace", "data_dir", "worker.metrics_address",
+	"deps.max_size", "versions.ttl"}
+
+// settingsOf is what change watchConfig compares: the fingerprint, and
+// workerSettings.
+func settingsOf(s *conf.Config) map[string]string {
+	m := s.Fingerprint()
+	for _, k := range workerSettings {
+		if v := s.String(k); v != "" {
+			m[k] = v
+		}
+	}
+	return m
+}
+
 // watchConfig resolves the configuration again every configPoll until ctx
 // ends, as the command did at start (the same file, environment and
 // flags), so that an edit of the file needs no restart: a change to the
-// models or prices is applied to acts at once (activities.Live); any other is logged with
-// what to restart. A file that no longer reads changes nothing, and is
-// logged once. applied, when set, is told the settings the worker runs
-// with after each change.
+// models or prices is applied to acts (activities.Live); any other is
+// logged with what to restart. A change is taken once two readings in a
+// row agree, so a file caught half-written is not. The file found at
+// start stays the one read: one that no longer reads (deleted, moved, a
+// mistake) changes nothing, and is logged once. applied, when set, is
+// told the settings the worker runs with after each change.
 func (f *Factory) watchConfig(ctx context.Context, acts *activities.Activities, applied func(map[string]string)) {
 	if f.confOptions == nil {
 		return
 	}
+	opts := *f.confOptions
+	if opts.File == "" {
+		opts.File = f.cfg.settings.File
+	}
 	running := f.cfg.settings.Fingerprint() // what the worker runs with
-	seen := maps.Clone(running)             // what the configuration said last
+	seen := settingsOf(f.cfg.settings)      // what the configuration said when last taken
+	var last map[string]string              // the last reading, taken or not
 	lastErr := ""
 	tick := time.NewTicker(configPoll)
 	defer tick.Stop()
@@ -46,39 +70,42 @@ func (f *Factory) watchConfig(ctx context.Context, acts *activities.Activities, 
 			return
 		case <-tick.C:
 		}
-		s, err := conf.Load(*f.confOptions)
+		s, err := conf.Load(opts)
 		if err != nil {
 			if err.Error() != lastErr {
 				slog.Warn("the configuration does not read; the worker keeps its settings", "error", err)
 			}
-			lastErr = err.Error()
+			lastErr, last = err.Error(), nil
 			continue
 		}
 		lastErr = ""
-		now := s.Fingerprint()
+		now := settingsOf(s)
+		stable := maps.Equal(now, last)
+		last = now
 		changed := changedSettings(seen, now)
-		if len(changed) == 0 {
+		if len(changed) == 0 || !stable {
 			continue
 		}
-		live := slices.DeleteFunc(slices.Clone(changed), func(k string) bool { return !liveSetting(k) })
-		if len(live) > 0 {
-			env, err := s.ModelEnv(ctx)
-			if err != nil {
-				slog.Warn("the configuration's models do not load; the worker keeps its own", "error", err)
-				continue // tried again at the next poll
+		seen = now
+		if live := slices.DeleteFunc(slices.Clone(changed), func(k string) bool { return !liveSetting(k) }); len(live) > 0 {
+			if env, err := s.ModelEnv(ctx); err != nil {
+				// Tried again at the file's next change, not every poll:
+				// an api_key_cmd may prompt.
+				slog.Warn("the configuration's models do not load; the worker keeps its own until the file changes again", "error", err)
+			} else {
+				acts.Live.Set(activities.LiveSettings{Models: worker.Models(env), Prices: s.Prices()})
+				fp := s.Fingerprint()
+				for _, k := range live {
+					setOrDelete(running, k, fp)
+				}
+				slog.Info("the configuration changed: the models and prices are reloaded", "settings", live)
+				if applied != nil {
+					applied(maps.Clone(running))
+				}
 			}
-			acts.Live.Set(activities.LiveSettings{Models: worker.Models(env), Prices: s.Prices()})
-			for _, k := range live {
-				setOrDelete(running, k, now)
-			}
-			slog.Info("the configuration changed: the models and prices are reloaded", "settings", live)
 		}
 		if restart := slices.DeleteFunc(changed, liveSetting); len(restart) > 0 {
 			slog.Warn("the configuration changed: restart the worker to apply these settings", "settings", restart)
-		}
-		seen = now
-		if applied != nil {
-			applied(maps.Clone(running))
 		}
 	}
 }
