@@ -61,7 +61,8 @@ func TestWebUIShowsTask(t *testing.T) {
 	)
 	uiBase := startDev(t, bin, env)
 
-	runEnv := append(env[:len(env):len(env)], "TEMPORAL_ADDRESS=127.0.0.1:"+strconv.Itoa(devPort))
+	// A client of a server it did not start knows its Web UI only when told.
+	runEnv := append(env[:len(env):len(env)], "TEMPORAL_ADDRESS=127.0.0.1:"+strconv.Itoa(devPort), "TEMPORAL_UI_URL="+uiBase)
 	run := exec.CommandContext(ctx, bin, "run", "--detach", "--json", "--lang", sc.lang, sc.task)
 	run.Env = runEnv
 	out, err := run.Output()

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -37,7 +38,7 @@ func TestNotifyEndToEnd(t *testing.T) {
 	t.Cleanup(dead.Close)
 
 	begun := time.Now()
-	c := newCluster(t, pythonScenario.script(), "AUTOCODER_SANDBOX=bwrap")
+	c := newCluster(t, pythonScenario.script(), "AUTOCODER_SANDBOX=bwrap", "TEMPORAL_UI_URL=http://ui.example")
 	// Before the worker stops: it waits for the activity the dead webhook holds.
 	t.Cleanup(func() { close(release) })
 	start := time.Now()
@@ -58,8 +59,8 @@ func TestNotifyEndToEnd(t *testing.T) {
 	gate := next("gate")
 	t.Logf("gate message %s after start", time.Since(start).Round(time.Millisecond))
 	if gate["event"] != "gate" || gate["gate"] != workflows.GatePlan || gate["taskId"] != id ||
-		!strings.Contains(gate["details"].(string), "Implement add") || !strings.Contains(gate["link"].(string), id) {
-		t.Errorf("gate message: %v", gate)
+		!strings.Contains(gate["details"].(string), "Implement add") || !strings.HasPrefix(fmt.Sprint(gate["link"]), "http://ui.example/namespaces/") || !strings.HasSuffix(fmt.Sprint(gate["link"]), "/workflows/"+id) {
+		t.Errorf("gate message (link %q): %v", gate["link"], gate)
 	}
 	if cmds, _ := json.Marshal(gate["commands"]); !strings.Contains(string(cmds), "autocoder approve "+id) {
 		t.Errorf("gate message's commands %s lack autocoder approve %s", cmds, id)
