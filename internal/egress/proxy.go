@@ -96,9 +96,10 @@ type Proxy struct {
 	srv        *http.Server
 	forwarder  *httputil.ReverseProxy
 
-	mu      sync.Mutex
-	grants  map[string]*Grant // by token
-	tunnels map[net.Conn]bool // hijacked connections, closed by Close
+	mu       sync.Mutex
+	grants   map[string]*Grant // by token
+	tunnels  map[net.Conn]bool // hijacked connections, closed by Close; nil once closed
+	handlers sync.WaitGroup    // requests being served, waited for by Close
 }
 
 // New checks the rules and builds a proxy; Serve starts it.
@@ -158,21 +159,40 @@ func (p *Proxy) Serve(l net.Listener) error {
 	return nil
 }
 
-// Close stops the listeners and ends every connection.
+// Close stops the listeners, ends every connection and returns once
+// each request being served has been recorded.
 func (p *Proxy) Close() error {
 	err := p.srv.Close()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for c := range p.tunnels {
 		c.Close()
 	}
 	p.tunnels = nil
+	p.mu.Unlock()
+	p.handlers.Wait()
 	return err
+}
+
+// serving counts a request in for Close to wait on; false once the
+// proxy is closed.
+func (p *Proxy) serving() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tunnels == nil {
+		return false
+	}
+	p.handlers.Add(1)
+	return true
 }
 
 // ServeHTTP handles one proxy request: authenticates it, checks its
 // target, and tunnels (CONNECT) or forwards (plain HTTP) it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.serving() {
+		http.Error(w, "autocoder egress proxy: closing", http.StatusServiceUnavailable)
+		return
+	}
+	defer p.handlers.Done()
 	rec := Record{Method: r.Method, Start: time.Now()}
 	g := p.authenticate(r)
 	if g == nil {

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -625,11 +626,13 @@ func TestHeadersBounded(t *testing.T) {
 	}
 }
 
-// TestCloseEndsTunnels: closing the proxy ends the tunnels it carries.
+// TestCloseEndsTunnels: closing the proxy ends the tunnels it carries,
+// and returns once they are recorded.
 func TestCloseEndsTunnels(t *testing.T) {
 	_, port := registryServer(t)
 	target := "127.0.0.1:" + strconv.Itoa(port)
-	p, addr := startProxy(t, Config{Resolver: newResolver(nil), Registries: []string{target}})
+	var logged lockedBuffer
+	p, addr := startProxy(t, Config{Resolver: newResolver(nil), Registries: []string{target}, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	g := grant(t, p, "task-15")
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -642,10 +645,32 @@ func TestCloseEndsTunnels(t *testing.T) {
 		t.Fatalf("CONNECT: %v %v", resp, err)
 	}
 	p.Close()
+	if !strings.Contains(logged.String(), "taskID=task-15") {
+		t.Errorf("Close returned before the tunnel was recorded; log: %q", logged.String())
+	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Errorf("read %v after Close, want EOF", err)
 	}
+}
+
+// lockedBuffer is a log destination the proxy's handlers and a test may
+// share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestServesUnixSocket: the proxy serves a unix socket as well as TCP,
@@ -654,7 +679,7 @@ func TestServesUnixSocket(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
-	p, err := New(Config{Resolver: newResolver(nil), Registries: []string{u.Host}})
+	p, err := New(Config{Resolver: newResolver(nil), Registries: []string{u.Host}, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
