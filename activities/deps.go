@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -358,21 +359,33 @@ func refusedHosts(records []egress.Record) []string {
 }
 
 // manifestsOf are the project's manifest files, in the language's order,
-// then the local ones they name (lang.Deps.Local).
+// then the local ones they name (lang.Deps.Local), and those those name,
+// in turn: a name with a glob is each file of the project it matches.
 func manifestsOf(l lang.Language, files []workspace.File) []workspace.File {
 	var out []workspace.File
-	add := func(name string) {
+	add := func(name string) bool {
 		i := slices.IndexFunc(files, func(f workspace.File) bool { return f.Path == name })
-		if i >= 0 && !slices.ContainsFunc(out, func(f workspace.File) bool { return f.Path == name }) {
-			out = append(out, files[i])
+		if i < 0 || slices.ContainsFunc(out, func(f workspace.File) bool { return f.Path == name }) {
+			return false
 		}
+		out = append(out, files[i])
+		return true
 	}
 	for _, name := range l.Deps.Manifests {
 		add(name)
 	}
-	if l.Deps.Local != nil && len(out) > 0 {
+	for grew := l.Deps.Local != nil && len(out) > 0; grew; {
+		grew = false
 		for _, name := range l.Deps.Local(manifestContents(out)) {
-			add(name)
+			if !strings.ContainsAny(name, "*?[") {
+				grew = add(name) || grew
+				continue
+			}
+			for _, f := range files {
+				if ok, _ := path.Match(name, f.Path); ok {
+					grew = add(f.Path) || grew
+				}
+			}
 		}
 	}
 	return out

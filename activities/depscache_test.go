@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 )
 
@@ -141,5 +143,35 @@ func TestEvictionTakesTurnsAcrossProcesses(t *testing.T) {
 	<-a.evictInstalls("python", filepath.Join(root, "python-new"))
 	if _, err := os.Stat(filepath.Join(root, "python-a")); !os.IsNotExist(err) {
 		t.Errorf("python-a after the lock was released: %v, want it evicted", err)
+	}
+}
+
+// TestManifestsOfFollowsLocalManifests: the manifests are the language's,
+// then the local ones they name, a glob matched against the project's
+// files, then those the new ones name, and no other file.
+func TestManifestsOfFollowsLocalManifests(t *testing.T) {
+	l := lang.Language{Deps: lang.Deps{Manifests: []string{"root.txt"},
+		Local: func(m map[string][]byte) []string {
+			var out []string
+			for _, data := range m {
+				out = append(out, strings.Fields(string(data))...)
+			}
+			return out
+		}}}
+	files := []workspace.File{
+		{Path: "root.txt", Data: []byte("pkgs/*/m.txt")},
+		{Path: "pkgs/a/m.txt", Data: []byte("lib/m.txt")},
+		{Path: "pkgs/b/m.txt"},
+		{Path: "pkgs/b/deep/m.txt"},
+		{Path: "lib/m.txt", Data: []byte("root.txt missing.txt")},
+		{Path: "other.txt"},
+	}
+	var got []string
+	for _, f := range manifestsOf(l, files) {
+		got = append(got, f.Path)
+	}
+	want := []string{"root.txt", "pkgs/a/m.txt", "pkgs/b/m.txt", "lib/m.txt"}
+	if !slices.Equal(got, want) {
+		t.Errorf("manifestsOf = %q, want %q", got, want)
 	}
 }

@@ -280,7 +280,7 @@ process.exit(r.status === null ? 1 : r.status);
 // bin, and its tests find the package by require and by ESM import, and
 // cannot reach the registry. A second check reuses the install without a
 // download. A TypeScript project compiles against the package's types and
-// runs. A package the registry lacks is a failed check at stage install
+// runs. A monorepo's workspaces and file: packages are linked. A package the registry lacks is a failed check at stage install
 // with npm's message.
 func TestCheckInstallsNpmDeps(t *testing.T) {
 	for _, backend := range []string{"docker", "bwrap"} {
@@ -385,6 +385,35 @@ test("typed import of greet", () => {
 			s = e.check(t, "typescript", ts)
 			if !s.Passed || !strings.Contains(s.Output, "typed import of greet") || !strings.Contains(s.Output, "the project's own tsc") {
 				t.Errorf("the TypeScript check (stage %s, %s): passed=%v\n%s", s.Stage, s.Deps, s.Passed, s.Output)
+			}
+
+			// A monorepo: npm workspaces (a glob) and a file: package. The
+			// install reads their package.json files and links them; the
+			// tests require them and run their sources as they are now, so
+			// an edit of a workspace's code needs no new install.
+			mono := map[string]string{
+				"package.json": `{"name": "mono", "version": "1.0.0", "private": true, "workspaces": ["packages/*"],
+  "dependencies": {"util-local": "file:libs/util"}}` + "\n",
+				"packages/twice/package.json": `{"name": "twice", "version": "1.0.0", "main": "index.js", "dependencies": {"greet": "1.2.0"}}` + "\n",
+				"packages/twice/index.js":     "const { loud } = require('greet');\nmodule.exports = () => loud() + ' ' + loud();\n",
+				"libs/util/package.json":      `{"name": "util-local", "version": "0.1.0", "main": "index.js"}` + "\n",
+				"libs/util/index.js":          "exports.where = () => 'local util';\n",
+				"mono.test.js": `const test = require('node:test');
+const assert = require('node:assert/strict');
+test('a workspace and a file: package', () => {
+  assert.equal(require('twice')(), 'HELLO FROM GREET HELLO FROM GREET');
+  assert.equal(require('util-local').where(), 'local util');
+});
+`,
+			}
+			s = e.check(t, "javascript", mono)
+			if !s.Passed || !strings.Contains(s.Deps, "installed in") || !strings.Contains(s.Output, "a workspace and a file: package") {
+				t.Errorf("workspaces (stage %s, %s): passed=%v\n%s", s.Stage, s.Deps, s.Passed, s.Output)
+			}
+			mono["libs/util/index.js"] = "exports.where = () => 'edited util';\n"
+			s = e.check(t, "javascript", mono)
+			if s.Passed || !strings.Contains(s.Deps, "dependencies: cached") || !strings.Contains(s.Output, "edited util") {
+				t.Errorf("an edit of a file: package's code, seen by the tests without a new install (stage %s, %s): passed=%v\n%s", s.Stage, s.Deps, s.Passed, s.Output)
 			}
 
 			// The project's .npmrc names its own registry for the @acme
@@ -558,6 +587,20 @@ mod tests {
 			s = e.check(t, "rust", local)
 			if !s.Passed || !strings.Contains(s.Deps, "installed in") || !strings.Contains(s.Output, "loud_and_greeting ... ok") {
 				t.Errorf("a path dependency: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+			}
+
+			// A workspace whose members are a glob: the install reads each
+			// member's Cargo.toml, and the members' path dependencies.
+			ws := map[string]string{
+				"Cargo.toml":             "[workspace]\nmembers = [\"crates/*\"]\n",
+				"crates/app/Cargo.toml":  "[package]\nname = \"wsapp\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ngreetcrate = \"1.0\"\nwsutil = { path = \"../util\" }\n",
+				"crates/app/src/lib.rs":  "#[test]\nfn member_greets() {\n    assert_eq!(wsutil::twice(&greetcrate::hello()), \"HELLO FROM GREETCRATE HELLO FROM GREETCRATE\");\n}\n",
+				"crates/util/Cargo.toml": "[package]\nname = \"wsutil\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+				"crates/util/src/lib.rs": "pub fn twice(s: &str) -> String { format!(\"{s} {s}\") }\n",
+			}
+			s = e.check(t, "rust", ws)
+			if !s.Passed || !strings.Contains(s.Output, "member_greets ... ok") {
+				t.Errorf("a workspace of glob members: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
 			}
 
 			routes := e.acts.Egress

@@ -73,9 +73,11 @@ type Deps struct {
 	// again; manifests are all of the project's, by path.
 	KeyData func(path string, manifests map[string][]byte) []byte
 	// Local, when set, names more files of the project an install reads,
-	// from the manifests (the go.mod of a module that go.mod replaces with
-	// a directory of the project): they are manifests too where they
-	// exist.
+	// from the manifests found so far (the go.mod of a module that go.mod
+	// replaces with a directory of the project), or path.Match patterns of
+	// them (crates/*/Cargo.toml for a workspace's glob): they are
+	// manifests too where they exist, and it is asked again with them
+	// until it names no new one.
 	Local func(manifests map[string][]byte) []string
 	// Install runs in the project's root, through the egress proxy, and
 	// puts the dependencies in DepsDir; the test runs see that directory

@@ -1,6 +1,9 @@
 package node
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestDeclaresPackages: only a package.json that names a package (of any
 // kind npm installs) asks for an install; one npm cannot read does too,
@@ -20,6 +23,44 @@ func TestDeclaresPackages(t *testing.T) {
 	} {
 		if got := declaresPackages(map[string][]byte{"package.json": []byte(c.text)}); got != c.want {
 			t.Errorf("%s: %v, want %v", c.text, got, c.want)
+		}
+	}
+}
+
+// TestDeclaresWorkspaces: a root package.json with workspaces to link, or
+// a workspace's package.json naming a package, asks for an install.
+func TestDeclaresWorkspaces(t *testing.T) {
+	if !declaresPackages(map[string][]byte{"package.json": []byte(`{"workspaces": ["packages/*"]}`)}) {
+		t.Error("workspaces to link: no install")
+	}
+	if !declaresPackages(map[string][]byte{"package.json": []byte(`{"name": "root"}`), "packages/a/package.json": []byte(`{"dependencies": {"left-pad": "1.3.0"}}`)}) {
+		t.Error("a workspace's dependency: no install")
+	}
+}
+
+// TestLocalPackages: an install reads each workspace's package.json (a
+// glob as a pattern, in either of npm's spellings) and each file:
+// package's, or its tarball, from every manifest it has read, inside the
+// project only.
+func TestLocalPackages(t *testing.T) {
+	for _, c := range []struct {
+		manifests map[string]string
+		want      []string
+	}{
+		{map[string]string{"package.json": `{"workspaces": ["packages/*", "tools/cli", "../outside", "/abs"],
+		  "dependencies": {"a": "file:./libs/a", "b": "file:vendor/b-1.0.0.tgz", "c": "^1.0.0", "d": "file:../elsewhere"}}`},
+			[]string{"libs/a/package.json", "packages/*/package.json", "tools/cli/package.json", "vendor/b-1.0.0.tgz"}},
+		{map[string]string{"package.json": `{"workspaces": {"packages": ["apps/*"]}}`,
+			"apps/web/package.json": `{"devDependencies": {"shared": "file:../../shared"}}`},
+			[]string{"apps/*/package.json", "shared/package.json"}},
+		{map[string]string{"package.json": `{"workspaces": `}, nil},
+	} {
+		m := map[string][]byte{}
+		for k, v := range c.manifests {
+			m[k] = []byte(v)
+		}
+		if got := localPackages(m); !slices.Equal(got, c.want) {
+			t.Errorf("%v: localPackages = %q, want %q", c.manifests, got, c.want)
 		}
 	}
 }

@@ -35,6 +35,7 @@ var nodeCommands = []string{"node", "nodejs", "npm", "npx", "jest", "yarn", "pnp
 var deps = lang.Deps{
 	Registries:  []string{"registry.npmjs.org"},
 	Manifests:   []string{"package.json", "package-lock.json", ".npmrc"},
+	Local:       localPackages,
 	Declares:    declaresPackages,
 	Install:     sh(npmInstall),
 	InstallText: "npm install --ignore-scripts, or npm ci with package-lock.json",
@@ -79,19 +80,22 @@ exit $st
 
 // npmInstall installs the project's packages in lang.DepsDir: npm ci when
 // it has a lock file, npm install otherwise (or when the lock file is out
-// of date), which writes one there. The project's .npmrc is the
+// of date), which writes one there. It runs over a copy of the manifests
+// there, the workspaces' and file: packages' package.json included: npm
+// links those packages into node_modules by a relative path, which from
+// the project's node_modules, where the runs see it, reaches the
+// project's own sources. The project's .npmrc is the
 // install's: the registries it names for its scopes are asked, and
 // refused unless the configuration allows them, never swapped for the
 // default one. No package's install scripts run (they would have the
 // network the tests lack); npm's cache lives in the install while it
 // runs, and not after. The sandbox's npm is offline: not this one.
-const npmInstall = `cp package.json ` + lang.DepsDir + `/ || exit 1
-if [ -f .npmrc ]; then cp .npmrc ` + lang.DepsDir + `/ || exit 1; fi
+const npmInstall = `cp -R . ` + lang.DepsDir + `/ || exit 1
 cmd=install
-if [ -f package-lock.json ]; then cp package-lock.json ` + lang.DepsDir + `/ || exit 1; cmd=ci; fi
+if [ -f package-lock.json ]; then cmd=ci; fi
 cd ` + lang.DepsDir + ` || exit 1
 command -v npm >/dev/null || { echo "this sandbox has no npm: install it where the worker runs (apt-get install npm)"; exit 127; }
-npm_() { npm "$1" --no-offline --ignore-scripts --include=dev --no-audit --no-fund --logs-max=0 --cache ` + lang.DepsDir + `/.npm-cache; }
+npm_() { npm "$1" --no-offline --ignore-scripts --install-links=false --include=dev --no-audit --no-fund --logs-max=0 --cache ` + lang.DepsDir + `/.npm-cache; }
 npm_ "$cmd"
 st=$?
 if [ $st -ne 0 ] && [ "$cmd" = ci ]; then
@@ -103,20 +107,93 @@ rm -rf ` + lang.DepsDir + `/.npm-cache
 exit $st
 `
 
-// declaresPackages reports a package.json that names a package to
-// install; one npm cannot read does too, for npm to say what is wrong.
+// dependencyFields are the fields of a package.json that name packages.
+var dependencyFields = []string{"dependencies", "devDependencies", "optionalDependencies", "peerDependencies"}
+
+// declaresPackages reports package.json files that name a package to
+// install, or workspaces to link; one npm cannot read does too, for npm
+// to say what is wrong.
 func declaresPackages(manifests map[string][]byte) bool {
-	var pkg map[string]json.RawMessage
-	if err := json.Unmarshal(manifests["package.json"], &pkg); err != nil {
-		return true
-	}
-	for _, field := range []string{"dependencies", "devDependencies", "optionalDependencies", "peerDependencies"} {
-		var names map[string]any
-		if json.Unmarshal(pkg[field], &names) == nil && len(names) > 0 {
+	for name, data := range manifests {
+		if path.Base(name) != "package.json" {
+			continue
+		}
+		var pkg map[string]json.RawMessage
+		if err := json.Unmarshal(data, &pkg); err != nil {
 			return true
+		}
+		if len(workspaces(pkg)) > 0 {
+			return true
+		}
+		for _, field := range dependencyFields {
+			var names map[string]any
+			if json.Unmarshal(pkg[field], &names) == nil && len(names) > 0 {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// workspaces are the workspace directories (or globs of them) a
+// package.json names, as an array or npm's {"packages": [...]}.
+func workspaces(pkg map[string]json.RawMessage) []string {
+	var dirs []string
+	if json.Unmarshal(pkg["workspaces"], &dirs) == nil {
+		return dirs
+	}
+	var obj struct {
+		Packages []string `json:"packages"`
+	}
+	_ = json.Unmarshal(pkg["workspaces"], &obj)
+	return obj.Packages
+}
+
+// localPackages are the project's files an install reads besides the
+// root package.json: each workspace's package.json (a glob as a
+// pattern), and the package.json of each file: dependency's directory,
+// or its tarball, inside the project.
+func localPackages(manifests map[string][]byte) []string {
+	var out []string
+	add := func(dir, p string) {
+		if path.IsAbs(p) {
+			return
+		}
+		p = path.Join(dir, p)
+		if p != "package.json" && p != "." && !strings.HasPrefix(p, "../") && p != ".." && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for name, data := range manifests {
+		if path.Base(name) != "package.json" {
+			continue
+		}
+		var pkg map[string]json.RawMessage
+		if json.Unmarshal(data, &pkg) != nil {
+			continue
+		}
+		dir := path.Dir(name)
+		for _, w := range workspaces(pkg) {
+			add(dir, path.Join(w, "package.json"))
+		}
+		for _, field := range dependencyFields {
+			var specs map[string]string
+			_ = json.Unmarshal(pkg[field], &specs)
+			for _, spec := range specs {
+				target, ok := strings.CutPrefix(spec, "file:")
+				if !ok {
+					continue
+				}
+				if strings.HasSuffix(target, ".tgz") || strings.HasSuffix(target, ".tar.gz") {
+					add(dir, target)
+				} else {
+					add(dir, path.Join(target, "package.json"))
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // JavaScript returns JavaScript on Node.js.

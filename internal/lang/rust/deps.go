@@ -190,36 +190,41 @@ func declaresCrates(manifests map[string][]byte) bool {
 }
 
 // localManifests are the Cargo.toml files of the project's own packages
-// that the install reads besides the root's: its path dependencies and
-// the workspace members it names without a glob, inside the project.
+// that the install reads besides the root's: each manifest's path
+// dependencies and the workspace members it names, inside the project. A
+// member's glob (crates/*) is kept as a pattern of manifests.
 func localManifests(manifests map[string][]byte) []string {
-	root := manifests["Cargo.toml"]
-	var dirs []string
-	if ds, err := manifestDeps(root); err == nil {
-		for _, d := range ds {
-			if t, ok := d.(map[string]any); ok {
-				if p, ok := t["path"].(string); ok {
-					dirs = append(dirs, p)
+	var out []string
+	for name, data := range manifests {
+		if path.Base(name) != "Cargo.toml" {
+			continue
+		}
+		var dirs []string
+		if ds, err := manifestDeps(data); err == nil {
+			for _, d := range ds {
+				if t, ok := d.(map[string]any); ok {
+					if p, ok := t["path"].(string); ok {
+						dirs = append(dirs, p)
+					}
 				}
 			}
 		}
-	}
-	var doc struct {
-		Workspace struct {
-			Members []string `toml:"members"`
-		} `toml:"workspace"`
-	}
-	if toml.Unmarshal(root, &doc) == nil {
-		dirs = append(dirs, doc.Workspace.Members...)
-	}
-	var out []string
-	for _, d := range dirs {
-		if path.IsAbs(d) || strings.ContainsAny(d, "*?[") {
-			continue
+		var doc struct {
+			Workspace struct {
+				Members []string `toml:"members"`
+			} `toml:"workspace"`
 		}
-		p := path.Join(d, "Cargo.toml")
-		if p != "Cargo.toml" && !strings.HasPrefix(p, "../") && !slices.Contains(out, p) {
-			out = append(out, p)
+		if toml.Unmarshal(data, &doc) == nil {
+			dirs = append(dirs, doc.Workspace.Members...)
+		}
+		for _, d := range dirs {
+			if path.IsAbs(d) {
+				continue
+			}
+			p := path.Join(path.Dir(name), d, "Cargo.toml")
+			if p != "Cargo.toml" && !strings.HasPrefix(p, "../") && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
 		}
 	}
 	slices.Sort(out)

@@ -37,8 +37,8 @@ func TestDeclaresCrates(t *testing.T) {
 }
 
 // TestLocalManifests: an install reads the Cargo.toml of each path
-// dependency and each workspace member named without a glob, inside the
-// project, and no other file.
+// dependency and each workspace member, a glob as a pattern, inside the
+// project, from every manifest it has read, and no other file.
 func TestLocalManifests(t *testing.T) {
 	got := localManifests(map[string][]byte{"Cargo.toml": []byte(`[package]
 name = "app"
@@ -56,8 +56,15 @@ itoa = "1"
 
 [dev-dependencies]
 helper = { path = "helper" }
+`), "crates/core/Cargo.toml": []byte(`[package]
+name = "core"
+
+[dependencies]
+macros = { path = "../macros" }
+escape = { path = "../../../elsewhere" }
+serde = { workspace = true }
 `)})
-	want := []string{"crates/core/Cargo.toml", "helper/Cargo.toml", "util/Cargo.toml"}
+	want := []string{"crates/core/Cargo.toml", "crates/macros/Cargo.toml", "helper/Cargo.toml", "tools/*/Cargo.toml", "util/Cargo.toml"}
 	if !slices.Equal(got, want) {
 		t.Errorf("localManifests = %q, want %q", got, want)
 	}
