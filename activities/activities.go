@@ -67,6 +67,10 @@ type Activities struct {
 	// DepsIndexes are the registries' index URLs the user configured, by
 	// language name (lang.Deps.IndexVar).
 	DepsIndexes map[string]string
+	// DepsHostEnv are the variables of each language's installs that the
+	// ecosystem's configuration on the worker sets (lang.Deps.HostEnv),
+	// by language name.
+	DepsHostEnv map[string]map[string]string
 	// VersionsTTL is how long the registries' answers on the newest
 	// versions are kept in the store (versions.ttl); 0 asks every time.
 	VersionsTTL time.Duration

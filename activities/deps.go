@@ -161,7 +161,7 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 		}
 	}()
 	res, refused, err := a.runWithRegistries(ctx, "install deps", l, index, urls, sandbox.Spec{Profile: l.Name, Files: manifests, Cmd: l.Deps.Install,
-		Limits: a.limits(), Deps: tmp, DepsWritable: true, Env: installEnv(l)})
+		Limits: a.limits(), Deps: tmp, DepsWritable: true, Env: a.installEnv(l)})
 	if err != nil || !succeeded(res) {
 		return res, refused, err
 	}
@@ -205,12 +205,18 @@ func newInstallDir(root string) (string, error) {
 }
 
 // installEnv is the environment of a run that installs: the language's
-// InstallEnv, or its Env when it has none.
-func installEnv(l lang.Language) map[string]string {
-	if l.Deps.InstallEnv != nil {
-		return maps.Clone(l.Deps.InstallEnv)
+// InstallEnv, or its Env when it has none, with what the ecosystem's
+// configuration on the worker sets (DepsHostEnv).
+func (a *Activities) installEnv(l lang.Language) map[string]string {
+	env := maps.Clone(l.Deps.InstallEnv)
+	if env == nil {
+		env = maps.Clone(l.Deps.Env)
 	}
-	return maps.Clone(l.Deps.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, a.DepsHostEnv[l.Name])
+	return env
 }
 
 // runWithRegistries runs spec with the network only through a route of

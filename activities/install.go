@@ -77,7 +77,7 @@ func (a *Activities) installCall(ctx context.Context, in SandboxCallInput, out S
 	lim := a.limits()
 	res, refused, err := a.runWithRegistries(ctx, "install", l, index, urls, sandbox.Spec{Profile: l.Name, Files: sent,
 		Cmd: append([]string{"sh", "-c", `umask 0 && exec "$@"`, "sh"}, cmd...), Limits: lim, Collect: true,
-		Deps: scratch, DepsWritable: true, Env: installEnv(l)})
+		Deps: scratch, DepsWritable: true, Env: a.installEnv(l)})
 	if err != nil {
 		return sandboxCallMemo{}, err
 	}

@@ -80,3 +80,18 @@ func TestForwarderNoneTurnsInstallsOff(t *testing.T) {
 		t.Errorf("installs routed with sandbox.forwarder = none (%v):\n%s", routed, log)
 	}
 }
+
+// TestDepsHostEnv: the worker's installs of Go modules skip the checksum
+// database for the private modules its go env names (GOPRIVATE, which
+// GONOSUMDB defaults to), and only for those.
+func TestDepsHostEnv(t *testing.T) {
+	t.Setenv("GOPRIVATE", "corp.test,*.internal.test")
+	t.Setenv("GONOSUMDB", "")
+	if got := depsHostEnv(context.Background())["go"]["GONOSUMDB"]; got != "corp.test,*.internal.test" {
+		t.Errorf("GONOSUMDB of Go installs: %q, want GOPRIVATE's", got)
+	}
+	t.Setenv("GOPRIVATE", "")
+	if got, ok := depsHostEnv(context.Background())["go"]; ok {
+		t.Errorf("with no private modules: %v, want nothing", got)
+	}
+}

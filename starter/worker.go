@@ -128,6 +128,23 @@ func depsIndexes(ctx context.Context, indexes map[string]string) map[string]stri
 	return indexes
 }
 
+// depsHostEnv are the variables of each language's installs that the
+// ecosystem's own configuration on this machine sets (go env GONOSUMDB).
+func depsHostEnv(ctx context.Context) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, l := range languages.All() {
+		for k, cmd := range l.Deps.HostEnv {
+			if v := versions.Configured(ctx, cmd); v != "" {
+				if out[l.Name] == nil {
+					out[l.Name] = map[string]string{}
+				}
+				out[l.Name][k] = v
+			}
+		}
+	}
+	return out
+}
+
 // Activities assembles the activities' dependencies: the store, a sandbox
 // (after reaping what a crashed worker left behind) and the model factory.
 func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activities.Activities, func(), error) {
@@ -177,7 +194,7 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		return nil, nil, fmt.Errorf("%w: sandbox: %v", errUnavailable, err)
 	}
 	acts := &activities.Activities{Store: st, Sandbox: sb, Models: worker.Models(env), MinFreeSpace: s.Bytes("worker.min_free_space"),
-		DepsIndexes: depsIndexes(ctx, s.RegistryIndexes()), VersionsTTL: s.Duration("versions.ttl"), Prices: s.Prices(),
+		DepsIndexes: depsIndexes(ctx, s.RegistryIndexes()), DepsHostEnv: depsHostEnv(ctx), VersionsTTL: s.Duration("versions.ttl"), Prices: s.Prices(),
 		DepsMaxSize: s.Bytes("deps.max_size"), SetupTimeout: s.Duration("worker.setup_timeout")}
 	if shared != "" {
 		acts.DepsDir = shared.DepsDir()

@@ -246,6 +246,52 @@ func TestNoNetwork(t *testing.T) {
 	}
 }
 
+// TestCheckInstallsPrivateGoModules: a module of a private module proxy
+// (one the test serves, named as the worker's GOPROXY and a private
+// registry), which the checksum database does not know, installs when
+// the worker's go env names it in GONOSUMDB (or GOPRIVATE), and the
+// install says what failed when it does not.
+func TestCheckInstallsPrivateGoModules(t *testing.T) {
+	proxy := registrytest.NewGoProxy(t, registrytest.GoModule{Path: "corp.test/greet", Version: "v1.0.0",
+		Files: map[string]string{"greet.go": "package greet\n\n// Hello greets.\nfunc Hello() string { return \"hello from corp\" }\n"}})
+	e := newDepsEnv(t, "bwrap", []string{proxy.Host()}, map[string]string{"go": proxy.URL()})
+	project := map[string]string{
+		"go.mod": "module example.com/app\n\ngo 1.21\n\nrequire corp.test/greet v1.0.0\n",
+		"app_test.go": `package app
+
+import (
+	"testing"
+
+	"corp.test/greet"
+)
+
+func TestGreet(t *testing.T) {
+	if got := greet.Hello(); got != "hello from corp" {
+		t.Fatal(got)
+	}
+}
+`,
+	}
+	// The install asks the checksum database about the module go.sum
+	// does not name.
+	s := e.check(t, "go", project)
+	t.Logf("without GONOSUMDB: %s\n%s", s.Deps, s.Output)
+	if s.Passed || s.Stage != "install" || !strings.Contains(s.Output, "corp.test/greet") {
+		t.Errorf("without GONOSUMDB: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+	}
+
+	e.acts.DepsHostEnv = map[string]map[string]string{"go": {"GONOSUMDB": "corp.test"}}
+	s = e.check(t, "go", project)
+	if s.Passed || s.Stage != "test" || !strings.Contains(s.Deps, "installed in") || !strings.Contains(s.Output, "missing go.sum entry") {
+		t.Errorf("with GONOSUMDB, without go.sum: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+	}
+	project["go.sum"] = proxy.GoSum()
+	s = e.check(t, "go", project)
+	if !s.Passed || !strings.Contains(s.Deps, "dependencies: cached") || proxy.Downloads() != 1 {
+		t.Errorf("with go.sum: passed=%v stage %q, deps %q, %d downloads (want 1):\n%s", s.Passed, s.Stage, s.Deps, proxy.Downloads(), s.Output)
+	}
+}
+
 // npmPackages are what the npm registry of TestCheckInstallsNpmDeps
 // serves: greet (CommonJS, with its types) needs the scoped @acme/shout,
 // tinytest is a test runner whose bin runs node --test, and typescript's

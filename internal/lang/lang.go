@@ -94,6 +94,12 @@ type Deps struct {
 	// ("node_modules": where Node looks for packages from every file of
 	// the project, ESM imports and npm scripts' .bin included).
 	Link string
+	// HostEnv are variables of the ecosystem's own configuration on the
+	// worker that its installs and adds take as they are there, each with
+	// the command that prints it (go env GONOSUMDB: the private modules
+	// the checksum database is not asked about); an empty value is left
+	// out.
+	HostEnv map[string][]string
 	// IndexVar is the install's variable that names a registry's index
 	// URL (PIP_INDEX_URL): set from the configuration when the user names
 	// one for the language.

@@ -76,7 +76,11 @@ Tests are *_test.go files using package testing.`,
 			// The tests and the model's commands: the installed modules,
 			// read-only, no proxy, and go.mod and go.sum as the user's own
 			// go build would take them (-mod=readonly).
-			Env:      map[string]string{"GOMODCACHE": modCache, "GOSUMDB": "off"},
+			Env: map[string]string{"GOMODCACHE": modCache, "GOSUMDB": "off"},
+			// The modules of a private proxy, which the checksum database
+			// does not know (GOPRIVATE, which GONOSUMDB defaults to): never
+			// GONOPROXY, as every module comes through a proxy.
+			HostEnv:  map[string][]string{"GONOSUMDB": {"go", "env", "GONOSUMDB"}},
 			IndexVar: "GOPROXY",
 			Index:    proxyList,
 			Required: true,
