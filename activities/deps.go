@@ -82,7 +82,7 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 	if err != nil {
 		return depsInstall{failed: installRefused(l, names, "no registry to install from", fmt.Sprintf("%v; what %s declares cannot be installed", err, names))}, nil
 	}
-	dir := filepath.Join(a.depsDir(), l.Name+"-"+depsKey(l, a.Sandbox.Name(), index, manifests))
+	dir := filepath.Join(a.depsDir(), l.Name+"-"+depsKey(l, a.Sandbox.Name(), index, a.DepsHostEnv[l.Name], manifests))
 	d := depsInstall{dir: dir, env: l.Deps.Env, link: l.Deps.Link}
 	if err := ownDepsDir(filepath.Dir(dir)); err != nil {
 		return depsInstall{}, err
@@ -388,13 +388,41 @@ func manifestsOf(l lang.Language, files []workspace.File) []workspace.File {
 				continue
 			}
 			for _, f := range files {
-				if ok, _ := path.Match(name, f.Path); ok {
+				if matchPath(name, f.Path) {
 					grew = add(f.Path) || grew
 				}
 			}
 		}
 	}
 	return out
+}
+
+// matchPath reports whether p matches pattern, segment by segment with
+// path.Match, where a whole "**" segment matches any number of segments
+// (packages/**/package.json), as npm's and cargo's globs do.
+func matchPath(pattern, p string) bool {
+	return matchSegments(strings.Split(pattern, "/"), strings.Split(p, "/"))
+}
+
+func matchSegments(pattern, segs []string) bool {
+	for len(pattern) > 0 {
+		if pattern[0] == "**" {
+			for i := 0; i <= len(segs); i++ {
+				if matchSegments(pattern[1:], segs[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(segs) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pattern[0], segs[0]); !ok {
+			return false
+		}
+		pattern, segs = pattern[1:], segs[1:]
+	}
+	return len(segs) == 0
 }
 
 func manifestContents(manifests []workspace.File) map[string][]byte {
@@ -414,16 +442,19 @@ func manifestNames(manifests []workspace.File) []string {
 }
 
 // depsKey names an install by everything that decides what it installs:
-// the language's install command, its environment and image, the backend
-// (whose toolchain may differ), the registry and the manifests (what of
-// them the install reads, lang.Deps.KeyData).
-func depsKey(l lang.Language, backend, index string, manifests []workspace.File) string {
+// the language's install command, its environment (with the worker's,
+// hostEnv) and image, the backend (whose toolchain may differ), the
+// registry and the manifests (what of them the install reads,
+// lang.Deps.KeyData).
+func depsKey(l lang.Language, backend, index string, hostEnv map[string]string, manifests []workspace.File) string {
 	h := sha256.New()
 	for _, s := range []string{l.Name, l.Sandbox.Image, backend, index, strings.Join(l.Deps.Install, "\x00")} {
 		fmt.Fprintf(h, "%d:%s\n", len(s), s)
 	}
-	for _, k := range slices.Sorted(maps.Keys(l.Deps.InstallEnv)) {
-		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(l.Deps.InstallEnv[k]), l.Deps.InstallEnv[k])
+	for _, env := range []map[string]string{l.Deps.InstallEnv, hostEnv} {
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(env[k]), env[k])
+		}
 	}
 	contents := manifestContents(manifests)
 	for _, f := range manifests {

@@ -159,18 +159,21 @@ func TestManifestsOfFollowsLocalManifests(t *testing.T) {
 			return out
 		}}}
 	files := []workspace.File{
-		{Path: "root.txt", Data: []byte("pkgs/*/m.txt")},
+		{Path: "root.txt", Data: []byte("pkgs/*/m.txt tools/**/m.txt")},
 		{Path: "pkgs/a/m.txt", Data: []byte("lib/m.txt")},
 		{Path: "pkgs/b/m.txt"},
 		{Path: "pkgs/b/deep/m.txt"},
 		{Path: "lib/m.txt", Data: []byte("root.txt missing.txt")},
 		{Path: "other.txt"},
+		{Path: "tools/m.txt"},
+		{Path: "tools/a/b/m.txt"},
+		{Path: "tools/a/other.txt"},
 	}
 	var got []string
 	for _, f := range manifestsOf(l, files) {
 		got = append(got, f.Path)
 	}
-	want := []string{"root.txt", "pkgs/a/m.txt", "pkgs/b/m.txt", "lib/m.txt"}
+	want := []string{"root.txt", "pkgs/a/m.txt", "pkgs/b/m.txt", "tools/m.txt", "tools/a/b/m.txt", "lib/m.txt"}
 	if !slices.Equal(got, want) {
 		t.Errorf("manifestsOf = %q, want %q", got, want)
 	}

@@ -249,7 +249,7 @@ func (a *Activities) keepSetup(ctx context.Context, key string, files, next []wo
 // and the registry it fetches from.
 func setupKey(l lang.Language, backend, index, command, snapshot string) string {
 	// depsKey's fields, with the command as the install.
-	return "setup-" + snapshot + "-" + depsKey(lang.Language{Name: l.Name, Sandbox: l.Sandbox, Deps: lang.Deps{Install: []string{command}}}, backend, index, nil)
+	return "setup-" + snapshot + "-" + depsKey(lang.Language{Name: l.Name, Sandbox: l.Sandbox, Deps: lang.Deps{Install: []string{command}}}, backend, index, nil, nil)
 }
 
 func filesChanged(n int) string {

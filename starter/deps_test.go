@@ -85,6 +85,7 @@ func TestForwarderNoneTurnsInstallsOff(t *testing.T) {
 // database for the private modules its go env names (GOPRIVATE, which
 // GONOSUMDB defaults to), and only for those.
 func TestDepsHostEnv(t *testing.T) {
+	t.Setenv("GOENV", "off") // not this machine's go env file
 	t.Setenv("GOPRIVATE", "corp.test,*.internal.test")
 	t.Setenv("GONOSUMDB", "")
 	if got := depsHostEnv(context.Background())["go"]["GONOSUMDB"]; got != "corp.test,*.internal.test" {

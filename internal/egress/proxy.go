@@ -441,6 +441,11 @@ func rewrite(pr *httputil.ProxyRequest) {
 	in := pr.In.URL
 	pr.Out.URL = &url.URL{Scheme: "http", Host: f.t.authority(), Path: in.Path, RawPath: in.RawPath, RawQuery: in.RawQuery}
 	pr.Out.Host = hostHeader(f.t)
+	// No protocol upgrade: a switched connection would leave the
+	// proxy's accounting, and Close could not end it. Registries need
+	// none; a 101 answer is refused as not asked for.
+	pr.Out.Header.Del("Upgrade")
+	pr.Out.Header.Del("Connection")
 }
 
 // hostHeader is the Host a request for t carries: the port only when it

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -761,5 +762,24 @@ func TestGrantEnv(t *testing.T) {
 	}
 	if _, err := p.Grant("t", []string{"*"}); err == nil {
 		t.Error("a grant allowing everything was made")
+	}
+}
+
+// TestForwardNoUpgrade: a plain-HTTP request asking for a protocol
+// upgrade is forwarded without the ask, so no connection leaves the
+// proxy's accounting (and Close can end every one).
+func TestForwardNoUpgrade(t *testing.T) {
+	var asked atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Store(r.Header.Get("Upgrade"))
+		io.WriteString(w, "plain")
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	p, addr := startProxy(t, Config{Resolver: newResolver(nil), Registries: []string{u.Host}})
+	g := grant(t, p, "task-22")
+	status, body := rawRequest(t, addr, g, "GET", srv.URL+"/ws", "Connection: Upgrade", "Upgrade: websocket")
+	if status != http.StatusOK || body != "plain" || asked.Load() != "" {
+		t.Errorf("status %d, body %q; the registry was asked %q, want no upgrade", status, body, asked.Load())
 	}
 }

@@ -40,8 +40,8 @@ func TestDeclaresWorkspaces(t *testing.T) {
 
 // TestLocalPackages: an install reads each workspace's package.json (a
 // glob as a pattern, in either of npm's spellings) and each file:
-// package's, or its tarball, from every manifest it has read, inside the
-// project only.
+// package's, or its tarball, and a local package's bins, from every
+// manifest it has read, inside the project only.
 func TestLocalPackages(t *testing.T) {
 	for _, c := range []struct {
 		manifests map[string]string
@@ -50,9 +50,10 @@ func TestLocalPackages(t *testing.T) {
 		{map[string]string{"package.json": `{"workspaces": ["packages/*", "tools/cli", "../outside", "/abs"],
 		  "dependencies": {"a": "file:./libs/a", "b": "file:vendor/b-1.0.0.tgz", "c": "^1.0.0", "d": "file:../elsewhere"}}`},
 			[]string{"libs/a/package.json", "packages/*/package.json", "tools/cli/package.json", "vendor/b-1.0.0.tgz"}},
-		{map[string]string{"package.json": `{"workspaces": {"packages": ["apps/*"]}}`,
-			"apps/web/package.json": `{"devDependencies": {"shared": "file:../../shared"}}`},
-			[]string{"apps/*/package.json", "shared/package.json"}},
+		{map[string]string{"package.json": `{"workspaces": {"packages": ["apps/*"]}, "bin": "root-cli.js"}`,
+			"apps/web/package.json": `{"devDependencies": {"shared": "file:../../shared", "near": "../near", "old": "./old-1.0.tar"}}`,
+			"apps/cli/package.json": `{"bin": {"b": "bin/b.js", "a": "./bin/a.js"}}`, "tools/x/package.json": `{"bin": "x.js"}`},
+			[]string{"apps/*/package.json", "apps/cli/bin/a.js", "apps/cli/bin/b.js", "apps/near/package.json", "apps/web/old-1.0.tar", "shared/package.json", "tools/x/x.js"}},
 		{map[string]string{"package.json": `{"workspaces": `}, nil},
 	} {
 		m := map[string][]byte{}

@@ -8,6 +8,7 @@ package node
 
 import (
 	"encoding/json"
+	"maps"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -72,7 +73,7 @@ func npmAdd(pkgs []string, dev bool) ([]string, error) {
 // over the rest, the packages; npm's cache lives in the scratch DepsDir
 // while it runs, and not after.
 const npmAddScript = `command -v npm >/dev/null || { echo "this sandbox has no npm: install it where the worker runs (apt-get install npm)"; exit 127; }
-npm install --package-lock-only --save-exact --no-offline --ignore-scripts --no-audit --no-fund --logs-max=0 --cache ` + lang.DepsDir + `/.npm-cache "$@"
+npm install --package-lock-only --save-exact --no-offline --ignore-scripts --install-links=false --no-audit --no-fund --logs-max=0 --cache ` + lang.DepsDir + `/.npm-cache "$@"
 st=$?
 rm -rf ` + lang.DepsDir + `/.npm-cache
 exit $st
@@ -149,10 +150,37 @@ func workspaces(pkg map[string]json.RawMessage) []string {
 	return obj.Packages
 }
 
+// localSpec is the path a dependency's spec names on the disk, as npm
+// reads one: file:PATH, or a path that starts with ./, ../ or /.
+func localSpec(spec string) (string, bool) {
+	if p, ok := strings.CutPrefix(spec, "file:"); ok {
+		return p, true
+	}
+	if strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || strings.HasPrefix(spec, "/") {
+		return spec, true
+	}
+	return "", false
+}
+
+// bins are the files a package.json's bin names, as a path or by name.
+func bins(pkg map[string]json.RawMessage) []string {
+	var one string
+	if json.Unmarshal(pkg["bin"], &one) == nil && one != "" {
+		return []string{one}
+	}
+	var named map[string]string
+	_ = json.Unmarshal(pkg["bin"], &named)
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(named)) {
+		out = append(out, named[k])
+	}
+	return out
+}
+
 // localPackages are the project's files an install reads besides the
 // root package.json: each workspace's package.json (a glob as a
 // pattern), and the package.json of each file: dependency's directory,
-// or its tarball, inside the project.
+// or its tarball, inside the project, and the files their bin names.
 func localPackages(manifests map[string][]byte) []string {
 	var out []string
 	add := func(dir, p string) {
@@ -173,6 +201,13 @@ func localPackages(manifests map[string][]byte) []string {
 			continue
 		}
 		dir := path.Dir(name)
+		if name != "package.json" {
+			// npm links a local package's bins only where their files
+			// are: the install has them, the runs the project's.
+			for _, bin := range bins(pkg) {
+				add(dir, bin)
+			}
+		}
 		for _, w := range workspaces(pkg) {
 			add(dir, path.Join(w, "package.json"))
 		}
@@ -180,13 +215,12 @@ func localPackages(manifests map[string][]byte) []string {
 			var specs map[string]string
 			_ = json.Unmarshal(pkg[field], &specs)
 			for _, spec := range specs {
-				target, ok := strings.CutPrefix(spec, "file:")
-				if !ok {
-					continue
-				}
-				if strings.HasSuffix(target, ".tgz") || strings.HasSuffix(target, ".tar.gz") {
+				target, ok := localSpec(spec)
+				switch {
+				case !ok:
+				case strings.HasSuffix(target, ".tgz") || strings.HasSuffix(target, ".tar.gz") || strings.HasSuffix(target, ".tar"):
 					add(dir, target)
-				} else {
+				default:
 					add(dir, path.Join(target, "package.json"))
 				}
 			}
