@@ -45,6 +45,8 @@ type Activities struct {
 	SpacePaths []string
 	// MinFreeSpace in bytes; zero means DefaultMinFreeSpace.
 	MinFreeSpace int64
+	// WorkerNotify are the worker's own webhooks, told of every task.
+	WorkerNotify WorkerNotify
 	// Webhooks delivers notifications; nil means a client bounded by
 	// notify.DefaultTimeout.
 	Webhooks *http.Client

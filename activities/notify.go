@@ -2,8 +2,11 @@ package activities
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -26,11 +29,57 @@ type NotifyTargetsInput struct {
 }
 
 // NotifyInput is one message for one of a task's webhooks, named by its
-// place in the task's record: the workflow never holds the URL.
+// place in the task's record, or, with Worker, in the worker's own
+// (WorkerNotify): the workflow never holds the URL.
 type NotifyInput struct {
 	Ref     string         `json:"ref"`
 	Target  int            `json:"target"`
+	Worker  bool           `json:"worker,omitempty"`
 	Message notify.Message `json:"message"`
+}
+
+// WorkerNotify are the webhooks of a worker's own configuration, told of
+// every task it runs besides the task's own: a cluster's operator sets
+// them once for all its clients.
+type WorkerNotify struct {
+	Targets []notify.Target
+	// Link is a task's Web UI page; nil or "" for none.
+	Link func(taskID string) string
+}
+
+// WorkerWebhooks returns a new key that names a task's notifications when
+// the worker has webhooks of its own, else "": a task asks once, and tells
+// them from then on.
+func (a *Activities) WorkerWebhooks(ctx context.Context) (string, error) {
+	if len(a.WorkerNotify.Targets) == 0 {
+		return "", nil
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "worker-notify-" + hex.EncodeToString(b[:]), nil
+}
+
+// WorkerNotifyTargets returns the places of the worker's webhooks that
+// want the event, but for those the task names itself (Ref), which are
+// told once, as the task's.
+func (a *Activities) WorkerNotifyTargets(ctx context.Context, in NotifyTargetsInput) ([]int, error) {
+	var own []notify.Target
+	if in.Ref != "" {
+		rec, err := a.notifyRecord(ctx, in.Ref)
+		if err != nil {
+			return nil, err
+		}
+		own = rec.Targets
+	}
+	var wanted []int
+	for i, t := range a.WorkerNotify.Targets {
+		if t.Wants(in.Event) && !slices.ContainsFunc(own, func(o notify.Target) bool { return o.URL == t.URL }) {
+			wanted = append(wanted, i)
+		}
+	}
+	return wanted, nil
 }
 
 // NotifyTargets returns the places of the task's webhooks that want the
@@ -54,12 +103,12 @@ func (a *Activities) NotifyTargets(ctx context.Context, in NotifyTargetsInput) (
 // or asked to wait (a 429's Retry-After sets the next retry's delay).
 // Errors name the webhook by its host, never by its URL.
 func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
-	rec, err := a.notifyRecord(ctx, in.Ref)
+	rec, whose, err := a.notifyTargets(ctx, in)
 	if err != nil {
 		return err
 	}
 	if in.Target < 0 || in.Target >= len(rec.Targets) {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no webhook %d: the task has %d", in.Target, len(rec.Targets)), ErrTypeBadInput, nil)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no webhook %d: %s %d", in.Target, whose, len(rec.Targets)), ErrTypeBadInput, nil)
 	}
 	t := rec.Targets[in.Target]
 	body, err := notify.Body(t.Format, in.Message, rec.Link)
@@ -82,6 +131,20 @@ func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
 		return temporal.NewApplicationErrorWithOptions(err.Error(), "WebhookBusy", temporal.ApplicationErrorOptions{NextRetryDelay: de.RetryAfter})
 	}
 	return temporal.NewApplicationError(err.Error(), "WebhookUnavailable")
+}
+
+// notifyTargets are the webhooks a message is for, the task's or the
+// worker's, with the task's link, and whose they are.
+func (a *Activities) notifyTargets(ctx context.Context, in NotifyInput) (notify.Record, string, error) {
+	if !in.Worker {
+		rec, err := a.notifyRecord(ctx, in.Ref)
+		return rec, "the task has", err
+	}
+	rec := notify.Record{Targets: a.WorkerNotify.Targets}
+	if a.WorkerNotify.Link != nil {
+		rec.Link = a.WorkerNotify.Link(in.Message.TaskID)
+	}
+	return rec, "this worker has", nil
 }
 
 // notifyRecord reads the task's webhooks; a record that is not there will

@@ -183,3 +183,49 @@ func TestNotifyTargets(t *testing.T) {
 		t.Errorf("unknown record: %v, want a non-retryable error", err)
 	}
 }
+
+// TestWorkerNotify: the worker's own webhooks that want the event, but
+// those the task names itself, are told with the worker's link for the
+// task; a worker without webhooks gives no key.
+func TestWorkerNotify(t *testing.T) {
+	r := newReceiver(t, http.StatusOK)
+	tenv, acts, ref := notifyEnv(t, time.Second, notify.Target{URL: "http://shared/x", Format: notify.FormatJSON})
+	v, err := tenv.ExecuteActivity(acts.WorkerWebhooks)
+	var key string
+	if err != nil || v.Get(&key) != nil || key != "" {
+		t.Errorf("a worker without webhooks: key %q, %v; want none", key, err)
+	}
+	acts.WorkerNotify = WorkerNotify{
+		Targets: []notify.Target{
+			{URL: r.URL + "/hook", Format: notify.FormatJSON},
+			{URL: "http://shared/x", Format: notify.FormatJSON},
+			{URL: "http://c/x", Format: notify.FormatJSON, Events: []notify.Event{notify.EventFailed}},
+		},
+		Link: func(id string) string { return "http://ui.example/workflows/" + id },
+	}
+	v, err = tenv.ExecuteActivity(acts.WorkerWebhooks)
+	if err != nil || v.Get(&key) != nil || !strings.HasPrefix(key, "worker-notify-") {
+		t.Errorf("a worker with webhooks: key %q, %v", key, err)
+	}
+	var got []int
+	v, err = tenv.ExecuteActivity(acts.WorkerNotifyTargets, NotifyTargetsInput{Ref: ref, Event: notify.EventGate})
+	if err != nil || v.Get(&got) != nil || fmt.Sprint(got) != "[0]" {
+		t.Errorf("WorkerNotifyTargets(gate) = %v, %v; want [0]: not the task's own, not one for failures only", got, err)
+	}
+	v, err = tenv.ExecuteActivity(acts.WorkerNotifyTargets, NotifyTargetsInput{Event: notify.EventFailed})
+	if err != nil || v.Get(&got) != nil || fmt.Sprint(got) != "[0 1 2]" {
+		t.Errorf("WorkerNotifyTargets(failed) of a task without webhooks = %v, %v; want [0 1 2]", got, err)
+	}
+	if _, err := tenv.ExecuteActivity(acts.Notify, NotifyInput{Worker: true, Target: 0, Message: gateMsg}); err != nil {
+		t.Fatal(err)
+	}
+	bodies := r.received()
+	if len(bodies) != 1 || !strings.Contains(string(bodies[0]), `"link":"http://ui.example/workflows/t-1"`) {
+		t.Errorf("the worker's webhook was sent %q, want one message with the worker's link", bodies)
+	}
+	_, err = tenv.ExecuteActivity(acts.Notify, NotifyInput{Worker: true, Target: 3, Message: gateMsg})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || !app.NonRetryable() || !strings.Contains(err.Error(), "this worker has 3") {
+		t.Errorf("a webhook the worker lacks: %v, want a non-retryable error", err)
+	}
+}

@@ -47,6 +47,15 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 				return err
 			}
 			defer closeActs()
+			// A worker's own webhooks are told of every task it runs, as a
+			// cluster's operator sets them once for all its clients; the
+			// local server's worker leaves them to its clients, whose
+			// configuration they are.
+			targets, err := f.cfg.settings.Notifications()
+			if err != nil {
+				return usageError("%v", err)
+			}
+			acts.WorkerNotify = activities.WorkerNotify{Targets: targets, Link: f.cfg.workflowURL}
 			o.Worker.Namespace, o.Worker.InFlightDir = f.cfg.Namespace, f.cfg.inFlightDir()
 			if o.Worker.StoreID, err = acts.Store.ID(ctx); err != nil {
 				return fmt.Errorf("%w: %v", errUnavailable, err)

@@ -76,6 +76,7 @@ func (s *codingTaskSuite) TestCallsRouteInOrder() {
 		"AppendMessages: finish",
 		"Check: ",
 		"SaveLessons: ",
+		"WorkerWebhooks: ", // at the end, asked once: none
 	}, *trace)
 	s.Require().Len(s.appended, 1)
 	s.Equal(8, s.appended[0].Position)

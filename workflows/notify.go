@@ -25,12 +25,21 @@ const NotificationWorkflowName = "Notification"
 // branch goes, and the GetVersion call stays with 1 as its minimum.
 const versionNotifications = "webhook-notifications"
 
+// versionWorkerNotifications guards asking whether the workers have
+// webhooks of their own (activities.WorkerNotify), at a task's first
+// notification. A run from before the change replays through
+// DefaultVersion and tells only its own webhooks. Retirement as
+// versionNotifications.
+const versionWorkerNotifications = "worker-notifications"
+
 // notificationTimeout bounds a Notification workflow, its retries included.
 const notificationTimeout = 15 * time.Minute
 
 // NotificationInput is one message for a task's webhooks.
 type NotificationInput struct {
-	Ref     string         `json:"ref"` // TaskInput.Notify
+	Ref string `json:"ref"` // TaskInput.Notify; "" when it has none
+	// Worker tells the workers' own webhooks too.
+	Worker  bool           `json:"worker,omitempty"`
 	Message notify.Message `json:"message"`
 }
 
@@ -41,29 +50,51 @@ type NotificationInput struct {
 // Notification to start, one round trip: a child still unstarted would be
 // lost with a task that ends.
 func (t *task) notify(ctx workflow.Context, msg notify.Message) {
-	if t.in.Notify == "" {
-		return
-	}
-	if workflow.GetVersion(ctx, versionNotifications, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return
-	}
-	id := workflow.GetInfo(ctx).WorkflowExecution.ID
-	msg.TaskID, msg.Task = id, t.in.Task
-	t.notified++
 	// Disconnected: a task being cancelled still says so.
 	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	workerKey := t.workerWebhooks(ctx)
+	own := t.in.Notify != "" && workflow.GetVersion(ctx, versionNotifications, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+	if !own && workerKey == "" {
+		return
+	}
+	in := NotificationInput{Worker: workerKey != "", Message: msg}
+	// Named by the task's record, or the workers' key, unique per task,
+	// not by the task's id, which a replay from a recorded history does
+	// not know.
+	name := workerKey
+	if own {
+		in.Ref, name = t.in.Notify, t.in.Notify
+	}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	in.Message.TaskID, in.Message.Task = id, t.in.Task
+	t.notified++
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		// Named by the task's record, unique per task, not by the task's
-		// id, which a replay from a recorded history does not know.
-		WorkflowID:               fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(t.in.Notify, "/", "-"), t.Status.Runs, t.notified),
+		WorkflowID:               fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(name, "/", "-"), t.Status.Runs, t.notified),
 		ParentClosePolicy:        enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowExecutionTimeout: notificationTimeout,
 		StaticSummary:            fmt.Sprintf("notify: %s of %s", msg.Event, id),
 	})
-	run := workflow.ExecuteChildWorkflow(child, NotificationWorkflowName, NotificationInput{Ref: t.in.Notify, Message: msg})
+	run := workflow.ExecuteChildWorkflow(child, NotificationWorkflowName, in)
 	if err := run.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("notification not started", "event", msg.Event, "error", err)
 	}
+}
+
+// workerWebhooks asks the workers, once per run, whether they have
+// webhooks of their own, and returns the key that names the run's
+// notifications when they do; "" when they do not, or the question
+// failed (the task goes on untold).
+func (t *task) workerWebhooks(ctx workflow.Context) string {
+	if t.workerNotify == nil {
+		key := ""
+		if workflow.GetVersion(ctx, versionWorkerNotifications, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+			if err := workflow.ExecuteActivity(storeCtx(ctx, "workers' webhooks"), a.WorkerWebhooks).Get(ctx, &key); err != nil {
+				workflow.GetLogger(ctx).Warn("the workers' webhooks unknown", "error", err)
+			}
+		}
+		t.workerNotify = &key
+	}
+	return *t.workerNotify
 }
 
 // notifyGate tells the webhooks that the pending question waits.
@@ -94,26 +125,38 @@ func (t *task) notifyEnd(ctx workflow.Context) {
 }
 
 // Notification delivers one message to each of a task's webhooks that
-// wants it, each on its own with retries (webhookCtx). A webhook that
+// wants it, and with Worker to each of the workers' own, each on its own
+// with retries (webhookCtx). A webhook that
 // refuses it or stays down is logged and given up: the notification
 // workflow itself always completes.
 func Notification(ctx workflow.Context, in NotificationInput) error {
-	log := workflow.GetLogger(ctx)
-	var targets []int
-	err := workflow.ExecuteActivity(storeCtx(ctx, "webhooks for "+string(in.Message.Event)), a.NotifyTargets,
-		activities.NotifyTargetsInput{Ref: in.Ref, Event: in.Message.Event}).Get(ctx, &targets)
-	if err != nil {
-		log.Warn("notification not sent: webhooks unknown", "event", in.Message.Event, "error", err)
-		return nil
+	var sent []workflow.Future
+	var names []string
+	// whose names the webhooks: "webhook" (the task's) or "worker webhook".
+	send := func(whose string, targets any, worker bool) {
+		var places []int
+		err := workflow.ExecuteActivity(storeCtx(ctx, whose+"s for "+string(in.Message.Event)), targets,
+			activities.NotifyTargetsInput{Ref: in.Ref, Event: in.Message.Event}).Get(ctx, &places)
+		if err != nil {
+			workflow.GetLogger(ctx).Warn("notification not sent: webhooks unknown", "whose", whose, "event", in.Message.Event, "error", err)
+			return
+		}
+		for _, target := range places {
+			name := fmt.Sprintf("%s %d", whose, target+1)
+			names = append(names, name)
+			sent = append(sent, workflow.ExecuteActivity(webhookCtx(ctx, fmt.Sprintf("notify %s: %s", name, in.Message.Event)), a.Notify,
+				activities.NotifyInput{Ref: in.Ref, Target: target, Worker: worker, Message: in.Message}))
+		}
 	}
-	sent := make([]workflow.Future, len(targets))
-	for i, target := range targets {
-		sent[i] = workflow.ExecuteActivity(webhookCtx(ctx, fmt.Sprintf("notify webhook %d: %s", target+1, in.Message.Event)), a.Notify,
-			activities.NotifyInput{Ref: in.Ref, Target: target, Message: in.Message})
+	if in.Ref != "" {
+		send("webhook", a.NotifyTargets, false)
+	}
+	if in.Worker {
+		send("worker webhook", a.WorkerNotifyTargets, true)
 	}
 	for i, f := range sent {
 		if err := f.Get(ctx, nil); err != nil {
-			log.Warn("notification not delivered", "webhook", targets[i]+1, "event", in.Message.Event, "error", err)
+			workflow.GetLogger(ctx).Warn("notification not delivered", "webhook", names[i], "event", in.Message.Event, "error", err)
 		}
 	}
 	return nil

@@ -92,6 +92,54 @@ func (s *codingTaskSuite) TestNoWebhooksNoNotification() {
 	s.NoError(s.env.GetWorkflowError())
 }
 
+// TestNotifiesTheWorkersWebhooks: a task without webhooks of its own asks
+// the workers once whether they have some, and tells theirs at the gate
+// and the end; a task with its own tells both.
+func (s *codingTaskSuite) TestNotifiesTheWorkersWebhooks() {
+	s.env.RegisterWorkflowWithOptions(Notification, NotificationRegisterOptions())
+	s.env.OnActivity(a.WorkerWebhooks, mock.Anything).Return("worker-notify-0a1b", nil).Once()
+	s.env.OnActivity(a.WorkerNotifyTargets, mock.Anything, mock.Anything).Return([]int{0}, nil)
+	var mu sync.Mutex
+	var sent []activities.NotifyInput
+	s.env.OnActivity(a.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NotifyInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, in)
+		return nil
+	})
+	s.onPlan("step one")
+	s.passEverything("s1")
+	s.at(time.Minute, s.signal(SignalApprove, ApproveSignal{}))
+	in := input
+	in.ApprovePlan = true
+	s.env.ExecuteWorkflow(CodingTask, in)
+	s.NoError(s.env.GetWorkflowError())
+
+	s.Require().Len(sent, 2, "messages to the worker's webhook")
+	for i, want := range []notify.Event{notify.EventGate, notify.EventSucceeded} {
+		s.Equal(want, sent[i].Message.Event)
+		s.True(sent[i].Worker, "the worker's webhook")
+		s.Empty(sent[i].Ref)
+	}
+}
+
+// TestNotifiesBothWebhooks: a task with webhooks of its own, run by
+// workers with theirs, tells both.
+func (s *codingTaskSuite) TestNotifiesBothWebhooks() {
+	own := s.onNotify()
+	s.env.OnActivity(a.WorkerWebhooks, mock.Anything).Return("worker-notify-0a1b", nil).Once()
+	s.env.OnActivity(a.WorkerNotifyTargets, mock.Anything, activities.NotifyTargetsInput{Ref: "notify/0123", Event: notify.EventSucceeded}).Return([]int{0}, nil).Once()
+	s.onPlan("step")
+	s.passEverything("s1")
+	in := input
+	in.Notify = "notify/0123"
+	s.env.ExecuteWorkflow(CodingTask, in)
+	s.NoError(s.env.GetWorkflowError())
+	// The task's working webhook, and the worker's (onNotify's Notify
+	// records every message to a target 0).
+	s.Len(*own, 2)
+}
+
 // TestNotificationRetries runs the Notification workflow with the real
 // activities, a real store and a local webhook: a 500 is retried until the
 // webhook takes the message, a 400 is tried once, and neither fails the

@@ -26,6 +26,9 @@ type task struct {
 	// notified counts this run's notifications, which name their
 	// workflows.
 	notified int
+	// workerNotify is the workers' key for this run's notifications, ""
+	// when they have no webhooks; nil until asked (workerWebhooks).
+	workerNotify *string
 	// memoUsage is the usage last put in the memo (MemoUsage).
 	memoUsage activities.ModelUsage
 }

@@ -49,11 +49,18 @@ func cleanEnv(extra ...string) []string { return testenv.CleanEnv(extra...) }
 
 func newCluster(t *testing.T, script llmtest.Script, extraEnv ...string) *cluster {
 	t.Helper()
+	return newClusterWith(t, script, nil, extraEnv...)
+}
+
+// newClusterWith is newCluster whose workers run with workerArgs
+// (worker --config FILE).
+func newClusterWith(t *testing.T, script llmtest.Script, workerArgs []string, extraEnv ...string) *cluster {
+	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	model := llmtest.New(t, script)
 	c := &cluster{t: t, ts: ts, bin: binary(t), model: model, env: testenv.ClusterEnv(
 		ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), t.TempDir(), model.URL(), extraEnv...)}
-	c.workers = testenv.NewFleet(t, c.bin, c.env)
+	c.workers = testenv.NewFleet(t, c.bin, c.env, workerArgs...)
 	c.startWorker()
 	return c
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +93,51 @@ func TestNotifyEndToEnd(t *testing.T) {
 	}
 	if strings.Contains(c.mustCLI("status", id, "--json"), "s3cr3t") {
 		t.Error("the status shows a webhook URL")
+	}
+}
+
+// TestWorkerNotifications: webhooks in a worker's own configuration are
+// told of a task whose client names none, with the worker's Web UI link:
+// a cluster's operator sets them once for every client.
+func TestWorkerNotifications(t *testing.T) {
+	t.Parallel()
+	messages := make(chan map[string]any, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			t.Errorf("webhook body: %v", err)
+		}
+		m["path"] = r.URL.Path
+		messages <- m
+	}))
+	t.Cleanup(receiver.Close)
+	conf := filepath.Join(t.TempDir(), "worker.toml")
+	if err := os.WriteFile(conf, []byte("[[notifications]]\nurl = \""+receiver.URL+"/team\"\nformat = \"json\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newClusterWith(t, pythonScenario.script(), []string{"--config", conf}, "AUTOCODER_SANDBOX=bwrap", "TEMPORAL_UI_URL=http://ui.example")
+	id := c.start("--lang", "python", "--approve-plan", pythonScenario.task)
+	next := func(what string) map[string]any {
+		t.Helper()
+		select {
+		case m := <-messages:
+			return m
+		case <-time.After(time.Minute):
+			t.Fatalf("no %s message within a minute", what)
+			return nil
+		}
+	}
+	gate := next("gate")
+	if gate["event"] != "gate" || gate["taskId"] != id || gate["path"] != "/team" || !strings.HasSuffix(fmt.Sprint(gate["link"]), "/workflows/"+id) {
+		t.Errorf("gate message: %v", gate)
+	}
+	c.mustCLI("approve", id)
+	if end := next("success"); end["event"] != "succeeded" || end["taskId"] != id {
+		t.Errorf("end message: %v", end)
+	}
+	select {
+	case m := <-messages:
+		t.Errorf("a third message: %v", m)
+	case <-time.After(2 * time.Second):
 	}
 }
