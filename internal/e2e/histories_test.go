@@ -38,16 +38,17 @@ import (
 // historyCase is one recorded story of the workflow: how the task is
 // asked for, how the scripted model behaves, and what a person does.
 type historyCase struct {
-	name     string
-	failures int           // attempts whose code is wrong before the right one
-	socket   bool          // the code imports socket, which the safety policy flags
-	tamper   bool          // the project has the user's tests and the model weakens them
-	command  bool          // the model runs a command before the tests
-	slow     time.Duration // each turn's answer takes this long
-	notify   bool          // the task tells a webhook at its gates and its end
-	mcp      bool          // the model first looks a word up with an MCP server's tool
-	install  bool          // the model first adds a package with the install tool
-	input    func(*workflows.TaskInput)
+	name         string
+	failures     int           // attempts whose code is wrong before the right one
+	socket       bool          // the code imports socket, which the safety policy flags
+	tamper       bool          // the project has the user's tests and the model weakens them
+	command      bool          // the model runs a command before the tests
+	slow         time.Duration // each turn's answer takes this long
+	notify       bool          // the task tells a webhook at its gates and its end
+	workerNotify bool          // the worker has a webhook of its own
+	mcp          bool          // the model first looks a word up with an MCP server's tool
+	install      bool          // the model first adds a package with the install tool
+	input        func(*workflows.TaskInput)
 	// drive plays the person while the task runs; it returns when the
 	// task needs nothing more from it.
 	drive func(ctx context.Context, t *testing.T, tc *taskclient.Client, id string)
@@ -71,6 +72,7 @@ var historyCases = []historyCase{
 		drive: feedbackAcrossRuns},
 	{name: "guidance_between_turns", slow: 400 * time.Millisecond, drive: guideMidAttempt},
 	{name: "notifications", notify: true, input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: answerGates(workflows.GatePlan)},
+	{name: "worker_notifications", workerNotify: true, input: func(in *workflows.TaskInput) { in.ApprovePlan = true }, drive: answerGates(workflows.GatePlan)},
 	{name: "mcp_tools", mcp: true},
 	{name: "setup", input: func(in *workflows.TaskInput) { in.Setup = "mkdir -p gen && echo 'ANSWER = 42' > gen/answer.py" }},
 	{name: "install_tool", install: true},
@@ -136,6 +138,10 @@ func TestRecordReplayHistories(t *testing.T) {
 			if hc.notify {
 				in.Notify = webhookRecord(ctx, t, st)
 			}
+			if hc.workerNotify {
+				acts.WorkerNotify = activities.WorkerNotify{Targets: []notify.Target{{URL: webhook(t) + "/team", Format: notify.FormatJSON}}}
+				defer func() { acts.WorkerNotify = activities.WorkerNotify{} }()
+			}
 			id := "history-" + strings.ReplaceAll(hc.name, "_", "-")
 			if _, err := tc.Start(ctx, in, taskclient.StartOptions{ID: id}); err != nil {
 				t.Fatal(err)
@@ -154,13 +160,18 @@ func TestRecordReplayHistories(t *testing.T) {
 // webhookRecord stores a record of one webhook, a local receiver, and
 // returns its key.
 func webhookRecord(ctx context.Context, t *testing.T, st notify.MemoStore) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
-	t.Cleanup(srv.Close)
-	ref, err := notify.Save(ctx, st, notify.Record{Targets: []notify.Target{{URL: srv.URL + "/hook", Format: notify.FormatJSON}}})
+	ref, err := notify.Save(ctx, st, notify.Record{Targets: []notify.Target{{URL: webhook(t) + "/hook", Format: notify.FormatJSON}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ref
+}
+
+// webhook is a local receiver's URL, which takes every message.
+func webhook(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func (hc historyCase) task() string {
