@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -29,13 +30,13 @@ type NotifyTargetsInput struct {
 }
 
 // NotifyInput is one message for one of a task's webhooks, named by its
-// place in the task's record, or, with Worker, in the worker's own
-// (WorkerNotify): the workflow never holds the URL.
+// place in the task's record, or for one of the workers' own, named by
+// WorkerTarget (workerTargetID): the workflow never holds the URL.
 type NotifyInput struct {
-	Ref     string         `json:"ref"`
-	Target  int            `json:"target"`
-	Worker  bool           `json:"worker,omitempty"`
-	Message notify.Message `json:"message"`
+	Ref          string         `json:"ref"`
+	Target       int            `json:"target"`
+	WorkerTarget string         `json:"workerTarget,omitempty"`
+	Message      notify.Message `json:"message"`
 }
 
 // WorkerNotify are the webhooks of a worker's own configuration, told of
@@ -61,25 +62,35 @@ func (a *Activities) WorkerWebhooks(ctx context.Context) (string, error) {
 	return "worker-notify-" + hex.EncodeToString(b[:]), nil
 }
 
-// WorkerNotifyTargets returns the places of the worker's webhooks that
-// want the event, but for those the task names itself (Ref), which are
-// told once, as the task's.
-func (a *Activities) WorkerNotifyTargets(ctx context.Context, in NotifyTargetsInput) ([]int, error) {
+// WorkerNotifyTargets returns the names of the worker's webhooks that want
+// the event (workerTargetID), but for those the task names itself for it
+// (Ref), which are told once, as the task's. A task record that cannot be
+// read leaves the worker's webhooks told.
+func (a *Activities) WorkerNotifyTargets(ctx context.Context, in NotifyTargetsInput) ([]string, error) {
 	var own []notify.Target
 	if in.Ref != "" {
 		rec, err := a.notifyRecord(ctx, in.Ref)
 		if err != nil {
-			return nil, err
+			activity.GetLogger(ctx).Warn("the task's webhooks unknown: telling the worker's", "error", err)
 		}
 		own = rec.Targets
 	}
-	var wanted []int
-	for i, t := range a.WorkerNotify.Targets {
-		if t.Wants(in.Event) && !slices.ContainsFunc(own, func(o notify.Target) bool { return o.URL == t.URL }) {
-			wanted = append(wanted, i)
+	var wanted []string
+	for _, t := range a.WorkerNotify.Targets {
+		told := slices.ContainsFunc(own, func(o notify.Target) bool { return o.URL == t.URL && o.Wants(in.Event) })
+		if t.Wants(in.Event) && !told {
+			wanted = append(wanted, workerTargetID(t))
 		}
 	}
 	return wanted, nil
+}
+
+// workerTargetID names a worker's webhook by what it is, not by its place,
+// so that any worker of the same configuration finds it: a hash of its
+// URL and format, which tells nothing of the URL.
+func workerTargetID(t notify.Target) string {
+	sum := sha256.Sum256([]byte(string(t.Format) + "\x00" + t.URL))
+	return hex.EncodeToString(sum[:8])
 }
 
 // NotifyTargets returns the places of the task's webhooks that want the
@@ -103,15 +114,11 @@ func (a *Activities) NotifyTargets(ctx context.Context, in NotifyTargetsInput) (
 // or asked to wait (a 429's Retry-After sets the next retry's delay).
 // Errors name the webhook by its host, never by its URL.
 func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
-	rec, whose, err := a.notifyTargets(ctx, in)
+	t, link, err := a.notifyTarget(ctx, in)
 	if err != nil {
 		return err
 	}
-	if in.Target < 0 || in.Target >= len(rec.Targets) {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("no webhook %d: %s %d", in.Target, whose, len(rec.Targets)), ErrTypeBadInput, nil)
-	}
-	t := rec.Targets[in.Target]
-	body, err := notify.Body(t.Format, in.Message, rec.Link)
+	body, err := notify.Body(t.Format, in.Message, link)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadInput, nil)
 	}
@@ -133,18 +140,30 @@ func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
 	return temporal.NewApplicationError(err.Error(), "WebhookUnavailable")
 }
 
-// notifyTargets are the webhooks a message is for, the task's or the
-// worker's, with the task's link, and whose they are.
-func (a *Activities) notifyTargets(ctx context.Context, in NotifyInput) (notify.Record, string, error) {
-	if !in.Worker {
-		rec, err := a.notifyRecord(ctx, in.Ref)
-		return rec, "the task has", err
+// notifyTarget is the webhook a message is for, the task's or the
+// worker's, with the task's link. A worker's webhook this worker lacks is
+// retried: another worker may have it (the workers' configurations
+// differ while a change rolls out).
+func (a *Activities) notifyTarget(ctx context.Context, in NotifyInput) (notify.Target, string, error) {
+	if in.WorkerTarget != "" {
+		i := slices.IndexFunc(a.WorkerNotify.Targets, func(t notify.Target) bool { return workerTargetID(t) == in.WorkerTarget })
+		if i < 0 {
+			return notify.Target{}, "", temporal.NewApplicationError(fmt.Sprintf("this worker has no webhook %s: the workers' [[notifications]] differ", in.WorkerTarget), "WebhookUnknown")
+		}
+		link := ""
+		if a.WorkerNotify.Link != nil {
+			link = a.WorkerNotify.Link(in.Message.TaskID)
+		}
+		return a.WorkerNotify.Targets[i], link, nil
 	}
-	rec := notify.Record{Targets: a.WorkerNotify.Targets}
-	if a.WorkerNotify.Link != nil {
-		rec.Link = a.WorkerNotify.Link(in.Message.TaskID)
+	rec, err := a.notifyRecord(ctx, in.Ref)
+	if err != nil {
+		return notify.Target{}, "", err
 	}
-	return rec, "this worker has", nil
+	if in.Target < 0 || in.Target >= len(rec.Targets) {
+		return notify.Target{}, "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("no webhook %d: the task has %d", in.Target, len(rec.Targets)), ErrTypeBadInput, nil)
+	}
+	return rec.Targets[in.Target], rec.Link, nil
 }
 
 // notifyRecord reads the task's webhooks; a record that is not there will

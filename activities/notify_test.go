@@ -185,47 +185,62 @@ func TestNotifyTargets(t *testing.T) {
 }
 
 // TestWorkerNotify: the worker's own webhooks that want the event, but
-// those the task names itself, are told with the worker's link for the
-// task; a worker without webhooks gives no key.
+// those the task names itself for it, are told by a name that does not
+// depend on their place, with the worker's link for the task; a worker
+// without webhooks gives no key, one without the webhook named has the
+// delivery retried (another worker may have it).
 func TestWorkerNotify(t *testing.T) {
 	r := newReceiver(t, http.StatusOK)
-	tenv, acts, ref := notifyEnv(t, time.Second, notify.Target{URL: "http://shared/x", Format: notify.FormatJSON})
+	tenv, acts, ref := notifyEnv(t, time.Second,
+		notify.Target{URL: "http://shared/x", Format: notify.FormatJSON},
+		notify.Target{URL: "http://failures/x", Format: notify.FormatJSON, Events: []notify.Event{notify.EventFailed}})
 	v, err := tenv.ExecuteActivity(acts.WorkerWebhooks)
 	var key string
 	if err != nil || v.Get(&key) != nil || key != "" {
 		t.Errorf("a worker without webhooks: key %q, %v; want none", key, err)
 	}
+	mine := notify.Target{URL: r.URL + "/hook", Format: notify.FormatJSON}
+	failures := notify.Target{URL: "http://c/x", Format: notify.FormatJSON, Events: []notify.Event{notify.EventFailed}}
+	shared := notify.Target{URL: "http://shared/x", Format: notify.FormatJSON}
+	alsoTasks := notify.Target{URL: "http://failures/x", Format: notify.FormatJSON}
 	acts.WorkerNotify = WorkerNotify{
-		Targets: []notify.Target{
-			{URL: r.URL + "/hook", Format: notify.FormatJSON},
-			{URL: "http://shared/x", Format: notify.FormatJSON},
-			{URL: "http://c/x", Format: notify.FormatJSON, Events: []notify.Event{notify.EventFailed}},
-		},
-		Link: func(id string) string { return "http://ui.example/workflows/" + id },
+		Targets: []notify.Target{mine, shared, failures, alsoTasks},
+		Link:    func(id string) string { return "http://ui.example/workflows/" + id },
 	}
 	v, err = tenv.ExecuteActivity(acts.WorkerWebhooks)
 	if err != nil || v.Get(&key) != nil || !strings.HasPrefix(key, "worker-notify-") {
 		t.Errorf("a worker with webhooks: key %q, %v", key, err)
 	}
-	var got []int
-	v, err = tenv.ExecuteActivity(acts.WorkerNotifyTargets, NotifyTargetsInput{Ref: ref, Event: notify.EventGate})
-	if err != nil || v.Get(&got) != nil || fmt.Sprint(got) != "[0]" {
-		t.Errorf("WorkerNotifyTargets(gate) = %v, %v; want [0]: not the task's own, not one for failures only", got, err)
+	targets := func(in NotifyTargetsInput) []string {
+		t.Helper()
+		var got []string
+		v, err := tenv.ExecuteActivity(acts.WorkerNotifyTargets, in)
+		if err != nil || v.Get(&got) != nil {
+			t.Fatalf("WorkerNotifyTargets: %v", err)
+		}
+		return got
 	}
-	v, err = tenv.ExecuteActivity(acts.WorkerNotifyTargets, NotifyTargetsInput{Event: notify.EventFailed})
-	if err != nil || v.Get(&got) != nil || fmt.Sprint(got) != "[0 1 2]" {
-		t.Errorf("WorkerNotifyTargets(failed) of a task without webhooks = %v, %v; want [0 1 2]", got, err)
+	// The shared webhook is the task's for every event; the one the task
+	// has for failures only is the worker's at a gate.
+	if got, want := targets(NotifyTargetsInput{Ref: ref, Event: notify.EventGate}), []string{workerTargetID(mine), workerTargetID(alsoTasks)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("WorkerNotifyTargets(gate) = %v, want %v", got, want)
 	}
-	if _, err := tenv.ExecuteActivity(acts.Notify, NotifyInput{Worker: true, Target: 0, Message: gateMsg}); err != nil {
+	if got := targets(NotifyTargetsInput{Event: notify.EventFailed}); len(got) != 4 {
+		t.Errorf("WorkerNotifyTargets(failed) of a task without webhooks = %v, want all four", got)
+	}
+	if got := targets(NotifyTargetsInput{Ref: "notify/gone", Event: notify.EventGate}); len(got) != 3 {
+		t.Errorf("WorkerNotifyTargets(gate) with the task's record gone = %v, want the three that want it", got)
+	}
+	if _, err := tenv.ExecuteActivity(acts.Notify, NotifyInput{WorkerTarget: workerTargetID(mine), Message: gateMsg}); err != nil {
 		t.Fatal(err)
 	}
 	bodies := r.received()
 	if len(bodies) != 1 || !strings.Contains(string(bodies[0]), `"link":"http://ui.example/workflows/t-1"`) {
 		t.Errorf("the worker's webhook was sent %q, want one message with the worker's link", bodies)
 	}
-	_, err = tenv.ExecuteActivity(acts.Notify, NotifyInput{Worker: true, Target: 3, Message: gateMsg})
+	_, err = tenv.ExecuteActivity(acts.Notify, NotifyInput{WorkerTarget: "0123456789abcdef", Message: gateMsg})
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || !app.NonRetryable() || !strings.Contains(err.Error(), "this worker has 3") {
-		t.Errorf("a webhook the worker lacks: %v, want a non-retryable error", err)
+	if !errors.As(err, &app) || app.NonRetryable() || !strings.Contains(err.Error(), "no webhook 0123456789abcdef") {
+		t.Errorf("a webhook this worker lacks: %v, want a retryable error", err)
 	}
 }

@@ -47,15 +47,21 @@ func NewCmdWorker(f *Factory, runF func(*WorkerOptions) error) *cobra.Command {
 				return err
 			}
 			defer closeActs()
-			// A worker's own webhooks are told of every task it runs, as a
-			// cluster's operator sets them once for all its clients; the
-			// local server's worker leaves them to its clients, whose
-			// configuration they are.
-			targets, err := f.cfg.settings.Notifications()
-			if err != nil {
-				return usageError("%v", err)
+			// The webhooks of a file the worker is given (--config) are told
+			// of every task it runs, as a cluster's operator sets them once
+			// for all its clients; never those of a file it found, which
+			// may be a person's own, nor the local server's, which are its
+			// clients'.
+			if f.configFile != "" {
+				targets, err := f.cfg.settings.Notifications()
+				if err != nil {
+					return usageError("%v", err)
+				}
+				acts.WorkerNotify = activities.WorkerNotify{Targets: targets, Link: f.cfg.workflowURL}
+				for _, t := range targets {
+					slog.Info("this worker tells a webhook of every task", "webhook", t.Redacted(), "events", t.Events)
+				}
 			}
-			acts.WorkerNotify = activities.WorkerNotify{Targets: targets, Link: f.cfg.workflowURL}
 			o.Worker.Namespace, o.Worker.InFlightDir = f.cfg.Namespace, f.cfg.inFlightDir()
 			if o.Worker.StoreID, err = acts.Store.ID(ctx); err != nil {
 				return fmt.Errorf("%w: %v", errUnavailable, err)

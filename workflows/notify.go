@@ -132,27 +132,28 @@ func (t *task) notifyEnd(ctx workflow.Context) {
 func Notification(ctx workflow.Context, in NotificationInput) error {
 	var sent []workflow.Future
 	var names []string
-	// whose names the webhooks: "webhook" (the task's) or "worker webhook".
-	send := func(whose string, targets any, worker bool) {
+	deliver := func(name string, in activities.NotifyInput) {
+		names = append(names, name)
+		sent = append(sent, workflow.ExecuteActivity(webhookCtx(ctx, fmt.Sprintf("notify %s: %s", name, in.Message.Event)), a.Notify, in))
+	}
+	targets := activities.NotifyTargetsInput{Ref: in.Ref, Event: in.Message.Event}
+	if in.Ref != "" {
 		var places []int
-		err := workflow.ExecuteActivity(storeCtx(ctx, whose+"s for "+string(in.Message.Event)), targets,
-			activities.NotifyTargetsInput{Ref: in.Ref, Event: in.Message.Event}).Get(ctx, &places)
-		if err != nil {
-			workflow.GetLogger(ctx).Warn("notification not sent: webhooks unknown", "whose", whose, "event", in.Message.Event, "error", err)
-			return
+		if err := workflow.ExecuteActivity(storeCtx(ctx, "webhooks for "+string(in.Message.Event)), a.NotifyTargets, targets).Get(ctx, &places); err != nil {
+			workflow.GetLogger(ctx).Warn("notification not sent: webhooks unknown", "event", in.Message.Event, "error", err)
 		}
 		for _, target := range places {
-			name := fmt.Sprintf("%s %d", whose, target+1)
-			names = append(names, name)
-			sent = append(sent, workflow.ExecuteActivity(webhookCtx(ctx, fmt.Sprintf("notify %s: %s", name, in.Message.Event)), a.Notify,
-				activities.NotifyInput{Ref: in.Ref, Target: target, Worker: worker, Message: in.Message}))
+			deliver(fmt.Sprintf("webhook %d", target+1), activities.NotifyInput{Ref: in.Ref, Target: target, Message: in.Message})
 		}
 	}
-	if in.Ref != "" {
-		send("webhook", a.NotifyTargets, false)
-	}
 	if in.Worker {
-		send("worker webhook", a.WorkerNotifyTargets, true)
+		var ids []string
+		if err := workflow.ExecuteActivity(storeCtx(ctx, "worker webhooks for "+string(in.Message.Event)), a.WorkerNotifyTargets, targets).Get(ctx, &ids); err != nil {
+			workflow.GetLogger(ctx).Warn("notification not sent: the workers' webhooks unknown", "event", in.Message.Event, "error", err)
+		}
+		for _, id := range ids {
+			deliver("worker webhook "+id, activities.NotifyInput{WorkerTarget: id, Message: in.Message})
+		}
 	}
 	for i, f := range sent {
 		if err := f.Get(ctx, nil); err != nil {

@@ -98,7 +98,7 @@ func (s *codingTaskSuite) TestNoWebhooksNoNotification() {
 func (s *codingTaskSuite) TestNotifiesTheWorkersWebhooks() {
 	s.env.RegisterWorkflowWithOptions(Notification, NotificationRegisterOptions())
 	s.env.OnActivity(a.WorkerWebhooks, mock.Anything).Return("worker-notify-0a1b", nil).Once()
-	s.env.OnActivity(a.WorkerNotifyTargets, mock.Anything, mock.Anything).Return([]int{0}, nil)
+	s.env.OnActivity(a.WorkerNotifyTargets, mock.Anything, mock.Anything).Return([]string{"0a1b2c3d4e5f6a7b"}, nil)
 	var mu sync.Mutex
 	var sent []activities.NotifyInput
 	s.env.OnActivity(a.Notify, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.NotifyInput) error {
@@ -118,7 +118,7 @@ func (s *codingTaskSuite) TestNotifiesTheWorkersWebhooks() {
 	s.Require().Len(sent, 2, "messages to the worker's webhook")
 	for i, want := range []notify.Event{notify.EventGate, notify.EventSucceeded} {
 		s.Equal(want, sent[i].Message.Event)
-		s.True(sent[i].Worker, "the worker's webhook")
+		s.Equal("0a1b2c3d4e5f6a7b", sent[i].WorkerTarget, "the worker's webhook")
 		s.Empty(sent[i].Ref)
 	}
 }
@@ -128,7 +128,7 @@ func (s *codingTaskSuite) TestNotifiesTheWorkersWebhooks() {
 func (s *codingTaskSuite) TestNotifiesBothWebhooks() {
 	own := s.onNotify()
 	s.env.OnActivity(a.WorkerWebhooks, mock.Anything).Return("worker-notify-0a1b", nil).Once()
-	s.env.OnActivity(a.WorkerNotifyTargets, mock.Anything, activities.NotifyTargetsInput{Ref: "notify/0123", Event: notify.EventSucceeded}).Return([]int{0}, nil).Once()
+	s.env.OnActivity(a.WorkerNotifyTargets, mock.Anything, activities.NotifyTargetsInput{Ref: "notify/0123", Event: notify.EventSucceeded}).Return([]string{"0a1b2c3d4e5f6a7b"}, nil).Once()
 	s.onPlan("step")
 	s.passEverything("s1")
 	in := input

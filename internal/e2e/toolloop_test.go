@@ -354,25 +354,25 @@ func runPassingTask(ctx context.Context, t *testing.T, c client.Client, acts *ac
 type scriptedProvider struct {
 	name  string
 	model string
-	start func(t *testing.T, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView)
+	start func(t testing.TB, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView)
 }
 
 var scriptedProviders = []scriptedProvider{
-	{"openai", "openai:gpt-4.1-mini", func(t *testing.T, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView) {
+	{"openai", "openai:gpt-4.1-mini", func(t testing.TB, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView) {
 		srv := llmtest.New(t, func(req llmtest.ChatRequest) llmtest.Reply { return answer(chatView(req)) })
 		return llm.Env{OpenAIKey: "test-key", OpenAIBaseURL: srv.URL()}, func() []turnView { return views(srv.Requests(), chatView) }
 	}},
-	{"anthropic", "anthropic:claude-sonnet-4-5", func(t *testing.T, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView) {
+	{"anthropic", "anthropic:claude-sonnet-4-5", func(t testing.TB, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView) {
 		srv := llmtest.NewAnthropic(t, func(req llmtest.MessagesRequest) llmtest.Reply { return answer(messagesView(req)) })
 		return llm.Env{AnthropicKey: "test-key", AnthropicBaseURL: srv.URL()}, func() []turnView { return views(srv.Requests(), messagesView) }
 	}},
-	{"gemini", "gemini:gemini-2.5-pro", func(t *testing.T, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView) {
+	{"gemini", "gemini:gemini-2.5-pro", func(t testing.TB, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView) {
 		srv := llmtest.NewGemini(t, func(req llmtest.GeminiRequest) llmtest.Reply { return answer(geminiView(req)) })
 		return llm.Env{GeminiKey: "test-key", GeminiBaseURL: srv.URL()}, func() []turnView { return views(srv.Requests(), geminiView) }
 	}},
 	// Ollama: plans over its own chat API, tool turns over its
 	// OpenAI-compatible endpoint under /v1.
-	{"ollama", "ollama:qwen2.5-coder:7b", func(t *testing.T, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView) {
+	{"ollama", "ollama:qwen2.5-coder:7b", func(t testing.TB, answer func(turnView) llmtest.Reply) (llm.Env, func() []turnView) {
 		srv := llmtest.NewOllama(t, func(req llmtest.ChatRequest) llmtest.Reply { return answer(chatView(req)) })
 		return llm.Env{OllamaHost: srv.URL()}, func() []turnView { return views(srv.Requests(), chatView) }
 	}},
