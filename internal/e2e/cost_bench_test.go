@@ -50,7 +50,9 @@ func heldTasks() []heldTask {
 					return hunt.answer("1. Find apply_discount's bug, fix it and run the tests.", v)
 				}
 			},
-			solved: func(files []workspace.File) bool { return strings.Contains(string(fileData(files, repo.Bug.Path)), repo.Bug.Fixed) }},
+			solved: func(files []workspace.File) bool {
+				return strings.Contains(string(fileData(files, repo.Bug.Path)), repo.Bug.Fixed)
+			}},
 		{name: "3-step plan", files: []workspace.File{{Path: "test_geometry.py", Data: []byte(geometryTests)}},
 			in: workflows.TaskInput{Task: "Write geometry.py with square_area, square_perimeter and describe_square so that test_geometry.py passes.",
 				Language: "python", TestCmd: "python3 -m pytest -q", MaxIterations: workflows.DefaultMaxIterations},
