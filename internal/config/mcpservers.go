@@ -24,6 +24,10 @@ type MCPServer struct {
 	URL        string
 	Headers    map[string]string // secrets maybe
 	HeadersEnv map[string]string // header → the variable holding its value
+	// OAuth client credentials (a URL server's): the client id, and the
+	// variable holding its secret, never the secret.
+	OAuthClientID        string
+	OAuthClientSecretEnv string
 	// Tools are the tools the model may call; none unless listed ("*":
 	// every tool the server lists).
 	Tools  []string
@@ -31,7 +35,8 @@ type MCPServer struct {
 	Source Source // the entry's [[mcp_servers]] line
 }
 
-var mcpServerKeys = []string{"name", "command", "args", "env", "env_from", "cwd", "url", "headers", "headers_env", "tools", "ask"}
+var mcpServerKeys = []string{"name", "command", "args", "env", "env_from", "cwd", "url", "headers", "headers_env",
+	"oauth_client_id", "oauth_client_secret_env", "tools", "ask"}
 
 // readMCPServers reads the mcp_servers array of tables.
 func (r *fileReader) readMCPServers(v any) {
@@ -68,6 +73,14 @@ func (r *fileReader) mcpServer(prefix string, table map[string]any) (MCPServer, 
 			}
 		case "command":
 			s.Command = stringValue(v, fail)
+		case "oauth_client_id":
+			s.OAuthClientID = stringValue(v, fail)
+		case "oauth_client_secret_env":
+			if s.OAuthClientSecretEnv = stringValue(v, fail); s.OAuthClientSecretEnv != "" {
+				if err := checkEnvName(s.OAuthClientSecretEnv); err != nil {
+					fail("%v", err)
+				}
+			}
 		case "cwd":
 			if s.Cwd = stringValue(v, fail); s.Cwd != "" && !filepath.IsAbs(s.Cwd) {
 				fail("%q: write an absolute path", s.Cwd)
@@ -127,8 +140,10 @@ func (r *fileReader) mcpServer(prefix string, table map[string]any) (MCPServer, 
 		r.fail(prefix, "[[mcp_servers]] %s needs a command (a server over stdio) or a url (over HTTP): one of them", s.Name)
 	case s.URL != "" && (len(s.Args) > 0 || len(s.Env) > 0 || len(s.EnvFrom) > 0 || s.Cwd != ""):
 		r.fail(prefix, "[[mcp_servers]] %s has a url: args, env, env_from and cwd are for a command", s.Name)
-	case s.Command != "" && (len(s.Headers) > 0 || len(s.HeadersEnv) > 0):
-		r.fail(prefix, "[[mcp_servers]] %s has a command: headers and headers_env are for a url", s.Name)
+	case s.Command != "" && (len(s.Headers) > 0 || len(s.HeadersEnv) > 0 || s.OAuthClientID != "" || s.OAuthClientSecretEnv != ""):
+		r.fail(prefix, "[[mcp_servers]] %s has a command: headers, headers_env and oauth_* are for a url", s.Name)
+	case (s.OAuthClientID == "") != (s.OAuthClientSecretEnv == ""):
+		r.fail(prefix, "[[mcp_servers]] %s: oauth_client_id and oauth_client_secret_env go together (OAuth client credentials: the id, and the variable holding the secret)", s.Name)
 	default:
 		return s, true
 	}
@@ -206,6 +221,13 @@ func (c *Config) MCPServers() ([]mcptools.Server, error) {
 		for k, v := range s.Headers {
 			m.Headers[k] = v
 		}
+		if s.OAuthClientID != "" {
+			secret := c.getenv(s.OAuthClientSecretEnv)
+			if secret == "" {
+				return nil, fmt.Errorf("[[mcp_servers]] %s (%s): oauth_client_secret_env names %s, which is not set: export it, or change the file", s.Name, s.Source, s.OAuthClientSecretEnv)
+			}
+			m.OAuth = &mcptools.OAuthClient{ClientID: s.OAuthClientID, ClientSecret: secret}
+		}
 		for k, name := range s.HeadersEnv {
 			v := c.getenv(name)
 			if v == "" {
@@ -236,6 +258,9 @@ func (s MCPServer) Masked() string {
 		}
 		for _, k := range sortedKeys(s.HeadersEnv) {
 			parts = append(parts, "header "+k+" from $"+s.HeadersEnv[k])
+		}
+		if s.OAuthClientID != "" {
+			parts = append(parts, "OAuth client "+s.OAuthClientID+", its secret from $"+s.OAuthClientSecretEnv)
 		}
 	} else {
 		parts = append(parts, strings.Join(append([]string{s.Command}, s.Args...), " "))

@@ -80,7 +80,10 @@ func TestMCPServerErrorsNameTheLine(t *testing.T) {
 		{"unknown key", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\ntimeout = 3\n", 4, "unknown key"},
 		{"tools not a list", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\ntools = \"lookup\"\n", 4, "want a list of strings"},
 		{"relative cwd", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\ncwd = \"src\"\n", 4, "absolute path"},
-		{"headers for a command", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nheaders_env = { A = \"B\" }\n", 1, "headers and headers_env are for a url"},
+		{"headers for a command", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nheaders_env = { A = \"B\" }\n", 1, "headers, headers_env and oauth_* are for a url"},
+		{"oauth for a command", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\noauth_client_id = \"c\"\noauth_client_secret_env = \"S\"\n", 1, "are for a url"},
+		{"oauth id alone", "[[mcp_servers]]\nname = \"a\"\nurl = \"https://h/mcp\"\noauth_client_id = \"c\"\n", 1, "go together"},
+		{"oauth secret env bad", "[[mcp_servers]]\nname = \"a\"\nurl = \"https://h/mcp\"\noauth_client_id = \"c\"\noauth_client_secret_env = \"not a name\"\n", 5, "oauth_client_secret_env"},
 		{"twice", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\n\n[[mcp_servers]]\nname = \"a\"\ncommand = \"y\"\n", 6, "names another server"},
 		{"not a list", "mcp_servers = 3\n", 1, "list of servers"},
 	} {
@@ -99,5 +102,30 @@ func TestMCPServerErrorsNameTheLine(t *testing.T) {
 	p := writeFile(t, t.TempDir(), "c.toml", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nenv = { T = \"s\" }\n", 0o644)
 	if _, err := Load(Options{File: p}); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("env in a file others read: %v", err)
+	}
+}
+
+// TestMCPServerOAuth: an HTTP server's OAuth client takes its secret from
+// the variable the file names, shown only by that name.
+func TestMCPServerOAuth(t *testing.T) {
+	text := "[[mcp_servers]]\nname = \"tracker\"\nurl = \"https://tracker.example/mcp\"\noauth_client_id = \"autocoder\"\noauth_client_secret_env = \"TRACKER_SECRET\"\ntools = [\"*\"]\n"
+	p := writeFile(t, t.TempDir(), "c.toml", text, 0o644)
+	c, err := Load(Options{File: p, Getenv: envOf(map[string]string{"TRACKER_SECRET": "s3cret"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.MCPServers()
+	if err != nil || len(got) != 1 || got[0].OAuth == nil || *got[0].OAuth != (mcptools.OAuthClient{ClientID: "autocoder", ClientSecret: "s3cret"}) {
+		t.Fatalf("MCPServers = %+v, %v", got, err)
+	}
+	if shown := c.FileMCPServers()[0].Masked(); strings.Contains(shown, "s3cret") || !strings.Contains(shown, "OAuth client autocoder, its secret from $TRACKER_SECRET") {
+		t.Errorf("config show would print %q", shown)
+	}
+	c, err = Load(Options{File: p, Getenv: envOf(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MCPServers(); err == nil || !strings.Contains(err.Error(), "TRACKER_SECRET, which is not set") {
+		t.Errorf("an unset oauth_client_secret_env: %v", err)
 	}
 }

@@ -18,7 +18,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/internal/truncate"
@@ -52,13 +55,27 @@ type Server struct {
 	Args    []string
 	Env     []string
 	Dir     string
-	// Streamable HTTP: the endpoint and the headers every request carries.
+	// Streamable HTTP: the endpoint and the headers every request carries,
+	// and the OAuth client the server's authorization server knows, if it
+	// asks for one.
 	URL     string
 	Headers map[string]string
+	OAuth   *OAuthClient
 	// Tools are the tool names the model may call; AllTools allows every one.
 	Tools []string
 	// Ask puts each call behind the command-approval gate.
 	Ask bool
+}
+
+// OAuthClient is a confidential OAuth client of a server's authorization
+// server: the worker gets its tokens with the client credentials grant
+// (RFC 6749 4.4), finding the token endpoint as the MCP authorization
+// spec says (the server's 401, its protected resource metadata, RFC 9728,
+// then its authorization server's metadata, RFC 8414), and sends them as
+// bearer tokens; a token that expires is fetched again.
+type OAuthClient struct {
+	ClientID     string
+	ClientSecret string
 }
 
 // Tool is a tool offered to the model.
@@ -91,6 +108,10 @@ type Pool struct {
 	// runs on the session's reader, which a listing under mu waits on.
 	changedMu sync.Mutex
 	changed   map[string]bool
+
+	// oauth keeps each server's OAuth handler, and with it its token,
+	// across sessions (under mu).
+	oauth map[string]auth.OAuthHandler
 }
 
 // NewPool returns a pool over the servers; it connects to none yet.
@@ -98,7 +119,8 @@ func NewPool(servers []Server, log *slog.Logger) *Pool {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Pool{servers: servers, log: log, sessions: map[string]*mcp.ClientSession{}, tools: map[string][]Tool{}, changed: map[string]bool{}}
+	return &Pool{servers: servers, log: log, sessions: map[string]*mcp.ClientSession{}, tools: map[string][]Tool{}, changed: map[string]bool{},
+		oauth: map[string]auth.OAuthHandler{}}
 }
 
 // ToolName is the name the model calls a server's tool by.
@@ -301,6 +323,25 @@ func resultText(res *mcp.CallToolResult) string {
 	return text
 }
 
+// oauthHandler is the server's OAuth client credentials handler, made at
+// its first session and kept for the next ones. It reaches the metadata
+// and the token endpoint with a client of its own: the server's headers
+// are for the server.
+func (p *Pool) oauthHandler(s Server) (auth.OAuthHandler, error) {
+	if h, ok := p.oauth[s.Name]; ok {
+		return h, nil
+	}
+	h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+		Credentials: &oauthex.ClientCredentials{ClientID: s.OAuth.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: s.OAuth.ClientSecret}},
+		HTTPClient:  &http.Client{Timeout: time.Minute},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("oauth client of %s: %w", s.Name, err)
+	}
+	p.oauth[s.Name] = h
+	return h, nil
+}
+
 // sessionLocked returns the server's session, connecting when there is
 // none; ctx bounds the handshake, and the session outlives it: it is the
 // worker's, not the call's.
@@ -310,7 +351,16 @@ func (p *Pool) sessionLocked(ctx context.Context, s Server) (*mcp.ClientSession,
 	}
 	var transport mcp.Transport
 	if s.URL != "" {
-		transport = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headers{s.Headers}}, DisableStandaloneSSE: true}
+		hc := &http.Client{Transport: headers{s.Headers}}
+		t := &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, DisableStandaloneSSE: true}
+		if s.OAuth != nil {
+			h, err := p.oauthHandler(s)
+			if err != nil {
+				return nil, err
+			}
+			t.OAuthHandler = h
+		}
+		transport = t
 	} else {
 		cmd := exec.Command(s.Command, s.Args...)
 		cmd.Env = append([]string{}, s.Env...) // never nil: nil would hand it the worker's environment

@@ -3,16 +3,22 @@ package mcptools_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/autocoder/autocoder/internal/mcptools"
 	"github.com/autocoder/autocoder/internal/mcptools/mcptest"
@@ -157,5 +163,86 @@ func TestPoolListsToolsAgainWhenTheyChange(t *testing.T) {
 	}
 	if res := pool.Call(ctx, "mcp__docs__extra", nil); res.IsError || res.Text != "extra" {
 		t.Errorf("extra: %+v", res)
+	}
+}
+
+// TestPoolOverHTTPWithOAuth: a server that wants OAuth answers 401 with
+// its protected resource metadata; the pool finds its authorization
+// server's token endpoint, gets a token with the client credentials grant
+// (the secret never reaches the MCP server), calls the tool with it, and
+// keeps it for the next call. A wrong secret is a tool error that says
+// what failed.
+func TestPoolOverHTTPWithOAuth(t *testing.T) {
+	var issued atomic.Int32
+	var tokens sync.Map
+	as := httptest.NewServer(nil)
+	defer as.Close()
+	as.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/.well-known/oauth-authorization-server":
+			json.NewEncoder(w).Encode(map[string]any{"issuer": as.URL, "token_endpoint": as.URL + "/token",
+				"token_endpoint_auth_methods_supported": []string{"client_secret_basic"}, "response_types_supported": []string{"code"},
+				"code_challenge_methods_supported": []string{"S256"}})
+		case "/token":
+			id, secret, ok := r.BasicAuth()
+			if !ok || id != "autocoder-ci" || secret != "s3cret" || r.FormValue("grant_type") != "client_credentials" {
+				w.WriteHeader(http.StatusUnauthorized)
+				io.WriteString(w, `{"error":"invalid_client"}`)
+				return
+			}
+			tok := fmt.Sprintf("tok-%d", issued.Add(1))
+			tokens.Store(tok, true)
+			json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	s := mcp.NewServer(&mcp.Implementation{Name: "tracker", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "The caller."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "auth=" + req.Extra.Header.Get("Authorization")}}}, nil, nil
+		})
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	var sawSecret atomic.Bool
+	verify := func(_ context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+		if _, ok := tokens.Load(token); !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	mcpHandler := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: srv.URL + "/.well-known/oauth-protected-resource"})(
+		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Authorization"), "s3cret") {
+			sawSecret.Store(true)
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	mux.Handle("/.well-known/oauth-protected-resource", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource: srv.URL + "/mcp", AuthorizationServers: []string{as.URL}}))
+
+	pool := mcptools.NewPool([]mcptools.Server{{Name: "tracker", URL: srv.URL + "/mcp", Tools: []string{"*"},
+		OAuth: &mcptools.OAuthClient{ClientID: "autocoder-ci", ClientSecret: "s3cret"}}}, nil)
+	defer pool.Close()
+	for range 2 {
+		res := pool.Call(context.Background(), "mcp__tracker__whoami", nil)
+		if res.IsError || res.Text != "auth=Bearer tok-1" {
+			t.Errorf("whoami with OAuth: %+v", res)
+		}
+	}
+	if n := issued.Load(); n != 1 || sawSecret.Load() {
+		t.Errorf("%d tokens issued (want 1, kept for the second call); the MCP server saw the secret: %v", n, sawSecret.Load())
+	}
+
+	wrong := mcptools.NewPool([]mcptools.Server{{Name: "tracker", URL: srv.URL + "/mcp", Tools: []string{"*"},
+		OAuth: &mcptools.OAuthClient{ClientID: "autocoder-ci", ClientSecret: "wrong"}}}, nil)
+	defer wrong.Close()
+	if res := wrong.Call(context.Background(), "mcp__tracker__whoami", nil); !res.IsError {
+		t.Errorf("a wrong client secret: %+v, want a tool error", res)
+	} else {
+		t.Logf("a wrong client secret: %s", res.Text)
 	}
 }
