@@ -352,7 +352,7 @@ func (p *Pool) sessionLocked(ctx context.Context, s Server) (*mcp.ClientSession,
 	var transport mcp.Transport
 	if s.URL != "" {
 		hc := &http.Client{Transport: headers{s.Headers}}
-		t := &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, DisableStandaloneSSE: true}
+		t := &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}
 		if s.OAuth != nil {
 			h, err := p.oauthHandler(s)
 			if err != nil {

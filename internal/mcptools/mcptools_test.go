@@ -133,12 +133,36 @@ func TestPoolOverHTTPSendsHeaders(t *testing.T) {
 
 // TestPoolListsToolsAgainWhenTheyChange: a server that says its tools
 // changed (notifications/tools/list_changed) has them listed again; until
-// then the listing is kept.
+// then the listing is kept. A command server says it on its stdout, a URL
+// server on the session's standalone stream.
 func TestPoolListsToolsAgainWhenTheyChange(t *testing.T) {
-	bin := mcptest.LookupServer(t)
-	pool := mcptools.NewPool([]mcptools.Server{{
-		Name: "docs", Command: bin, Args: []string{filepath.Join(t.TempDir(), "calls.log")}, Tools: []string{mcptools.AllTools},
-	}}, nil)
+	t.Run("command", func(t *testing.T) {
+		bin := mcptest.LookupServer(t)
+		listsAgain(t, mcptools.Server{Name: "docs", Command: bin, Args: []string{filepath.Join(t.TempDir(), "calls.log")}, Tools: []string{mcptools.AllTools}})
+	})
+	t.Run("url", func(t *testing.T) {
+		s := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
+		text := func(v string) *mcp.CallToolResult {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: v}}}
+		}
+		mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Adds the tool extra."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				mcp.AddTool(s, &mcp.Tool{Name: "extra", Description: "Added by grow."},
+					func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+						return text("extra"), nil, nil
+					})
+				return text("grown"), nil, nil
+			})
+		srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+		defer srv.Close()
+		listsAgain(t, mcptools.Server{Name: "docs", URL: srv.URL, Tools: []string{mcptools.AllTools}})
+	})
+}
+
+// listsAgain checks that the server's tools, grow and then extra once
+// grow has run, are offered as they change.
+func listsAgain(t *testing.T, server mcptools.Server) {
+	pool := mcptools.NewPool([]mcptools.Server{server}, nil)
 	defer pool.Close()
 	ctx := context.Background()
 	offered := func() []string {
