@@ -256,16 +256,13 @@ func (f *Factory) Activities(ctx context.Context, sc sandbox.Config) (*activitie
 		sb.Close()
 		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
-	var pool *mcptools.Pool
-	if len(servers) > 0 {
-		pool = mcptools.NewPool(servers, slog.Default())
-		acts.MCP = pool
-	}
+	// A pool even with none: an edited configuration may add some
+	// (watchConfig).
+	pool := mcptools.NewPool(servers, slog.Default())
+	acts.MCP = pool
 	return acts, func() {
-		if pool != nil {
-			if err := pool.Close(); err != nil {
-				slog.Warn("close MCP sessions", "error", err)
-			}
+		if err := pool.Close(); err != nil {
+			slog.Warn("close MCP sessions", "error", err)
 		}
 		closeEgress()
 		if err := sb.Close(); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/autocoder/autocoder/internal/llmtest"
+	"github.com/autocoder/autocoder/internal/mcptools/mcptest"
 )
 
 // serverSettings is the part of the address file that says what the
@@ -331,9 +333,9 @@ func TestRunWithModelFromConfigFile(t *testing.T) {
 }
 
 // TestConfigEditNeedsNoRestart: while the local server holds an open
-// task, the configuration file is edited to name another model URL; the
-// server takes it on without a restart, and the next run, with the edited
-// file, runs there on the new model.
+// task, the configuration file is edited to name another model URL and
+// an MCP server; the server takes both on without a restart, and the next
+// run, with the edited file, runs there on the new model.
 func TestConfigEditNeedsNoRestart(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -343,17 +345,17 @@ func TestConfigEditNeedsNoRestart(t *testing.T) {
 	l := newLocal(t, first)
 	l.env = slices.DeleteFunc(l.env, func(kv string) bool { return strings.HasPrefix(kv, "OPENAI_BASE_URL=") })
 	cfg := filepath.Join(t.TempDir(), "config.toml")
-	writeConfig := func(url string) {
+	writeConfig := func(url, more string) {
 		t.Helper()
 		tmp := cfg + ".new"
-		if err := os.WriteFile(tmp, []byte("[providers.openai]\nbase_url = \""+url+"\"\n"), 0o600); err != nil {
+		if err := os.WriteFile(tmp, []byte("[providers.openai]\nbase_url = \""+url+"\"\n"+more), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Rename(tmp, cfg); err != nil { // as editors save
 			t.Fatal(err)
 		}
 	}
-	writeConfig(first.URL())
+	writeConfig(first.URL(), "")
 	if _, stderr, code := l.exec(ctx, t, l.env, "--config", cfg, "run", sc.task, "--approve-plan", "--detach"); code != 0 {
 		t.Fatalf("run --detach: exit %d\n%s", code, stderr)
 	}
@@ -362,9 +364,11 @@ func TestConfigEditNeedsNoRestart(t *testing.T) {
 		t.Fatalf("the server's settings %v, want the file's URL", server.Settings)
 	}
 
-	writeConfig(second.URL())
+	// A new URL, and an MCP server: both taken without a restart.
+	writeConfig(second.URL(), fmt.Sprintf("\n[[mcp_servers]]\nname = \"docs\"\ncommand = %q\nargs = [%q]\ntools = [\"lookup\"]\n",
+		mcptest.LookupServer(t), filepath.Join(t.TempDir(), "calls.log")))
 	deadline := time.Now().Add(30 * time.Second)
-	for l.settings(t).Settings["providers.openai.base_url"] != second.URL() {
+	for s := l.settings(t).Settings; s["providers.openai.base_url"] != second.URL() || s["mcp_servers"] == ""; s = l.settings(t).Settings {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server still runs with %v 30 s after the edit", l.settings(t).Settings)
 		}

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -95,8 +96,10 @@ type Result struct {
 // Pool holds one session per server, opened on first use and opened again
 // after a failure.
 type Pool struct {
-	servers []Server
-	log     *slog.Logger
+	log *slog.Logger
+
+	serversMu sync.RWMutex
+	servers   []Server // replaced whole by Reconfigure
 
 	mu       sync.Mutex
 	sessions map[string]*mcp.ClientSession
@@ -139,11 +142,39 @@ func split(name string) (server, tool string, ok bool) {
 }
 
 func (p *Pool) server(name string) (Server, bool) {
-	i := slices.IndexFunc(p.servers, func(s Server) bool { return s.Name == name })
+	servers := p.current()
+	i := slices.IndexFunc(servers, func(s Server) bool { return s.Name == name })
 	if i < 0 {
 		return Server{}, false
 	}
-	return p.servers[i], true
+	return servers[i], true
+}
+
+// current are the servers as last configured.
+func (p *Pool) current() []Server {
+	p.serversMu.RLock()
+	defer p.serversMu.RUnlock()
+	return p.servers
+}
+
+// Reconfigure takes servers in place of the pool's, as a worker's edited
+// configuration names them: a server removed or changed loses its session
+// (a call under way on it ends as a tool error) and is started anew, as
+// configured now, at its next use; the others keep theirs.
+func (p *Pool) Reconfigure(servers []Server) {
+	p.serversMu.Lock()
+	old := p.servers
+	p.servers = servers
+	p.serversMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, o := range old {
+		if i := slices.IndexFunc(servers, func(s Server) bool { return s.Name == o.Name }); i >= 0 && reflect.DeepEqual(servers[i], o) {
+			continue
+		}
+		p.dropLocked(o.Name)
+		delete(p.oauth, o.Name)
+	}
 }
 
 // Ask reports whether calls to the named tool wait for a person.
@@ -157,7 +188,7 @@ func (p *Pool) Ask(name string) bool {
 // reached is logged and offers nothing this time; the rest still do.
 func (p *Pool) Tools(ctx context.Context) []Tool {
 	var out []Tool
-	for _, s := range p.servers {
+	for _, s := range p.current() {
 		tools, err := p.serverTools(ctx, s)
 		if err != nil {
 			p.log.Warn("mcp server's tools not offered", "server", s.Name, "error", err)
@@ -171,6 +202,10 @@ func (p *Pool) Tools(ctx context.Context) []Tool {
 func (p *Pool) serverTools(ctx context.Context, s Server) ([]Tool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	s, ok := p.server(s.Name) // as configured now (Reconfigure)
+	if !ok {
+		return nil, errors.New("the server is no longer configured")
+	}
 	p.changedMu.Lock()
 	changed := p.changed[s.Name]
 	delete(p.changed, s.Name)
@@ -348,6 +383,12 @@ func (p *Pool) oauthHandler(s Server) (auth.OAuthHandler, error) {
 func (p *Pool) sessionLocked(ctx context.Context, s Server) (*mcp.ClientSession, error) {
 	if cs, ok := p.sessions[s.Name]; ok {
 		return cs, nil
+	}
+	// As configured now: a Reconfigure since the caller looked it up
+	// has dropped the session, and must not see one made the old way.
+	s, ok := p.server(s.Name)
+	if !ok {
+		return nil, errors.New("the server is no longer configured")
 	}
 	var transport mcp.Transport
 	if s.URL != "" {

@@ -270,3 +270,55 @@ func TestPoolOverHTTPWithOAuth(t *testing.T) {
 		t.Logf("a wrong client secret: %s", res.Text)
 	}
 }
+
+// TestPoolReconfigure: a server whose entry changes is started again as
+// configured now, one that stays keeps its session, a removed one is no
+// longer called, and a new one is offered.
+func TestPoolReconfigure(t *testing.T) {
+	bin := mcptest.LookupServer(t)
+	dir := t.TempDir()
+	docs := mcptools.Server{Name: "docs", Command: bin, Args: []string{filepath.Join(dir, "docs.log")}, Tools: []string{"lookup"}}
+	keep := mcptools.Server{Name: "keep", Command: bin, Args: []string{filepath.Join(dir, "keep.log")}, Tools: []string{"environ"}}
+	pool := mcptools.NewPool([]mcptools.Server{docs, keep}, nil)
+	defer pool.Close()
+	ctx := context.Background()
+	environ := func(server string) string {
+		t.Helper()
+		res := pool.Call(ctx, "mcp__"+server+"__environ", nil)
+		if res.IsError {
+			t.Fatalf("environ of %s: %+v", server, res)
+		}
+		return res.Text
+	}
+	names := func() []string {
+		var out []string
+		for _, tool := range pool.Tools(ctx) {
+			out = append(out, tool.Name)
+		}
+		return out
+	}
+	if got := names(); !slices.Equal(got, []string{"mcp__docs__lookup", "mcp__keep__environ"}) {
+		t.Fatalf("offered %v", got)
+	}
+	keptBefore := environ("keep")
+
+	changed := docs
+	changed.Env = []string{"EDITED=yes"}
+	changed.Tools = []string{"lookup", "environ"}
+	added := mcptools.Server{Name: "added", Command: bin, Args: []string{filepath.Join(dir, "added.log")}, Tools: []string{"lookup"}}
+	pool.Reconfigure([]mcptools.Server{changed, keep, added})
+	if got := names(); !slices.Equal(got, []string{"mcp__docs__environ", "mcp__docs__lookup", "mcp__keep__environ", "mcp__added__lookup"}) {
+		t.Errorf("offered after the change %v", got)
+	}
+	if got := environ("docs"); !strings.Contains(got, "EDITED=yes") {
+		t.Errorf("the changed server's environment %q: not started again as configured now", got)
+	}
+	if got := environ("keep"); got != keptBefore {
+		t.Errorf("the unchanged server's answer changed: %q, then %q", keptBefore, got)
+	}
+
+	pool.Reconfigure([]mcptools.Server{keep})
+	if res := pool.Call(ctx, "mcp__docs__lookup", json.RawMessage(`{"query":"x"}`)); !res.IsError || !strings.Contains(res.Text, "no MCP server is configured") {
+		t.Errorf("a removed server's tool: %+v", res)
+	}
+}
