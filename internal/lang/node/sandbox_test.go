@@ -166,17 +166,28 @@ func TestTypeScriptFailureNamesSource(t *testing.T) {
 }
 
 // TestOwnTestScript runs the project's own test script when package.json
-// has one, but for npm's placeholder.
+// has one, but for npm's placeholder: without npm, unless the script has a
+// pretest step or reads npm's variables.
 func TestOwnTestScript(t *testing.T) {
 	r := newRunner(t, "bwrap")
 	js := example{lang: node.JavaScript()}
 	own := []workspace.File{
 		{Path: "package.json", Data: []byte(`{"name": "own", "scripts": {"test": "node checks.js"}}`)},
-		{Path: "checks.js", Data: []byte("console.log('own checks ran'); process.exit(3);\n")},
+		{Path: "checks.js", Data: []byte("console.log('own checks ran', process.env.npm_lifecycle_event || 'without npm'); process.exit(3);\n")},
 		{Path: "a.test.js", Data: []byte("require('node:test')('passes', () => {});\n")},
 	}
-	if out := js.run(t, r, own, nil, false); !strings.Contains(out, "own checks ran") {
-		t.Errorf("the project's test script did not run:\n%s", out)
+	if out := js.run(t, r, own, nil, false); !strings.Contains(out, "own checks ran without npm") {
+		t.Errorf("the project's test script did not run, or ran through npm:\n%s", out)
+	}
+	// A pretest step, or npm's variables: through npm, which has them.
+	for scripts, want := range map[string]string{
+		`{"pretest": "node -e \"console.log('pretest ran')\"", "test": "node checks.js"}`: "pretest ran",
+		`{"test": "echo the package is $npm_package_name && node checks.js"}`:             "the package is own",
+	} {
+		withNpm := langtest.WithFile(own, workspace.File{Path: "package.json", Data: []byte(`{"name": "own", "scripts": ` + scripts + `}`)})
+		if out := js.run(t, r, withNpm, nil, false); !strings.Contains(out, want) || !strings.Contains(out, "own checks ran test") {
+			t.Errorf("%s did not run through npm:\n%s", scripts, out)
+		}
 	}
 	placeholder := langtest.WithFile(own, workspace.File{Path: "package.json",
 		Data: []byte(`{"name": "own", "scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}`)})
