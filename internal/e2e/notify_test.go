@@ -20,15 +20,7 @@ import (
 // task nor the first webhook's messages.
 func TestNotifyEndToEnd(t *testing.T) {
 	t.Parallel()
-	messages := make(chan map[string]any, 16)
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m map[string]any
-		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
-			t.Errorf("webhook body: %v", err)
-		}
-		messages <- m
-	}))
-	t.Cleanup(receiver.Close)
+	receiver, next := webhookReceiver(t)
 	hung := make(chan any, 16) // the messages the dead webhook was sent
 	release := make(chan struct{})
 	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -46,18 +38,8 @@ func TestNotifyEndToEnd(t *testing.T) {
 	start := time.Now()
 	t.Logf("cluster up in %s (the binary built)", start.Sub(begun).Round(time.Millisecond))
 	id := c.start("--lang", "python", "--approve-plan",
-		"--notify", "json:"+receiver.URL+"/hook", "--notify", "slack:"+dead.URL+"/hook/s3cr3t", pythonScenario.task)
+		"--notify", "json:"+receiver+"/hook", "--notify", "slack:"+dead.URL+"/hook/s3cr3t", pythonScenario.task)
 
-	next := func(what string) map[string]any {
-		t.Helper()
-		select {
-		case m := <-messages:
-			return m
-		case <-time.After(time.Minute):
-			t.Fatalf("no %s message within a minute", what)
-			return nil
-		}
-	}
 	gate := next("gate")
 	t.Logf("gate message %s after start", time.Since(start).Round(time.Millisecond))
 	if gate["event"] != "gate" || gate["gate"] != workflows.GatePlan || gate["taskId"] != id ||
@@ -101,6 +83,31 @@ func TestNotifyEndToEnd(t *testing.T) {
 // a cluster's operator sets them once for every client.
 func TestWorkerNotifications(t *testing.T) {
 	t.Parallel()
+	receiver, next := webhookReceiver(t)
+	conf := filepath.Join(t.TempDir(), "worker.toml")
+	if err := os.WriteFile(conf, []byte("[[notifications]]\nurl = \""+receiver+"/team\"\nformat = \"json\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newClusterWith(t, pythonScenario.script(), []string{"--config", conf}, "AUTOCODER_SANDBOX=bwrap", "TEMPORAL_UI_URL=http://ui.example")
+	id := c.start("--lang", "python", "--approve-plan", pythonScenario.task)
+	gate := next("gate")
+	if gate["event"] != "gate" || gate["taskId"] != id || gate["path"] != "/team" || !strings.HasSuffix(fmt.Sprint(gate["link"]), "/workflows/"+id) {
+		t.Errorf("gate message: %v", gate)
+	}
+	c.mustCLI("approve", id)
+	if end := next("success"); end["event"] != "succeeded" || end["taskId"] != id {
+		t.Errorf("end message: %v", end)
+	}
+	if m := next(""); m != nil {
+		t.Errorf("a third message: %v", m)
+	}
+}
+
+// webhookReceiver is a local webhook: its URL, and next, which returns
+// the next message it was sent (its path as "path"), failing the test
+// when none comes within a minute; next("") waits 2 s and returns nil
+// when none comes.
+func webhookReceiver(t *testing.T) (string, func(what string) map[string]any) {
 	messages := make(chan map[string]any, 16)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var m map[string]any
@@ -111,33 +118,20 @@ func TestWorkerNotifications(t *testing.T) {
 		messages <- m
 	}))
 	t.Cleanup(receiver.Close)
-	conf := filepath.Join(t.TempDir(), "worker.toml")
-	if err := os.WriteFile(conf, []byte("[[notifications]]\nurl = \""+receiver.URL+"/team\"\nformat = \"json\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := newClusterWith(t, pythonScenario.script(), []string{"--config", conf}, "AUTOCODER_SANDBOX=bwrap", "TEMPORAL_UI_URL=http://ui.example")
-	id := c.start("--lang", "python", "--approve-plan", pythonScenario.task)
-	next := func(what string) map[string]any {
+	return receiver.URL, func(what string) map[string]any {
 		t.Helper()
+		wait := time.Minute
+		if what == "" {
+			wait = 2 * time.Second
+		}
 		select {
 		case m := <-messages:
 			return m
-		case <-time.After(time.Minute):
-			t.Fatalf("no %s message within a minute", what)
+		case <-time.After(wait):
+			if what != "" {
+				t.Fatalf("no %s message within a minute", what)
+			}
 			return nil
 		}
-	}
-	gate := next("gate")
-	if gate["event"] != "gate" || gate["taskId"] != id || gate["path"] != "/team" || !strings.HasSuffix(fmt.Sprint(gate["link"]), "/workflows/"+id) {
-		t.Errorf("gate message: %v", gate)
-	}
-	c.mustCLI("approve", id)
-	if end := next("success"); end["event"] != "succeeded" || end["taskId"] != id {
-		t.Errorf("end message: %v", end)
-	}
-	select {
-	case m := <-messages:
-		t.Errorf("a third message: %v", m)
-	case <-time.After(2 * time.Second):
 	}
 }
