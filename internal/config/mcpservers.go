@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,7 @@ type MCPServer struct {
 	// variable holding its secret, never the secret.
 	OAuthClientID        string
 	OAuthClientSecretEnv string
+	OAuthIssuer          string // the only authorization server the secret may go to
 	// Tools are the tools the model may call; none unless listed ("*":
 	// every tool the server lists).
 	Tools  []string
@@ -36,7 +38,7 @@ type MCPServer struct {
 }
 
 var mcpServerKeys = []string{"name", "command", "args", "env", "env_from", "cwd", "url", "headers", "headers_env",
-	"oauth_client_id", "oauth_client_secret_env", "tools", "ask"}
+	"oauth_client_id", "oauth_client_secret_env", "oauth_issuer", "tools", "ask"}
 
 // readMCPServers reads the mcp_servers array of tables.
 func (r *fileReader) readMCPServers(v any) {
@@ -75,6 +77,10 @@ func (r *fileReader) mcpServer(prefix string, table map[string]any) (MCPServer, 
 			s.Command = stringValue(v, fail)
 		case "oauth_client_id":
 			s.OAuthClientID = stringValue(v, fail)
+		case "oauth_issuer":
+			if s.OAuthIssuer = stringValue(v, fail); s.OAuthIssuer != "" && !secureURL(s.OAuthIssuer) {
+				fail("want an https:// URL (http:// only to the loopback)")
+			}
 		case "oauth_client_secret_env":
 			if s.OAuthClientSecretEnv = stringValue(v, fail); s.OAuthClientSecretEnv != "" {
 				if err := checkEnvName(s.OAuthClientSecretEnv); err != nil {
@@ -142,12 +148,39 @@ func (r *fileReader) mcpServer(prefix string, table map[string]any) (MCPServer, 
 		r.fail(prefix, "[[mcp_servers]] %s has a url: args, env, env_from and cwd are for a command", s.Name)
 	case s.Command != "" && (len(s.Headers) > 0 || len(s.HeadersEnv) > 0 || s.OAuthClientID != "" || s.OAuthClientSecretEnv != ""):
 		r.fail(prefix, "[[mcp_servers]] %s has a command: headers, headers_env and oauth_* are for a url", s.Name)
-	case (s.OAuthClientID == "") != (s.OAuthClientSecretEnv == ""):
-		r.fail(prefix, "[[mcp_servers]] %s: oauth_client_id and oauth_client_secret_env go together (OAuth client credentials: the id, and the variable holding the secret)", s.Name)
+	case (s.OAuthClientID == "") != (s.OAuthClientSecretEnv == "") || (s.OAuthIssuer != "" && s.OAuthClientID == ""):
+		r.fail(prefix, "[[mcp_servers]] %s: oauth_client_id and oauth_client_secret_env go together (OAuth client credentials: the id, and the variable holding the secret), and oauth_issuer with them", s.Name)
+	case s.OAuthClientID != "" && !secureURL(s.URL):
+		r.fail(prefix, "[[mcp_servers]] %s: a server that gets an OAuth client's tokens is reached over https:// (http:// only on the loopback)", s.Name)
+	case s.OAuthClientID != "" && (hasHeader(s.Headers, "Authorization") || hasHeader(s.HeadersEnv, "Authorization")):
+		r.fail(prefix, "[[mcp_servers]] %s: an Authorization header would replace the OAuth client's tokens: keep one of them", s.Name)
 	default:
 		return s, true
 	}
 	return s, false
+}
+
+// secureURL is an https:// URL, or an http:// one to the loopback.
+func secureURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if u.Scheme == "https" {
+		return true
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	return u.Scheme == "http" && (host == "localhost" || ip != nil && ip.IsLoopback())
+}
+
+func hasHeader(h map[string]string, name string) bool {
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func stringValue(v any, fail func(string, ...any)) string {
@@ -226,7 +259,7 @@ func (c *Config) MCPServers() ([]mcptools.Server, error) {
 			if secret == "" {
 				return nil, fmt.Errorf("[[mcp_servers]] %s (%s): oauth_client_secret_env names %s, which is not set: export it, or change the file", s.Name, s.Source, s.OAuthClientSecretEnv)
 			}
-			m.OAuth = &mcptools.OAuthClient{ClientID: s.OAuthClientID, ClientSecret: secret}
+			m.OAuth = &mcptools.OAuthClient{ClientID: s.OAuthClientID, ClientSecret: secret, Issuer: s.OAuthIssuer}
 		}
 		for k, name := range s.HeadersEnv {
 			v := c.getenv(name)
@@ -261,6 +294,9 @@ func (s MCPServer) Masked() string {
 		}
 		if s.OAuthClientID != "" {
 			parts = append(parts, "OAuth client "+s.OAuthClientID+", its secret from $"+s.OAuthClientSecretEnv)
+			if s.OAuthIssuer != "" {
+				parts = append(parts, "issued by "+s.OAuthIssuer)
+			}
 		}
 	} else {
 		parts = append(parts, strings.Join(append([]string{s.Command}, s.Args...), " "))

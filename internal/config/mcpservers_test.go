@@ -83,6 +83,9 @@ func TestMCPServerErrorsNameTheLine(t *testing.T) {
 		{"headers for a command", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nheaders_env = { A = \"B\" }\n", 1, "headers, headers_env and oauth_* are for a url"},
 		{"oauth for a command", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\noauth_client_id = \"c\"\noauth_client_secret_env = \"S\"\n", 1, "are for a url"},
 		{"oauth id alone", "[[mcp_servers]]\nname = \"a\"\nurl = \"https://h/mcp\"\noauth_client_id = \"c\"\n", 1, "go together"},
+		{"oauth over http", "[[mcp_servers]]\nname = \"a\"\nurl = \"http://h.example/mcp\"\noauth_client_id = \"c\"\noauth_client_secret_env = \"S\"\n", 1, "over https://"},
+		{"oauth and a bearer", "[[mcp_servers]]\nname = \"a\"\nurl = \"https://h/mcp\"\noauth_client_id = \"c\"\noauth_client_secret_env = \"S\"\nheaders_env = { authorization = \"T\" }\n", 1, "keep one of them"},
+		{"oauth issuer over http", "[[mcp_servers]]\nname = \"a\"\nurl = \"https://h/mcp\"\noauth_client_id = \"c\"\noauth_client_secret_env = \"S\"\noauth_issuer = \"http://as.example\"\n", 6, "https://"},
 		{"oauth secret env bad", "[[mcp_servers]]\nname = \"a\"\nurl = \"https://h/mcp\"\noauth_client_id = \"c\"\noauth_client_secret_env = \"not a name\"\n", 5, "oauth_client_secret_env"},
 		{"twice", "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\n\n[[mcp_servers]]\nname = \"a\"\ncommand = \"y\"\n", 6, "names another server"},
 		{"not a list", "mcp_servers = 3\n", 1, "list of servers"},
@@ -108,14 +111,14 @@ func TestMCPServerErrorsNameTheLine(t *testing.T) {
 // TestMCPServerOAuth: an HTTP server's OAuth client takes its secret from
 // the variable the file names, shown only by that name.
 func TestMCPServerOAuth(t *testing.T) {
-	text := "[[mcp_servers]]\nname = \"tracker\"\nurl = \"https://tracker.example/mcp\"\noauth_client_id = \"autocoder\"\noauth_client_secret_env = \"TRACKER_SECRET\"\ntools = [\"*\"]\n"
+	text := "[[mcp_servers]]\nname = \"tracker\"\nurl = \"https://tracker.example/mcp\"\noauth_client_id = \"autocoder\"\noauth_client_secret_env = \"TRACKER_SECRET\"\noauth_issuer = \"https://login.example\"\ntools = [\"*\"]\n"
 	p := writeFile(t, t.TempDir(), "c.toml", text, 0o644)
 	c, err := Load(Options{File: p, Getenv: envOf(map[string]string{"TRACKER_SECRET": "s3cret"})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := c.MCPServers()
-	if err != nil || len(got) != 1 || got[0].OAuth == nil || *got[0].OAuth != (mcptools.OAuthClient{ClientID: "autocoder", ClientSecret: "s3cret"}) {
+	if err != nil || len(got) != 1 || got[0].OAuth == nil || *got[0].OAuth != (mcptools.OAuthClient{ClientID: "autocoder", ClientSecret: "s3cret", Issuer: "https://login.example"}) {
 		t.Fatalf("MCPServers = %+v, %v", got, err)
 	}
 	if shown := c.FileMCPServers()[0].Masked(); strings.Contains(shown, "s3cret") || !strings.Contains(shown, "OAuth client autocoder, its secret from $TRACKER_SECRET") {

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
 
 	"github.com/autocoder/autocoder/internal/termsafe"
 	"github.com/autocoder/autocoder/internal/truncate"
@@ -77,6 +78,9 @@ type Server struct {
 type OAuthClient struct {
 	ClientID     string
 	ClientSecret string
+	// Issuer, when set, is the only authorization server the secret is
+	// sent to (its metadata must name it).
+	Issuer string
 }
 
 // Tool is a tool offered to the model.
@@ -367,14 +371,16 @@ func (p *Pool) oauthHandler(s Server) (auth.OAuthHandler, error) {
 		return h, nil
 	}
 	h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
-		Credentials: &oauthex.ClientCredentials{ClientID: s.OAuth.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: s.OAuth.ClientSecret}},
-		HTTPClient:  &http.Client{Timeout: time.Minute},
+		Credentials: &oauthex.ClientCredentials{ClientID: s.OAuth.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: s.OAuth.ClientSecret},
+			Issuer: s.OAuth.Issuer},
+		HTTPClient: &http.Client{Timeout: time.Minute},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("oauth client of %s: %w", s.Name, err)
 	}
-	p.oauth[s.Name] = h
-	return h, nil
+	o := &oauthClient{h: h}
+	p.oauth[s.Name] = o
+	return o, nil
 }
 
 // sessionLocked returns the server's session, connecting when there is
@@ -424,6 +430,18 @@ func (p *Pool) sessionLocked(ctx context.Context, s Server) (*mcp.ClientSession,
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	p.sessions[s.Name] = cs
+	// A session that ends on its own (a process that exits, a stream a
+	// proxy keeps closing) is dropped at once, so the next call starts a
+	// new one rather than failing on it.
+	go func() {
+		_ = cs.Wait()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.sessions[s.Name] == cs {
+			delete(p.sessions, s.Name)
+			delete(p.tools, s.Name)
+		}
+	}()
 	return cs, nil
 }
 
@@ -452,10 +470,44 @@ func (p *Pool) Close() error {
 // headers adds the configured headers to each request.
 type headers struct{ h map[string]string }
 
+// standingStream is the transport of the session's standing event stream
+// (a GET): a server that takes the request and never answers it would
+// hold the session's connect, and the pool with it.
+var standingStream = func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = setupTimeout
+	return t
+}()
+
 func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	for k, v := range h.h {
 		r.Header.Set(k, v)
 	}
+	if r.Method == http.MethodGet {
+		return standingStream.RoundTrip(r)
+	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// oauthClient makes the SDK's client credentials handler fit a pool that
+// its sessions' calls share: one Authorize at a time, and the token
+// source it makes fetches later tokens on a context that lives as long
+// as the handler (the request's, which it keeps, ends with the call). Its
+// HTTP client's timeout bounds each fetch.
+type oauthClient struct {
+	mu sync.Mutex
+	h  auth.OAuthHandler
+}
+
+func (o *oauthClient) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.h.TokenSource(ctx)
+}
+
+func (o *oauthClient) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.h.Authorize(context.WithoutCancel(ctx), req, resp)
 }

@@ -194,10 +194,12 @@ func listsAgain(t *testing.T, server mcptools.Server) {
 // its protected resource metadata; the pool finds its authorization
 // server's token endpoint, gets a token with the client credentials grant
 // (the secret never reaches the MCP server), calls the tool with it, and
-// keeps it for the next call. A wrong secret is a tool error that says
-// what failed.
+// keeps it for the next call, and gets another once it expires. An
+// authorization server other than the one named, or a wrong secret, is a
+// tool error that says what failed.
 func TestPoolOverHTTPWithOAuth(t *testing.T) {
-	var issued atomic.Int32
+	var issued, expiresIn atomic.Int32
+	expiresIn.Store(3600)
 	var tokens sync.Map
 	as := httptest.NewServer(nil)
 	defer as.Close()
@@ -217,7 +219,7 @@ func TestPoolOverHTTPWithOAuth(t *testing.T) {
 			}
 			tok := fmt.Sprintf("tok-%d", issued.Add(1))
 			tokens.Store(tok, true)
-			json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+			json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": expiresIn.Load()})
 		default:
 			http.NotFound(w, r)
 		}
@@ -259,6 +261,31 @@ func TestPoolOverHTTPWithOAuth(t *testing.T) {
 	}
 	if n := issued.Load(); n != 1 || sawSecret.Load() {
 		t.Errorf("%d tokens issued (want 1, kept for the second call); the MCP server saw the secret: %v", n, sawSecret.Load())
+	}
+
+	// Tokens that expire at once: each call gets a new one, after the
+	// call that set the source up has ended.
+	expiresIn.Store(1)
+	short := mcptools.NewPool([]mcptools.Server{{Name: "tracker", URL: srv.URL + "/mcp", Tools: []string{"*"},
+		OAuth: &mcptools.OAuthClient{ClientID: "autocoder-ci", ClientSecret: "s3cret", Issuer: as.URL}}}, nil)
+	defer short.Close()
+	before := issued.Load()
+	for i := range 3 {
+		if res := short.Call(context.Background(), "mcp__tracker__whoami", nil); res.IsError {
+			t.Errorf("call %d with tokens that expire: %+v", i, res)
+		}
+	}
+	if n := issued.Load() - before; n < 3 {
+		t.Errorf("%d tokens issued for 3 calls with tokens that expire at once", n)
+	}
+
+	// An issuer that is not the one named: the secret is not sent.
+	before = issued.Load()
+	other := mcptools.NewPool([]mcptools.Server{{Name: "tracker", URL: srv.URL + "/mcp", Tools: []string{"*"},
+		OAuth: &mcptools.OAuthClient{ClientID: "autocoder-ci", ClientSecret: "s3cret", Issuer: "https://login.example"}}}, nil)
+	defer other.Close()
+	if res := other.Call(context.Background(), "mcp__tracker__whoami", nil); !res.IsError || !strings.Contains(res.Text, "issuer") || issued.Load() != before {
+		t.Errorf("another issuer than the one named: %+v, %d tokens issued", res, issued.Load()-before)
 	}
 
 	wrong := mcptools.NewPool([]mcptools.Server{{Name: "tracker", URL: srv.URL + "/mcp", Tools: []string{"*"},
