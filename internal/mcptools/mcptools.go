@@ -162,9 +162,11 @@ func (p *Pool) current() []Server {
 }
 
 // Reconfigure takes servers in place of the pool's, as a worker's edited
-// configuration names them: a server removed or changed loses its session
-// (a call under way on it ends as a tool error) and is started anew, as
-// configured now, at its next use; the others keep theirs.
+// configuration names them: a server removed, or reached otherwise now,
+// loses its session (a call under way on it ends as a tool error) and is
+// started anew, as configured now, at its next use; one whose allowed
+// tools or ask changed keeps its session and is listed again; the others
+// keep theirs.
 func (p *Pool) Reconfigure(servers []Server) {
 	p.serversMu.Lock()
 	old := p.servers
@@ -173,12 +175,22 @@ func (p *Pool) Reconfigure(servers []Server) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, o := range old {
-		if i := slices.IndexFunc(servers, func(s Server) bool { return s.Name == o.Name }); i >= 0 && reflect.DeepEqual(servers[i], o) {
-			continue
+		i := slices.IndexFunc(servers, func(s Server) bool { return s.Name == o.Name })
+		switch {
+		case i >= 0 && reflect.DeepEqual(servers[i], o):
+		case i >= 0 && reflect.DeepEqual(connection(servers[i]), connection(o)):
+			delete(p.tools, o.Name)
+		default:
+			p.dropLocked(o.Name)
+			delete(p.oauth, o.Name)
 		}
-		p.dropLocked(o.Name)
-		delete(p.oauth, o.Name)
 	}
+}
+
+// connection is what of a server its session is made with.
+func connection(s Server) Server {
+	s.Tools, s.Ask = nil, false
+	return s
 }
 
 // Ask reports whether calls to the named tool wait for a person.
@@ -471,23 +483,34 @@ func (p *Pool) Close() error {
 type headers struct{ h map[string]string }
 
 // standingStream is the transport of the session's standing event stream
-// (a GET): a server that takes the request and never answers it would
-// hold the session's connect, and the pool with it.
+// (a GET without Last-Event-ID), which the SDK opens while it connects:
+// it must answer within standingStreamTimeout.
 var standingStream = func() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.ResponseHeaderTimeout = setupTimeout
+	t.ResponseHeaderTimeout = standingStreamTimeout
 	return t
 }()
+
+// standingStreamTimeout bounds the standing stream's answer.
+const standingStreamTimeout = 5 * time.Second
 
 func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	for k, v := range h.h {
 		r.Header.Set(k, v)
 	}
-	if r.Method == http.MethodGet {
-		return standingStream.RoundTrip(r)
+	if r.Method != http.MethodGet || r.Header.Get("Last-Event-ID") != "" {
+		return http.DefaultTransport.RoundTrip(r)
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := standingStream.RoundTrip(r)
+	if err != nil && r.Context().Err() == nil {
+		// A server (or a gateway before it) that takes the GET and does
+		// not answer: as one that offers no stream (405, the spec's
+		// answer), the session goes on without it, not failed.
+		return &http.Response{StatusCode: http.StatusMethodNotAllowed, Status: "405 Method Not Allowed", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	}
+	return resp, err
 }
 
 // oauthClient makes the SDK's client credentials handler fit a pool that

@@ -344,8 +344,46 @@ func TestPoolReconfigure(t *testing.T) {
 		t.Errorf("the unchanged server's answer changed: %q, then %q", keptBefore, got)
 	}
 
+	// Only the allowed tools change: listed again on the same session.
+	narrowed := changed
+	narrowed.Tools = []string{"environ"}
+	pool.Reconfigure([]mcptools.Server{narrowed, keep})
+	if got := names(); !slices.Equal(got, []string{"mcp__docs__environ", "mcp__keep__environ"}) {
+		t.Errorf("offered after narrowing docs' tools %v", got)
+	}
+
 	pool.Reconfigure([]mcptools.Server{keep})
 	if res := pool.Call(ctx, "mcp__docs__lookup", json.RawMessage(`{"query":"x"}`)); !res.IsError || !strings.Contains(res.Text, "no MCP server is configured") {
 		t.Errorf("a removed server's tool: %+v", res)
+	}
+}
+
+// TestPoolWithoutStandingStream: a URL server that takes the standing
+// stream's GET and never answers it is used without the stream, within
+// moments, not after minutes of retries.
+func TestPoolWithoutStandingStream(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ping", Description: "Pong."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			<-release // a gateway that holds the stream's request
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	defer close(release)
+	pool := mcptools.NewPool([]mcptools.Server{{Name: "slow", URL: srv.URL, Tools: []string{"*"}}}, nil)
+	defer pool.Close()
+	start := time.Now()
+	tools := pool.Tools(context.Background())
+	res := pool.Call(context.Background(), "mcp__slow__ping", nil)
+	if took := time.Since(start); len(tools) != 1 || res.IsError || res.Text != "pong" || took > 15*time.Second {
+		t.Errorf("tools %v, ping %+v after %s; want the server used without its stream within moments", tools, res, took.Round(time.Millisecond))
 	}
 }

@@ -17,14 +17,17 @@ const testScriptOf = `s=$(node -p 'try { require("./package.json").scripts.test 
 `
 
 // ownTestScript runs the project's own test script when its package.json
-// has one; npm's placeholder ("no test specified") is none. A script with
-// no pretest or posttest step that reads none of npm's variables runs as
-// npm runs it, with sh -c in the project's root and node_modules/.bin
-// first on the PATH, but without npm, whose start alone takes most of a
-// second in a container; any other runs through npm test, which runs
-// without the network (the sandbox's npm_config_offline).
-const ownTestScript = `x=$(node -p 'try { const s = require("./package.json").scripts || {}; const t = s.test || ""; (s.pretest || s.posttest || /[$]{?npm_/.test(t) ? "n" : "d") + t } catch (e) { "" }' 2>/dev/null)
+// has one; npm's placeholder ("no test specified") is none. A plain
+// script runs as npm runs it, with sh -c in the project's root and
+// node_modules/.bin first on the PATH, but without npm, whose start alone
+// takes most of a second in a container. npm runs it when npm would add
+// something: a pretest or posttest step, package.json's config, a project
+// .npmrc (its node-options, script-shell...), or a script that names an
+// npm_ variable. npm runs without the network (the sandbox's
+// npm_config_offline).
+const ownTestScript = `x=$(node -p 'try { const p = require("./package.json"); const s = p.scripts || {}; const t = s.test || ""; (s.pretest || s.posttest || p.config || /npm_/.test(t) ? "n" : "d") + t } catch (e) { "" }' 2>/dev/null)
 s=${x#?}
+[ -f .npmrc ] && x=n$s
 case "$s" in
 ""|*"no test specified"*) ;;
 *) case "$x" in d*) PATH="$PWD/node_modules/.bin:$PATH" exec sh -c "$s" ;; *) exec npm test ;; esac ;;

@@ -243,7 +243,7 @@ func JavaScript() lang.Language {
 		},
 		Tests: lang.Tests{
 			Command:    jsTestCmd,
-			Describe:   "the package.json `test` script (run as `npm test` runs it), else `jest --ci` (in the image), else `node --test`",
+			Describe:   "the package.json `test` script (run as `npm test` runs it; npm itself only when it would add something: pre/post steps, `config`, a project `.npmrc`, `npm_` variables), else `jest --ci` (in the image), else `node --test`",
 			Named:      named(jsNamedScript),
 			Compile:    jsCompile,
 			IsTestFile: isTestFile,

@@ -189,6 +189,12 @@ func TestOwnTestScript(t *testing.T) {
 			t.Errorf("%s did not run through npm:\n%s", scripts, out)
 		}
 	}
+	// A project .npmrc: npm reads it (here its node-options).
+	npmrc := langtest.WithFile(own, workspace.File{Path: ".npmrc", Data: []byte("node-options=--no-warnings\n")})
+	npmrc = langtest.WithFile(npmrc, workspace.File{Path: "checks.js", Data: []byte("console.log('own checks ran', process.env.npm_lifecycle_event || 'without npm', process.env.NODE_OPTIONS); process.exit(3);\n")})
+	if out := js.run(t, r, npmrc, nil, false); !strings.Contains(out, "own checks ran test --no-warnings") {
+		t.Errorf("with a project .npmrc, the script did not run through npm with its node-options:\n%s", out)
+	}
 	placeholder := langtest.WithFile(own, workspace.File{Path: "package.json",
 		Data: []byte(`{"name": "own", "scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}`)})
 	if out := js.run(t, r, placeholder, nil, true); !strings.Contains(out, "ok 1 - passes") {
