@@ -11,7 +11,6 @@ import (
 	"maps"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/autocoder/autocoder/internal/egress"
 	"github.com/autocoder/autocoder/internal/lang"
+	"github.com/autocoder/autocoder/internal/tools"
 	"github.com/autocoder/autocoder/internal/workspace"
 	"github.com/autocoder/autocoder/sandbox"
 )
@@ -388,41 +388,13 @@ func manifestsOf(l lang.Language, files []workspace.File) []workspace.File {
 				continue
 			}
 			for _, f := range files {
-				if matchPath(name, f.Path) {
+				if tools.MatchPath(name, f.Path) {
 					grew = add(f.Path) || grew
 				}
 			}
 		}
 	}
 	return out
-}
-
-// matchPath reports whether p matches pattern, segment by segment with
-// path.Match, where a whole "**" segment matches any number of segments
-// (packages/**/package.json), as npm's and cargo's globs do.
-func matchPath(pattern, p string) bool {
-	return matchSegments(strings.Split(pattern, "/"), strings.Split(p, "/"))
-}
-
-func matchSegments(pattern, segs []string) bool {
-	for len(pattern) > 0 {
-		if pattern[0] == "**" {
-			for i := 0; i <= len(segs); i++ {
-				if matchSegments(pattern[1:], segs[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(segs) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pattern[0], segs[0]); !ok {
-			return false
-		}
-		pattern, segs = pattern[1:], segs[1:]
-	}
-	return len(segs) == 0
 }
 
 func manifestContents(manifests []workspace.File) map[string][]byte {

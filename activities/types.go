@@ -123,6 +123,13 @@ func (m *ModelUsage) add(o ModelUsage) {
 	m.Unpriced += o.Unpriced
 }
 
+// Sum is u's totals without the split by model, comparable with ==; its
+// Totals are u again, but for PerModel.
+func (u Usage) Sum() ModelUsage {
+	return ModelUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+		CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Calls: u.Calls, Unpriced: u.Unpriced}
+}
+
 // Totals is the model's usage as a task's, without the split by model.
 func (m ModelUsage) Totals() Usage {
 	return Usage{PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens, CachedTokens: m.CachedTokens,

@@ -267,9 +267,7 @@ const versionUsageMemo = "usage-memo"
 // upsertUsage puts the task's tokens and cost in the memo (MemoUsage)
 // when they changed since they were last put there.
 func (t *task) upsertUsage(ctx workflow.Context) {
-	u := t.Status.Usage
-	sum := activities.ModelUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
-		CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Calls: u.Calls, Unpriced: u.Unpriced}
+	sum := t.Status.Usage.Sum()
 	if sum == t.memoUsage || workflow.GetVersion(ctx, versionUsageMemo, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -51,7 +52,7 @@ func NewGoProxy(t testing.TB, mods ...GoModule) *GoProxy {
 		zw := zip.NewWriter(&buf)
 		prefix := m.Path + "@" + m.Version + "/"
 		zipped := map[string][]byte{}
-		for _, name := range slices.Sorted(mapKeys(files)) {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
 			w, err := zw.Create(prefix + name)
 			if err != nil {
 				t.Fatal(err)
@@ -127,18 +128,8 @@ func (p *GoProxy) serve(w http.ResponseWriter, r *http.Request) {
 // lines "sha256-hex  name" of the sorted names.
 func hash1(files map[string][]byte) string {
 	h := sha256.New()
-	for _, name := range slices.Sorted(mapKeys(files)) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		fmt.Fprintf(h, "%x  %s\n", sha256.Sum256(files[name]), name)
 	}
 	return "h1:" + base64.StdEncoding.EncodeToString(h.Sum(nil))
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }

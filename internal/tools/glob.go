@@ -43,10 +43,31 @@ func (g glob) match(p string) bool {
 }
 
 // matchSegs matches pattern segments against a prefix of the path's
-// segments (a matched directory covers its tree). It is a dynamic program
-// over (pattern, path) positions, so repeated "**" cost no backtracking.
+// segments (a matched directory covers its tree).
 func matchSegs(pat, segs []string) bool {
-	// reach[j]: pattern position i can be reached having consumed j segments.
+	// Any reachable position that consumed at least one segment is a match
+	// of the path or of a directory above it.
+	reach := reachable(pat, segs)
+	for j := 1; j < len(reach); j++ {
+		if reach[j] {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchPath reports whether the whole of the slash-separated path p
+// matches pattern, segment by segment with path.Match, where a "**"
+// segment matches any number of whole segments (packages/**/package.json).
+func MatchPath(pattern, p string) bool {
+	segs := strings.Split(p, "/")
+	return reachable(strings.Split(pattern, "/"), segs)[len(segs)]
+}
+
+// reachable is a dynamic program over (pattern, path) positions, so
+// repeated "**" cost no backtracking: reach[j] says the whole pattern
+// matches the path's first j segments.
+func reachable(pat, segs []string) []bool {
 	reach := make([]bool, len(segs)+1)
 	reach[0] = true
 	for _, ps := range pat {
@@ -69,12 +90,5 @@ func matchSegs(pat, segs []string) bool {
 		}
 		reach = next
 	}
-	// Any reachable position that consumed at least one segment is a match
-	// of the path or of a directory above it.
-	for j := 1; j < len(reach); j++ {
-		if reach[j] {
-			return true
-		}
-	}
-	return false
+	return reach
 }
