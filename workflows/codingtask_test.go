@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/suite"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/autocoder/autocoder/activities"
 	"github.com/autocoder/autocoder/internal/llm"
@@ -39,6 +40,11 @@ func (s *codingTaskSuite) SetupTest() {
 // messages and take every message the workflow appends.
 func (s *codingTaskSuite) newEnv() {
 	s.env = s.NewTestWorkflowEnvironment()
+	// The SDK's 1 s limit on a workflow task, meant for code that blocks,
+	// was passed once by the first task of a race-built test binary
+	// beside others on two busy cores: a workflow that truly blocks still
+	// fails, after 10 s.
+	s.env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 10 * time.Second})
 	s.env.RegisterWorkflowWithOptions(CodingTask, RegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
 	s.opened, s.appended, s.tools = nil, nil, nil
