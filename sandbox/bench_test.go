@@ -43,7 +43,7 @@ func waitWarm(tb testing.TB, r Runner) {
 			}
 		}
 		b.toolsMu.Unlock()
-		for _, pl := range b.pools {
+		for _, pl := range b.allPools() {
 			if pl.warming() {
 				full = append(full, pl.full)
 			}

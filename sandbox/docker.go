@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -93,7 +94,9 @@ type dockerRunner struct {
 	owner    string
 	id       string // labelRunner value: tells this runner's containers from its siblings'
 	pools    map[poolKey]*warmPool[*box]
-	limits   Limits // of the pools' containers
+	limits   Limits    // of the pools' containers
+	deps     depsPools // warm containers for runs over an install
+	poolSize int       // Config.PoolSize
 	images   *imageBuilder
 	toolsMu  sync.Mutex
 	tools    map[string]*toolchain // toolchain volumes by image, filled on first use
@@ -123,7 +126,7 @@ func newDockerRunner(ctx context.Context, cfg Config) (*dockerRunner, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	d := &dockerRunner{cli: cli, log: cfg.Logger, metrics: cfg.Metrics, owner: owner.ID(), id: runnerID(), pools: map[poolKey]*warmPool[*box]{},
-		limits: cfg.PoolLimits.withDefaults(), images: newImageBuilder(cli, cfg.Logger, cfg.Images), tools: map[string]*toolchain{},
+		limits: cfg.PoolLimits.withDefaults(), poolSize: cfg.PoolSize, images: newImageBuilder(cli, cfg.Logger, cfg.Images), tools: map[string]*toolchain{},
 		stop: make(chan struct{}), reaped: make(chan struct{})}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	// Images are checked now, for every profile: a missing one is
@@ -263,25 +266,52 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	// Warm-ups start once the run is over: they would compete with it for
 	// the CPU.
 	defer d.warm(j.profile)
-	if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; pl != nil && j.route == nil && j.extra.none() {
-		if b, ok := pl.take(); ok {
-			res, err := d.exec(ctx, b, j)
-			if !errors.Is(err, errStale) {
-				d.metrics.WarmPool(j.profile.Name, true)
-				return res, err
-			}
-			d.log.Warn("sandbox: warm container was unusable; running cold", "id", short(b.id), "err", err)
+	var (
+		b  *box
+		ok bool
+	)
+	if dk, pooled := depsKeyOf(j); pooled {
+		defer d.warmDeps(j, dk)
+		b, ok = d.deps.take(dk)
+	} else if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; pl != nil && j.route == nil && j.extra.none() {
+		b, ok = pl.take()
+	}
+	if ok {
+		res, err := d.exec(ctx, b, j)
+		if !errors.Is(err, errStale) {
+			d.metrics.WarmPool(j.profile.Name, true)
+			return res, err
 		}
+		d.log.Warn("sandbox: warm container was unusable; running cold", "id", short(b.id), "err", err)
 	}
 	d.metrics.WarmPool(j.profile.Name, false)
 	if err := d.ensureImage(ctx, j); err != nil {
 		return Result{}, err
 	}
-	b, err := d.launch(ctx, j.profile, j.image, j.limits, false, j.route, j.extra)
+	b, err = d.launch(ctx, j.profile, j.image, j.limits, false, j.route, j.extra)
 	if err != nil {
 		return Result{}, err
 	}
 	return d.exec(ctx, b, j)
+}
+
+// warmDeps refills the warm container of a run's install, once the run is
+// over.
+func (d *dockerRunner) warmDeps(j job, k depsKey) {
+	if d.closed.Load() || d.poolSize <= 0 {
+		return
+	}
+	d.deps.replenish(k, func() *warmPool[*box] {
+		return newWarmPool(j.profile.Name+" (deps)", 1, d.log, func(ctx context.Context) (*box, error) {
+			return d.launch(ctx, j.profile, j.image, j.limits, false, nil, j.extra)
+		}, d.discard)
+	})
+}
+
+// allPools lists the warm pools: the profiles' and the installs'.
+func (d *dockerRunner) allPools() []*warmPool[*box] {
+	pools := slices.Collect(maps.Values(d.pools))
+	return append(pools, d.deps.all()...)
 }
 
 // ensureImage builds the profile's image if it is missing, on its first
@@ -571,6 +601,7 @@ func (d *dockerRunner) Close() error {
 	for _, pl := range d.pools {
 		pl.close()
 	}
+	d.deps.close()
 	d.bg.Wait()
 	return d.cli.Close()
 }

@@ -116,7 +116,7 @@ func assertClean(t *testing.T, r Runner) {
 		idle := 0
 		for _, r := range allRunners() {
 			if d, ok := inner(r).(*dockerRunner); ok {
-				for _, pl := range d.pools {
+				for _, pl := range d.allPools() {
 					idle += len(pl.snapshot())
 				}
 			}

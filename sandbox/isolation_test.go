@@ -95,7 +95,7 @@ func warmIDs(r Runner) (ids []string, full bool) {
 	switch b := inner(r).(type) {
 	case *dockerRunner:
 		ids = []string{b.owner}
-		for _, pl := range b.pools {
+		for _, pl := range b.allPools() {
 			full = full && pl.full()
 		}
 	case *bwrapRunner:

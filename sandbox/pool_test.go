@@ -51,7 +51,7 @@ func TestPoolLifecycle(t *testing.T) {
 	checkPrewarm := func(when string, want ...bool) {
 		t.Helper()
 		var got []bool
-		for _, pl := range d.pools {
+		for _, pl := range d.allPools() {
 			for _, b := range pl.snapshot() {
 				ins, err := d.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
 				if err != nil {

@@ -57,7 +57,9 @@ type Spec struct {
 	// Deps, when set, is a host directory of installed dependencies the
 	// run sees at lang.DepsDir: read-only, unless DepsWritable (the
 	// install run that fills it). A run with Deps or Env starts a
-	// sandbox of its own.
+	// sandbox of its own; on docker, one over a read-only install may
+	// take a container made after an earlier run over the same install
+	// and Env.
 	Deps         string
 	DepsWritable bool
 	// DepsLink, when set, is a directory of Deps (a relative path) that

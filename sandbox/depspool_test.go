@@ -1,0 +1,71 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/autocoder/autocoder/internal/testenv"
+)
+
+// TestDepsRunsTakeWarmContainers: on docker, a run over an install leaves
+// a warm container with that install mounted, which the next run over it
+// takes; an install made again at the same path is another install, which
+// no container made for the old one serves.
+func TestDepsRunsTakeWarmContainers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	m := &runMetrics{runs: map[string]int{}, miss: map[string]int{}}
+	r, err := New(ctx, Config{Backend: "docker", PoolSize: 1, Profiles: testProfiles(), Metrics: m})
+	if err != nil {
+		testenv.RequireService(t, "docker backend", err)
+	}
+	defer r.Close()
+	root := t.TempDir()
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deps := filepath.Join(root, "install")
+	install := func(version string) {
+		t.Helper()
+		tmp := deps + ".new"
+		if err := os.Mkdir(tmp, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "version"), []byte(version), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(deps); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, deps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	misses := func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.miss["python"]
+	}
+	spec := Spec{Profile: "python", Deps: deps, Env: map[string]string{"PYTHONPATH": "/deps"}, Cmd: sh("cat /deps/version")}
+	for i, c := range []struct {
+		install string // made before the run, when set
+		warm    bool
+	}{{install: "1"}, {warm: true}, {warm: true}, {install: "2"}, {warm: true}} {
+		if c.install != "" {
+			install(c.install)
+		}
+		waitWarm(t, r)
+		before := misses()
+		res := run(t, r, spec)
+		version, _ := os.ReadFile(filepath.Join(deps, "version"))
+		if res.ExitCode != 0 || res.Stdout != string(version) {
+			t.Fatalf("run %d: exit %d, stdout %q, stderr %q; want the install's version %q", i, res.ExitCode, res.Stdout, res.Stderr, version)
+		}
+		if warm := misses() == before; warm != c.warm {
+			t.Errorf("run %d took a warm container: %v, want %v", i, warm, c.warm)
+		}
+	}
+}
