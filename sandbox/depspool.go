@@ -31,16 +31,33 @@ func depsKeyOf(j job) (depsKey, bool) {
 	if x.deps == "" || x.depsWritable || j.route != nil {
 		return depsKey{}, false
 	}
-	fi, err := os.Stat(x.deps)
-	if err != nil {
-		return depsKey{}, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	dir, ok := installIdentity(x.deps)
 	if !ok {
 		return depsKey{}, false
 	}
 	return depsKey{poolKey: newPoolKey(j.profile, j.image, j.limits), deps: x.deps,
-		dir: fmt.Sprintf("%d:%d", st.Dev, st.Ino), link: x.link, env: strings.Join(x.env, "\x00")}, true
+		dir: dir, link: x.link, env: strings.Join(x.env, "\x00")}, true
+}
+
+// current reports whether the install the key names is still there, the
+// same directory.
+func (k depsKey) current() bool {
+	dir, ok := installIdentity(k.deps)
+	return ok && dir == k.dir
+}
+
+// installIdentity names the directory at path as a mount of it sees it:
+// its device and inode.
+func installIdentity(path string) (string, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), true
 }
 
 // depsPools keeps one warm container for each of the installs most
@@ -78,7 +95,7 @@ func (dp *depsPools) replenish(k depsKey, newPool func() *warmPool[*box]) {
 		dp.pools = map[depsKey]*warmPool[*box]{}
 	}
 	pl := dp.pools[k]
-	if pl == nil {
+	if pl == nil || pl.isRetired() {
 		pl = newPool()
 		dp.pools[k] = pl
 	}

@@ -303,6 +303,9 @@ func (d *dockerRunner) warmDeps(j job, k depsKey) {
 	}
 	d.deps.replenish(k, func() *warmPool[*box] {
 		return newWarmPool(j.profile.Name+" (deps)", 1, d.log, func(ctx context.Context) (*box, error) {
+			if !k.current() {
+				return nil, fmt.Errorf("%w: install %s removed or replaced", errRetired, k.deps)
+			}
 			return d.launch(ctx, j.profile, j.image, j.limits, false, nil, j.extra)
 		}, d.discard)
 	})
@@ -496,18 +499,17 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 // container is removed afterwards on every path. Collected files come on
 // the attach stream with the output, not through the archive API: the
 // workdir is a tmpfs, which that API does not see and which is gone once
-// the container stops. The wait for its exit is
-// asked for before the input goes in, so that the exit code arrives with the
-// end of the output instead of one more round trip after it.
+// the container stops. The result comes from the entry script's end lines
+// where they are whole and tell it all; otherwise (a timeout, a process
+// killed for memory, a container that died) from the daemon, once the
+// container has stopped.
 func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err error) {
 	defer d.discard(b)
-	wctx, stopWait := context.WithCancel(ctx)
-	defer stopWait()
-	wait := d.cli.ContainerWait(wctx, b.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	out := newOutputs(j)
+	ends := newEndLines(j.end, out.stdoutWriter(), out.stderr)
 	copied := make(chan error, 1)
 	go func() {
-		_, err := stdcopy.StdCopy(out.stdoutWriter(), out.stderr, b.conn.Reader)
+		_, err := stdcopy.StdCopy(ends.stdout, ends.stderr, b.conn.Reader)
 		copied <- err
 	}()
 	start := time.Now()
@@ -523,11 +525,14 @@ func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err
 		d.kill(b.id)
 	})
 	defer timer.Stop()
+	streamEnded := false
 	select {
 	case cerr := <-copied:
+		streamEnded = true
 		if cerr != nil && !timedOut.Load() {
 			d.log.Debug("sandbox: output stream ended with error", "id", short(b.id), "err", cerr)
 		}
+	case <-ends.done:
 	case <-ctx.Done():
 		d.kill(b.id)
 		<-copied
@@ -535,7 +540,26 @@ func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err
 	}
 	res.Duration = time.Since(start)
 	timer.Stop()
+	if code, ok := ends.status(); ok && !timedOut.Load() {
+		// The end lines say it all: the container is left to go down
+		// on its own, and removed (discard).
+		if !streamEnded {
+			b.conn.Close()
+			<-copied
+		}
+		res.ExitCode = code
+		return res, out.fill(&res)
+	}
+	if !streamEnded {
+		// A process was killed for memory: the daemon's state says
+		// whether the limit was the run's. The container is going down.
+		<-copied
+	}
+	ends.flush()
 
+	wctx, stopWait := context.WithCancel(ctx)
+	defer stopWait()
+	wait := d.cli.ContainerWait(wctx, b.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	select {
 	case w := <-wait.Result:
 		res.ExitCode = int(w.StatusCode)

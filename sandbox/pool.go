@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ type warmPool[T any] struct {
 	idle    []T
 	closed  bool
 	started bool // replenish was called: the pool is filling or full
+	retired bool // launch returned errRetired: it fills no more
 
 	refill chan struct{}
 	stop   chan struct{}
@@ -35,6 +37,10 @@ func newWarmPool[T any](what string, size int, log *slog.Logger, launch func(con
 	go p.loop()
 	return p
 }
+
+// errRetired, from a pool's launch, means that what its sandboxes need is
+// gone for good (the install they mount): the pool starts no more.
+var errRetired = errors.New("warm pool retired")
 
 // replenish asks for the pool to be filled up again.
 func (p *warmPool[T]) replenish() {
@@ -76,11 +82,18 @@ func (p *warmPool[T]) full() bool {
 	return len(p.idle) >= p.size
 }
 
-// warming reports whether the pool was asked to fill.
+// warming reports whether the pool was asked to fill and may still.
 func (p *warmPool[T]) warming() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.started
+	return p.started && !p.retired
+}
+
+// isRetired reports whether the pool's launch said it can start no more.
+func (p *warmPool[T]) isRetired() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retired
 }
 
 func (p *warmPool[T]) loop() {
@@ -96,6 +109,13 @@ func (p *warmPool[T]) loop() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			b, err := p.launch(ctx)
 			cancel()
+			if errors.Is(err, errRetired) {
+				p.log.Debug("sandbox: warm pool retired", "profile", p.what, "err", err)
+				p.mu.Lock()
+				p.retired = true
+				p.mu.Unlock()
+				return
+			}
 			if err != nil {
 				p.log.Warn("sandbox: warm pool refill failed", "profile", p.what, "err", err)
 				select {

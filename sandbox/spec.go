@@ -44,9 +44,10 @@ const (
 
 // entryScript runs inside the sandbox as `sh -c entryScript sbx SEED WARM
 // READY WATCH`. Its stdin carries a line with the host's clock (unix
-// seconds), the collect token ("-" for none) and the shell-quoted command,
-// then a tar of the workspace. The command travels on stdin so that a container can be
-// started before the run it serves is known. Past the ready marker only
+// seconds), the collect token ("-" for none), the end token and the
+// shell-quoted command, then a tar of the workspace. The command travels
+// on stdin so that a container can be started before the run it serves is
+// known. Past the ready marker only
 // shell builtins and tar run before the command: every program started here
 // is latency the run pays.
 //
@@ -82,6 +83,14 @@ const (
 // run; the others are the input's and need not travel back. A program that
 // learned the token could only forge files it could have written anyway:
 // the host reads all this as untrusted input (collected).
+//
+// With WATCH the shell ends by killing whatever the command left running
+// (collecting first, if it does), and once its process namespace holds
+// nothing but the init process and itself, writes the end lines
+// (endMarker) with the end token: only shell builtins, reading /proc and
+// the container's own memory cgroup. So when the host has read them,
+// nothing of the run is left. A program that learned the token could only
+// end its run early with a status of its choice, as it could by exiting.
 const entryScript = `watch=$4
 if [ -n "$1" ] && [ -d "$1" ]; then { cp -rs "$1" "$GOCACHE" && rm -f "$GOCACHE/trim.txt"; } 2>/dev/null || rm -rf "$GOCACHE"; fi
 if [ -n "$2" ]; then
@@ -89,7 +98,7 @@ if [ -n "$2" ]; then
 	rm -rf ` + prewarmDir + `
 fi
 [ -z "$3" ] || printf '%s\n' "$3" >&2
-read -r now collect cmd || exit ` + setupExitCodeText + `
+read -r now collect end cmd || exit ` + setupExitCodeText + `
 [ ! -d "$GOCACHE" ] || echo "$now" > "$GOCACHE/trim.txt"
 nl='
 '
@@ -107,12 +116,35 @@ fi
 "$@" </dev/null 3<&- &
 wait $!
 status=$?
-[ "$collect" != - ] || exit $status
-kill -s KILL -1 2>/dev/null
-printf '\n%s %s\n' "` + collectMarker + `" "$collect"
-written=` + tmpDir + `/.written-$collect
-find . -xdev -type f -print0 -newermt @0 -fprint0 "$written" 2>/dev/null && printf '\0' &&
-	{ [ ! -s "$written" ] || tar -c -f - --null --no-recursion -T "$written" 2>/dev/null; }
+[ -n "$watch" ] || [ "$collect" != - ] || exit $status
+kill -s KILL -- -1 2>/dev/null
+if [ "$collect" != - ]; then
+	printf '\n%s %s\n' "` + collectMarker + `" "$collect"
+	written=` + tmpDir + `/.written-$collect
+	find . -xdev -type f -print0 -newermt @0 -fprint0 "$written" 2>/dev/null && printf '\0' &&
+		{ [ ! -s "$written" ] || tar -c -f - --null --no-recursion -T "$written" 2>/dev/null; }
+fi
+[ -n "$watch" ] || exit $status
+wait
+n=0
+while [ $n -lt 1000 ]; do
+	left=
+	for p in /proc/[0-9]*; do
+		case ${p#/proc/} in 1 | $$) ;; *) left=$p && break ;; esac
+	done
+	[ -n "$left" ] || break
+	kill -s KILL -- -1 2>/dev/null
+	n=$((n + 1))
+done
+[ -z "$left" ] || exit $status
+oom=-
+for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do
+	[ -r "$f" ] || continue
+	while read -r k v; do [ "$k" != oom_kill ] || oom=$v; done <"$f"
+	break
+done
+printf '\n%s %s %s %s\n' "` + endMarker + `" "$end" "$status" "$oom"
+printf '\n%s %s\n' "` + endMarker + `" "$end" >&2
 exit $status
 `
 
@@ -151,6 +183,7 @@ type job struct {
 	// collect, when not empty, is the stdout marker before the tar of
 	// the workdir, unique to the run.
 	collect string
+	end     string           // the token of the docker entry script's end lines
 	files   workspace.Limits // of the collected workdir
 	input   []workspace.File // the files the run starts with, when it collects
 	route   *route           // nil unless the run reaches the egress proxy
@@ -262,11 +295,14 @@ func prepare(profiles profileSet, fw *forwarder, spec Spec) (job, error) {
 		token = randomHex(16)
 		collect = "\n" + collectMarker + " " + token + "\n"
 	}
+	end := randomHex(16)
 	var in bytes.Buffer
-	in.Grow(len(quoted) + len(tb) + 64)
+	in.Grow(len(quoted) + len(tb) + 96)
 	in.WriteString(strconv.FormatInt(time.Now().Unix(), 10))
 	in.WriteByte(' ')
 	in.WriteString(token)
+	in.WriteByte(' ')
+	in.WriteString(end)
 	in.WriteByte(' ')
 	in.WriteString(quoted)
 	in.WriteByte('\n')
@@ -275,7 +311,7 @@ func prepare(profiles profileSet, fw *forwarder, spec Spec) (job, error) {
 	if image == "" {
 		image = p.Image
 	}
-	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes(), collect: collect, files: collectLimits(lim), input: input, route: rt, extra: x}, nil
+	return job{profile: p, image: image, limits: lim, argv: argv, stdin: in.Bytes(), collect: collect, end: end, files: collectLimits(lim), input: input, route: rt, extra: x}, nil
 }
 
 // tarRecord is GNU tar's default record size (20 blocks of 512 bytes).
