@@ -23,9 +23,9 @@ type depsKey struct {
 	deps, dir, link, env string
 }
 
-// depsKeyOf is the key of a run's install, and false for a run that adds
-// nothing, reaches the proxy or may write its install: such runs always
-// start a container of their own.
+// depsKeyOf is the key of a run's install, and false for a run without
+// one, one that reaches the proxy and one that may write its install:
+// those take no container made after another run.
 func depsKeyOf(j job) (depsKey, bool) {
 	x := j.extra
 	if x.deps == "" || x.depsWritable || j.route != nil {
@@ -84,8 +84,9 @@ func (dp *depsPools) take(k depsKey) (*box, bool) {
 }
 
 // replenish refills the key's pool, making it (with newPool) if it is new
-// and closing the least recently used one beyond maxDepsPools.
-func (dp *depsPools) replenish(k depsKey, newPool func() *warmPool[*box]) {
+// and closing the least recently used one beyond maxDepsPools in the
+// background, counted in bg: a pool's close waits for a launch under way.
+func (dp *depsPools) replenish(k depsKey, bg *sync.WaitGroup, newPool func() *warmPool[*box]) {
 	dp.mu.Lock()
 	if dp.closed {
 		dp.mu.Unlock()
@@ -100,16 +101,19 @@ func (dp *depsPools) replenish(k depsKey, newPool func() *warmPool[*box]) {
 		dp.pools[k] = pl
 	}
 	dp.keys = append(slices.DeleteFunc(dp.keys, func(o depsKey) bool { return o == k }), k)
-	var evicted []*warmPool[*box]
 	for len(dp.keys) > maxDepsPools {
-		evicted = append(evicted, dp.pools[dp.keys[0]])
+		old := dp.pools[dp.keys[0]]
 		delete(dp.pools, dp.keys[0])
 		dp.keys = dp.keys[1:]
+		// Counted under the lock: close, which takes it, comes after,
+		// and so does the runner's wait for bg.
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			old.close()
+		}()
 	}
 	dp.mu.Unlock()
-	for _, old := range evicted {
-		old.close()
-	}
 	pl.replenish()
 }
 

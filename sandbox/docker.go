@@ -266,17 +266,24 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	// Warm-ups start once the run is over: they would compete with it for
 	// the CPU.
 	defer d.warm(j.profile)
-	var (
-		b  *box
-		ok bool
-	)
-	if dk, pooled := depsKeyOf(j); pooled {
-		defer d.warmDeps(j, dk)
-		b, ok = d.deps.take(dk)
-	} else if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; pl != nil && j.route == nil && j.extra.none() {
-		b, ok = pl.take()
+	take := func() (*box, bool) { return nil, false }
+	dk, overInstall := depsKeyOf(j)
+	if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; overInstall {
+		take = func() (*box, bool) { return d.deps.take(dk) }
+	} else if pl != nil && j.route == nil && j.extra.none() {
+		take = pl.take
 	}
-	if ok {
+	res, err := d.run(ctx, j, take)
+	if overInstall && err == nil {
+		d.warmDeps(j, dk)
+	}
+	return res, err
+}
+
+// run runs the job in a warm container from take, if it has one that
+// works, else in a new one.
+func (d *dockerRunner) run(ctx context.Context, j job, take func() (*box, bool)) (Result, error) {
+	if b, ok := take(); ok {
 		res, err := d.exec(ctx, b, j)
 		if !errors.Is(err, errStale) {
 			d.metrics.WarmPool(j.profile.Name, true)
@@ -288,25 +295,36 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err := d.ensureImage(ctx, j); err != nil {
 		return Result{}, err
 	}
-	b, err = d.launch(ctx, j.profile, j.image, j.limits, false, j.route, j.extra)
+	b, err := d.launch(ctx, j.profile, j.image, j.limits, false, j.route, j.extra)
 	if err != nil {
 		return Result{}, err
 	}
 	return d.exec(ctx, b, j)
 }
 
-// warmDeps refills the warm container of a run's install, once the run is
-// over.
+// warmDeps refills the warm container of a run's install, once a run over
+// it has worked. A launch that fails retires the pool: the next run over
+// the install makes another.
 func (d *dockerRunner) warmDeps(j job, k depsKey) {
 	if d.closed.Load() || d.poolSize <= 0 {
 		return
 	}
-	d.deps.replenish(k, func() *warmPool[*box] {
-		return newWarmPool(j.profile.Name+" (deps)", 1, d.log, func(ctx context.Context) (*box, error) {
+	// Not the job itself: it holds the run's input.
+	name, p, image, lim, x := j.profile.Name+" (deps)", j.profile, j.image, j.limits, j.extra
+	d.deps.replenish(k, &d.bg, func() *warmPool[*box] {
+		return newWarmPool(name, 1, d.log, func(ctx context.Context) (*box, error) {
 			if !k.current() {
 				return nil, fmt.Errorf("%w: install %s removed or replaced", errRetired, k.deps)
 			}
-			return d.launch(ctx, j.profile, j.image, j.limits, false, nil, j.extra)
+			b, err := d.launch(ctx, p, image, lim, false, nil, x)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", errRetired, err)
+			}
+			if !k.current() {
+				d.discard(b)
+				return nil, fmt.Errorf("%w: install %s replaced while its container started", errRetired, k.deps)
+			}
+			return b, nil
 		}, d.discard)
 	})
 }
@@ -525,36 +543,40 @@ func (d *dockerRunner) exec(ctx context.Context, b *box, j job) (res Result, err
 		d.kill(b.id)
 	})
 	defer timer.Stop()
-	streamEnded := false
 	select {
 	case cerr := <-copied:
-		streamEnded = true
+		// Without the end lines the daemon tells how the run ended.
+		res.Duration = time.Since(start)
 		if cerr != nil && !timedOut.Load() {
 			d.log.Debug("sandbox: output stream ended with error", "id", short(b.id), "err", cerr)
 		}
 	case <-ends.done:
+		res.Duration = time.Since(start)
+		if code, ok := ends.status(); ok && !timedOut.Load() {
+			// The end lines say it all: the container is left to go
+			// down on its own, and removed (discard).
+			timer.Stop()
+			b.conn.Close()
+			<-copied
+			res.ExitCode = code
+			return res, out.fill(&res)
+		}
+		// A process was killed for memory (or the lines could not say):
+		// the daemon's state tells whether the limit was the run's. The
+		// container is going down; the timeout still holds.
+		select {
+		case <-copied:
+		case <-ctx.Done():
+			d.kill(b.id)
+			<-copied
+			return Result{}, fmt.Errorf("sandbox run: %w", ctx.Err())
+		}
 	case <-ctx.Done():
 		d.kill(b.id)
 		<-copied
 		return Result{}, fmt.Errorf("sandbox run: %w", ctx.Err())
 	}
-	res.Duration = time.Since(start)
 	timer.Stop()
-	if code, ok := ends.status(); ok && !timedOut.Load() {
-		// The end lines say it all: the container is left to go down
-		// on its own, and removed (discard).
-		if !streamEnded {
-			b.conn.Close()
-			<-copied
-		}
-		res.ExitCode = code
-		return res, out.fill(&res)
-	}
-	if !streamEnded {
-		// A process was killed for memory: the daemon's state says
-		// whether the limit was the run's. The container is going down.
-		<-copied
-	}
 	ends.flush()
 
 	wctx, stopWait := context.WithCancel(ctx)

@@ -82,7 +82,8 @@ type endLine struct {
 	rest   []byte // the words after the prefix, once found
 }
 
-// maxEndWords bounds the words of an end line: an exit status and a count.
+// maxEndWords bounds the bytes of an end line's words, with their spaces
+// and newline: an exit status and a count.
 const maxEndWords = 32
 
 func (l *endLine) Write(p []byte) (int, error) {

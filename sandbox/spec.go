@@ -89,8 +89,11 @@ const (
 // nothing but the init process and itself, writes the end lines
 // (endMarker) with the end token: only shell builtins, reading /proc and
 // the container's own memory cgroup. So when the host has read them,
-// nothing of the run is left. A program that learned the token could only
-// end its run early with a status of its choice, as it could by exiting.
+// nothing of the run is left; while something is still going down the
+// script writes none, and the host asks the daemon. A program that learned
+// the token (by reading the shell's memory) could end its run early with
+// a status of its choice, as it could by exiting, or hide a memory kill
+// from the result; its timeout holds whatever it writes.
 const entryScript = `watch=$4
 if [ -n "$1" ] && [ -d "$1" ]; then { cp -rs "$1" "$GOCACHE" && rm -f "$GOCACHE/trim.txt"; } 2>/dev/null || rm -rf "$GOCACHE"; fi
 if [ -n "$2" ]; then
@@ -127,7 +130,7 @@ fi
 [ -n "$watch" ] || exit $status
 wait
 n=0
-while [ $n -lt 1000 ]; do
+while [ $n -lt 5000 ]; do
 	left=
 	for p in /proc/[0-9]*; do
 		case ${p#/proc/} in 1 | $$) ;; *) left=$p && break ;; esac
