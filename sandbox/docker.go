@@ -268,9 +268,10 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	defer d.warm(j.profile)
 	take := func() (*box, bool) { return nil, false }
 	dk, overInstall := depsKeyOf(j)
-	if pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; overInstall {
+	switch pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; {
+	case overInstall:
 		take = func() (*box, bool) { return d.deps.take(dk) }
-	} else if pl != nil && j.route == nil && j.extra.none() {
+	case pl != nil && j.route == nil && j.extra.none():
 		take = pl.take
 	}
 	res, err := d.run(ctx, j, take)
