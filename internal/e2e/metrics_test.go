@@ -62,7 +62,9 @@ func TestWorkerMetricsAndHealth(t *testing.T) {
 	id := c.start("--lang", "python", "Write add(a, b) in calc.py, with a pytest test.")
 	c.waitFor(id, "success", phase(workflows.PhaseSucceeded))
 
-	m := scrape(ctx, t, base)
+	// The SDK counts a completed workflow once the server has taken the
+	// task that completed it, which can be just after a status shows it.
+	m := scrapeUntil(ctx, t, base, func(m scrapeResult) bool { return m.sum("temporal_workflow_completed_total", nil) > 0 })
 	for _, name := range []string{"temporal_request_total", "temporal_workflow_completed_total", "temporal_activity_execution_latency_seconds"} {
 		if m.sum(name, nil) <= 0 {
 			t.Errorf("SDK metric %s: %v, want it scraped with a value", name, m.families[name])
@@ -192,6 +194,20 @@ func scrape(ctx context.Context, t *testing.T, base string) scrapeResult {
 		t.Fatalf("parse the scrape: %v", err)
 	}
 	return scrapeResult{families: families}
+}
+
+// scrapeUntil scrapes until done holds of a scrape, for up to ten
+// seconds, and returns the last scrape either way.
+func scrapeUntil(ctx context.Context, t *testing.T, base string, done func(scrapeResult) bool) scrapeResult {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := scrape(ctx, t, base)
+		if done(m) || time.Now().After(deadline) {
+			return m
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // sum adds up the samples of name whose labels include want. A histogram's
