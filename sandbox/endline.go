@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"strconv"
-	"sync"
 )
 
 // endMarker, a space and the run's end token start the line the entry
@@ -19,10 +18,10 @@ const endMarker = "autocoder-sandbox: end"
 
 // endLines spots the end lines of a run's two streams, each at the very
 // end of its stream, holding back the bytes that may be one so that the
-// output passes on without them.
+// output passes on without them. One goroutine writes both streams (the
+// demultiplexer of the container's output).
 type endLines struct {
 	stdout, stderr *endLine
-	mu             sync.Mutex
 	seen           int
 	done           chan struct{} // closed once both lines are read
 }
@@ -36,8 +35,6 @@ func newEndLines(token string, stdout, stderr io.Writer) *endLines {
 }
 
 func (e *endLines) see() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.seen++; e.seen == 2 {
 		close(e.done)
 	}
