@@ -72,12 +72,22 @@ func registryHead(p Profile) string {
 }
 
 // offlineHead installs the recipe's packages in one layer that keeps no
-// apt lists or archives, then copies its host directories.
+// apt lists or archives, then copies its host directories. Packages of
+// another Debian release come from the base's mirror, which the base's
+// sources name.
 func offlineHead(p Profile) string {
 	head := "ARG " + baseArg + "=" + BaseImage + "\nFROM $" + baseArg + "\n"
 	if len(p.Recipe.Packages) > 0 {
-		head += "RUN apt-get update \\\n" +
-			" && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends " + strings.Join(p.Recipe.Packages, " ") + " \\\n" +
+		head += "RUN "
+		install := "apt-get install -y --no-install-recommends "
+		if s := p.Recipe.Suite; s != "" {
+			list := "/etc/apt/sources.list.d/" + s + ".list"
+			head += "sed -n 's/^deb \\([^ ]*\\) " + debianSuite + " main$/deb \\1 " + s + " main/p' /etc/apt/sources.list > " + list + " \\\n" +
+				" && test -s " + list + " \\\n && "
+			install += "-t " + s + " "
+		}
+		head += "apt-get update \\\n" +
+			" && DEBIAN_FRONTEND=noninteractive " + install + strings.Join(p.Recipe.Packages, " ") + " \\\n" +
 			" && apt-get clean \\\n" +
 			" && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /usr/share/doc/* /usr/share/man/* /usr/share/info/*\n"
 	}

@@ -393,6 +393,11 @@ type Recipe struct {
 	// the offline base (a Debian minbase imported from the host's apt
 	// mirror), shared by every language's image.
 	Packages []string
+	// Suite is the Debian release Packages come from when the base's
+	// (bookworm) has them only in versions too old: the image is then the
+	// shared base with those packages, and what they need, from the newer
+	// release. "" is the base's own.
+	Suite string
 	// Setup runs last in both builds, as root, with the sandbox's
 	// environment: pre-built caches and the like. It is a POSIX shell
 	// script of any number of lines, run with sh -e.

@@ -1,7 +1,7 @@
 // Package node is autocoder's knowledge of JavaScript and TypeScript on
 // Node.js: their tests (the project's own npm test script, Jest-style
 // tests under jest, Node's built-in runner, tsc), the sandbox image they
-// share (Node 18 with jest 29 and TypeScript 4.8: Debian bookworm's, and
+// share (Node 20 with jest 29 and TypeScript 4.9: Debian trixie's, and
 // the official image of the same versions), and the failure parser
 // lessons are keyed by.
 package node
@@ -22,7 +22,7 @@ import (
 )
 
 // image is the sandbox image both languages run in.
-const image = "autocoder/sandbox-node:1"
+const image = "autocoder/sandbox-node:2"
 
 // nodeCommands are the programs a test command of either language runs.
 var nodeCommands = []string{"node", "nodejs", "npm", "npx", "jest", "yarn", "pnpm"}
@@ -248,7 +248,7 @@ func JavaScript() lang.Language {
 			Compile:    jsCompile,
 			IsTestFile: isTestFile,
 		},
-		Guide: `Language: JavaScript on Node.js 18 (write code that runs on Node 18; use CommonJS require/module.exports unless package.json says "type": "module").
+		Guide: `Language: JavaScript on Node.js 20 (write code that runs on Node 20; use CommonJS require/module.exports unless package.json says "type": "module").
 ` + depsGuide + `
 Tests: name test files *.test.js (or put them under test/). Write them with Node's built-in runner:
   const test = require('node:test'); // or: const { describe, it } = require('node:test');
@@ -287,7 +287,7 @@ func TypeScript() lang.Language {
 			Compile:    tsCompile,
 			IsTestFile: isTestFile,
 		},
-		Guide: `Language: TypeScript 4.8 (tsc) on Node.js 18. Keep a tsconfig.json at the root; when there is none, create {"compilerOptions": {"target": "ES2020", "module": "commonjs", "strict": true, "esModuleInterop": true}}.
+		Guide: `Language: TypeScript 4.9 (tsc) on Node.js 20. Keep a tsconfig.json at the root; when there is none, create {"compilerOptions": {"target": "ES2020", "module": "commonjs", "strict": true, "esModuleInterop": true}}.
 ` + depsGuide + ` Node's types (@types/node) are available; a package without its own types needs its @types package.
 Tests: name test files *.test.ts next to the code. Write them with Node's built-in runner:
   import test from "node:test"; // or: import { describe, it } from "node:test";
@@ -341,17 +341,31 @@ func sandbox(prewarm string, hostCheck []string, install string) lang.Sandbox {
 	}
 }
 
-// recipe builds the image: Node 18, jest 29.3 and TypeScript 4.8.4 with
-// Node's and Jest's types, which are Debian bookworm's versions, so both
-// builds run the same tools. The types go where a global npm install puts
-// them, which is where tsc is told to look (typeRoots).
+// recipe builds the image: Node 20, jest 29.6 and TypeScript 4.9.5 with
+// Node's and Jest's types, which are Debian trixie's versions (bookworm
+// has Node 18), so both builds run the same tools. The types go where a
+// global npm install puts them, which is where tsc is told to look
+// (typeRoots).
+//
+// Debian's npm 9.2 hands its proxy agents (7.x) the options of their 5.x
+// API, in which the proxy's credentials are "auth": the 7.x agents read
+// them from username and password only, and so never send them. The
+// egress proxy wants them, so the offline build adds those two fields
+// (the official image's npm bundles agents it calls rightly, and has no
+// such file).
 var recipe = lang.Recipe{
-	Base:      "node:18-bookworm-slim",
-	BaseSetup: "npm install -g jest@29.3.1 typescript@4.8.4 @types/node@18 @types/jest@29 && npm cache clean --force && rm -rf /root/.npm",
+	Base:      "node:20-bookworm-slim",
+	BaseSetup: "npm install -g jest@29.6.2 typescript@4.9.5 @types/node@20 @types/jest@29 && npm cache clean --force && rm -rf /root/.npm",
 	Packages:  []string{"nodejs", "npm", "jest", "node-typescript", "node-undici"},
+	Suite:     "trixie",
 	Setup: `mkdir -p /usr/local/lib/node_modules/@types && for t in node jest; do
   [ -e /usr/local/lib/node_modules/@types/$t ] || ln -s /usr/share/nodejs/@types/$t /usr/local/lib/node_modules/@types/$t
-done`,
+done
+agent=/usr/share/nodejs/npm/node_modules/make-fetch-happen/lib/agent.js
+if [ -f $agent ]; then
+  grep -q 'auth: getAuth(proxyUrl),$' $agent
+  sed -i 's/auth: getAuth(proxyUrl),$/& username: proxyUrl.username, password: proxyUrl.password,/' $agent
+fi`,
 }
 
 // hostNodeDir is the directory of the host's node when it is not in the
