@@ -96,7 +96,7 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 		a.removeInstall(l.Name)(dir)
 	}
 	start := time.Now()
-	res, refused, err := a.runInstall(ctx, l, index, urls, manifests, dir)
+	res, refused, err := a.runInstall(ctx, l, index, urls, manifests, files, dir)
 	if err != nil {
 		return depsInstall{}, err
 	}
@@ -149,8 +149,9 @@ func installIndex(l lang.Language, configured string) (string, []string, error) 
 // runInstall runs the language's install command over the manifests,
 // through a route of the egress proxy that reaches the language's
 // registries and the urls, into a new directory that becomes dir once the
-// install has succeeded. It returns the hosts the proxy refused.
-func (a *Activities) runInstall(ctx context.Context, l lang.Language, index string, urls []string, manifests []workspace.File, dir string) (sandbox.Result, []string, error) {
+// install has succeeded and its warm-up has run over the project's files.
+// It returns the hosts the proxy refused.
+func (a *Activities) runInstall(ctx context.Context, l lang.Language, index string, urls []string, manifests, files []workspace.File, dir string) (sandbox.Result, []string, error) {
 	tmp, err := newInstallDir(filepath.Dir(dir))
 	if err != nil {
 		return sandbox.Result{}, nil, fmt.Errorf("install deps: %w", err)
@@ -165,6 +166,7 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 	if err != nil || !succeeded(res) {
 		return res, refused, err
 	}
+	a.warmInstall(ctx, l, files, tmp)
 	// Only the worker's user may change what later runs import.
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return res, refused, fmt.Errorf("install deps: %w", err)
@@ -187,6 +189,32 @@ func (a *Activities) runInstall(ctx context.Context, l lang.Language, index stri
 		return res, refused, fmt.Errorf("install deps: %w", err)
 	}
 	return res, refused, nil
+}
+
+// warmInstall runs the language's warm-up (lang.Deps.Warm) over the
+// project's files with the install at dir writable and no network. A
+// warm-up that fails loses what it would have left, and nothing else:
+// the runs find no DepsGoCache, or one with what it finished.
+func (a *Activities) warmInstall(ctx context.Context, l lang.Language, files []workspace.File, dir string) {
+	if len(l.Deps.Warm) == 0 {
+		return
+	}
+	env := maps.Clone(l.Deps.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, l.Deps.WarmEnv)
+	start := time.Now()
+	res, err := a.Sandbox.Run(ctx, sandbox.Spec{Profile: l.Name, Files: files, Cmd: l.Deps.Warm, Limits: a.limits(),
+		Deps: dir, DepsWritable: true, Env: env})
+	if err == nil && !succeeded(res) {
+		err = fmt.Errorf("exit code %d (timed out: %t, killed for memory: %t): %s", res.ExitCode, res.TimedOut, res.OOMKilled, tail(res.Stderr, 500))
+	}
+	if err != nil {
+		slog.Warn("the warm-up of installed dependencies failed; the runs over them do without it", "language", l.Name, "error", err)
+		return
+	}
+	slog.Info("warmed installed dependencies", "language", l.Name, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // newInstallDir makes a directory under root for an install run to

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/workspace"
 )
 
@@ -204,6 +205,21 @@ type extra struct {
 }
 
 func (x extra) none() bool { return x.deps == "" && len(x.env) == 0 }
+
+// seed is the read-only build cache the entry script seeds GOCACHE from:
+// the install's own (lang.DepsGoCache, which links the profile's) where
+// the run mounts, read-only, an install whose warm-up left one; else the
+// profile's (p.GoCache, "" for none).
+func (x extra) seed(p Profile) string {
+	if p.GoCache == "" || x.deps == "" || x.depsWritable {
+		return p.GoCache
+	}
+	rel, _ := strings.CutPrefix(lang.DepsGoCache, lang.DepsDir)
+	if fi, err := os.Stat(filepath.Join(x.deps, rel)); err == nil && fi.IsDir() {
+		return lang.DepsGoCache
+	}
+	return p.GoCache
+}
 
 // linkMount is the host directory and the sandbox path of the deps link.
 func (x extra) linkMount() (string, string) {

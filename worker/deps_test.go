@@ -224,6 +224,7 @@ func TestNoNetwork(t *testing.T) {
 	if !s.Passed || !strings.Contains(s.Deps, "dependencies: cached") {
 		t.Errorf("second check: passed=%v, deps %q:\n%s", s.Passed, s.Deps, s.Output)
 	}
+	checkWarmGoCache(t, e, project)
 
 	// A module of the project's own, replaced by its directory: the
 	// install reads its go.mod, and downloads only what is remote.
@@ -249,6 +250,32 @@ func TestNoNetwork(t *testing.T) {
 	t.Logf("installs off: %s\n%s", s.Deps, s.Output)
 	if s.Passed || s.Stage != "install" || !strings.Contains(s.Output, "turn installs on") || !strings.Contains(s.Deps, "installs are off") {
 		t.Errorf("installs off: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
+	}
+}
+
+// checkWarmGoCache: the install's warm-up built the module's packages the
+// project imports, so a build over the install compiles the project's
+// own package (changed since) and not them.
+func checkWarmGoCache(t *testing.T, e *depsEnv, project map[string]string) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(e.acts.DepsDir, "go-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("go installs: %q, want one", dirs)
+	}
+	files := []workspace.File{{Path: "changed.go", Data: []byte("package narrow\n\nconst changed = true\n")}}
+	for p, d := range project {
+		files = append(files, workspace.File{Path: p, Data: []byte(d)})
+	}
+	res, err := e.acts.Sandbox.Run(context.Background(), sandbox.Spec{Profile: "go", Files: files, Deps: dirs[0], Env: golang.Language().Deps.Env,
+		Cmd: []string{"sh", "-c", "go build -x ./... 2>&1"}, Limits: sandbox.DefaultLimits()})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("go build over the install: %v, exit %d:\n%s", err, res.ExitCode, res.Stdout)
+	}
+	if own := " -p example.com/narrow "; !strings.Contains(res.Stdout, own) {
+		t.Errorf("the build did not compile the project's package (%q):\n%s", own, res.Stdout)
+	}
+	if dep := " -p golang.org/x/text/width "; strings.Contains(res.Stdout, dep) {
+		t.Errorf("the build compiled %q again, which the install's warm-up built:\n%s", dep, res.Stdout)
 	}
 }
 

@@ -86,6 +86,15 @@ type Deps struct {
 	Install    []string
 	Env        map[string]string
 	InstallEnv map[string]string
+	// Warm, when set, runs once after an install has succeeded, over the
+	// whole project, with the install writable and WarmEnv over Env, and
+	// no network: it leaves in the install what makes the runs over it
+	// faster, and never runs the project's code. Go builds the packages the
+	// project imports into DepsGoCache, which the runs then seed their
+	// GOCACHE from. Whatever its outcome, the install stands: a failed
+	// warm-up loses only what it would have left.
+	Warm    []string
+	WarmEnv map[string]string
 	// InstallText is the install as the model reads it when it fails,
 	// when Install says it badly (a script): "npm install".
 	InstallText string
@@ -215,6 +224,11 @@ const (
 // DepsDir is where a sandbox run finds its project's installed
 // dependencies.
 const DepsDir = "/deps"
+
+// DepsGoCache is the Go build cache an install's warm-up (Deps.Warm) may
+// leave in DepsDir. It holds the image's pre-built cache (Sandbox.GoCache)
+// as links, and a run over the install seeds its GOCACHE from it instead.
+const DepsGoCache = DepsDir + "/gocache"
 
 // IsTestSource reports a test file of the language's own source (not a
 // fixture under tests/ or a test of another language): what tells that a

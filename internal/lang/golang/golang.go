@@ -73,6 +73,14 @@ Tests are *_test.go files using package testing.`,
 			// off; no version control tool is ever run.
 			InstallEnv: map[string]string{"GOMODCACHE": modCache, "GOFLAGS": "-mod=mod -modcacherw",
 				"GOSUMDB": "sum.golang.org", "GOVCS": "*:off"},
+			// Then the packages the project imports are built, and vetted
+			// as go test vets them, into a build cache of the install's, so
+			// a run compiles only the project's own. go test builds them
+			// as the tests will (its flags and environment); -exec true
+			// runs none of the project's code. The project's own packages
+			// are built too, and may fail to: that is for the check to say.
+			Warm:    []string{"sh", "-c", `go test -count=1 -run '^$' -exec true ./... >/dev/null 2>&1; :`},
+			WarmEnv: map[string]string{"GOCACHE": lang.DepsGoCache},
 			// The tests and the model's commands: the installed modules,
 			// read-only, no proxy, and go.mod and go.sum as the user's own
 			// go build would take them (-mod=readonly).
