@@ -442,13 +442,13 @@ func manifestNames(manifests []workspace.File) []string {
 }
 
 // depsKey names an install by everything that decides what it installs:
-// the language's install command, its environment (with the worker's,
+// the language's install command and warm-up, its environment (with the worker's,
 // hostEnv) and image, the backend (whose toolchain may differ), the
 // registry and the manifests (what of them the install reads,
 // lang.Deps.KeyData).
 func depsKey(l lang.Language, backend, index string, hostEnv map[string]string, manifests []workspace.File) string {
 	h := sha256.New()
-	for _, s := range []string{l.Name, l.Sandbox.Image, backend, index, strings.Join(l.Deps.Install, "\x00")} {
+	for _, s := range []string{l.Name, l.Sandbox.Image, backend, index, strings.Join(l.Deps.Install, "\x00"), strings.Join(l.Deps.Warm, "\x00")} {
 		fmt.Fprintf(h, "%d:%s\n", len(s), s)
 	}
 	for _, env := range []map[string]string{l.Deps.InstallEnv, hostEnv} {

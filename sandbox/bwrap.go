@@ -412,7 +412,7 @@ func (r *bwrapRunner) launch(ctx context.Context, p Profile, lim Limits, rt *rou
 	}
 	args := append(rlimitArgs(lim, r.cgroups.limitsMemory()), "--", r.bwrap)
 	args = append(args, r.baseArgs(p, lim, rt, x)...)
-	args = append(args, "/bin/sh", "-c", entryScript, "sbx", x.seed(p), "", readyMarker)
+	args = append(args, "/bin/sh", "-c", entryScript, "sbx", x.seeds(p), "", readyMarker)
 
 	cred, lease, err := r.credential()
 	if err != nil {

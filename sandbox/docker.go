@@ -478,7 +478,7 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 		User:         fmt.Sprintf("%d:%d", sandboxUID, sandboxUID),
 		Env:          p.environ(imagePath),
 		WorkingDir:   workDir,
-		Entrypoint:   []string{"/bin/sh", "-c", entryScript, "sbx", x.seed(p), warmup, readyMarker, "watch"},
+		Entrypoint:   []string{"/bin/sh", "-c", entryScript, "sbx", x.seeds(p), warmup, readyMarker, "watch"},
 		Hostname:     "sandbox",
 		AttachStdin:  true,
 		AttachStdout: true,

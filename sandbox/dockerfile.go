@@ -20,7 +20,7 @@ const labelImage = "autocoder.sandbox.image"
 
 // ImageDir is the name of an image's folder under sandbox/images: the
 // image's name without repository, "sandbox-" and tag
-// ("autocoder/sandbox-node:1" is "node").
+// ("autocoder/sandbox-node:2" is "node").
 func ImageDir(image string) string {
 	name := path.Base(image)
 	if i := strings.LastIndex(name, ":"); i >= 0 {

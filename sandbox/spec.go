@@ -52,10 +52,12 @@ const (
 // shell builtins and tar run before the command: every program started here
 // is latency the run pays.
 //
-// SEED, when not empty, is a read-only pre-built Go build cache. GOCACHE
-// must be writable, so it becomes a tree of real directories with symlinks
-// to the seed's files: Go reads entries it finds and writes new ones beside
-// them, and all that costs no copy. This happens before stdin is read, so a
+// SEED, when not empty, is read-only pre-built Go build caches, joined by
+// ":". GOCACHE must be writable, so it becomes a tree of real directories
+// with symlinks to the seeds' files, each laid over the ones before: Go
+// reads entries it finds and writes new ones beside them, and all that
+// costs no copy. A failure to lay the first empties GOCACHE; a later one
+// may leave part of its links, each as good as the others. This happens before stdin is read, so a
 // warm container has it done before its run arrives. Its trim.txt is made
 // anew with the run's date: Go trims a cache whose last trim is over a day
 // old, and would throw away the seed's entries once the seed is five days
@@ -96,7 +98,21 @@ const (
 // a status of its choice, as it could by exiting, or hide a memory kill
 // from the result; its timeout holds whatever it writes.
 const entryScript = `watch=$4
-if [ -n "$1" ] && [ -d "$1" ]; then { cp -rs "$1" "$GOCACHE" && rm -f "$GOCACHE/trim.txt"; } 2>/dev/null || rm -rf "$GOCACHE"; fi
+if [ -n "$1" ]; then
+	seeds=$1: n=0
+	while [ -n "$seeds" ]; do
+		seed=${seeds%%:*}
+		seeds=${seeds#*:}
+		n=$((n + 1))
+		[ -d "$seed" ] || continue
+		if [ $n = 1 ]; then
+			cp -rs "$seed"/. "$GOCACHE" 2>/dev/null || { rm -rf "$GOCACHE"; break; }
+		else
+			cp -rs --remove-destination "$seed"/. "$GOCACHE" 2>/dev/null
+		fi
+	done
+	rm -f "$GOCACHE/trim.txt"
+fi
 if [ -n "$2" ]; then
 	(mkdir -p ` + prewarmDir + ` && cd ` + prewarmDir + ` && eval "$2") >/dev/null 2>&1 </dev/null
 	rm -rf ` + prewarmDir + `
@@ -206,19 +222,23 @@ type extra struct {
 
 func (x extra) none() bool { return x.deps == "" && len(x.env) == 0 }
 
-// seed is the read-only build cache the entry script seeds GOCACHE from:
-// the install's own (lang.DepsGoCache, which links the profile's) where
-// the run mounts, read-only, an install whose warm-up left one; else the
-// profile's (p.GoCache, "" for none).
-func (x extra) seed(p Profile) string {
-	if p.GoCache == "" || x.deps == "" || x.depsWritable {
-		return p.GoCache
+// seeds are the read-only build caches the entry script lays, in this
+// order, into a Go run's GOCACHE, joined by ":" ("" for none): the
+// profile's (p.GoCache: the standard library), and the install's
+// (lang.DepsGoCache: its modules' packages) where the run mounts,
+// read-only, an install whose warm-up left one.
+func (x extra) seeds(p Profile) string {
+	var s []string
+	if p.GoCache != "" {
+		s = append(s, p.GoCache)
 	}
-	rel, _ := strings.CutPrefix(lang.DepsGoCache, lang.DepsDir)
-	if fi, err := os.Stat(filepath.Join(x.deps, rel)); err == nil && fi.IsDir() {
-		return lang.DepsGoCache
+	if p.Env["GOCACHE"] != "" && x.deps != "" && !x.depsWritable {
+		rel, _ := strings.CutPrefix(lang.DepsGoCache, lang.DepsDir)
+		if fi, err := os.Stat(filepath.Join(x.deps, rel)); err == nil && fi.IsDir() {
+			s = append(s, lang.DepsGoCache)
+		}
 	}
-	return p.GoCache
+	return strings.Join(s, ":")
 }
 
 // linkMount is the host directory and the sandbox path of the deps link.

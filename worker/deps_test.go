@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"net/url"
@@ -255,12 +257,33 @@ func TestNoNetwork(t *testing.T) {
 
 // checkWarmGoCache: the install's warm-up built the module's packages the
 // project imports, so a build over the install compiles the project's
-// own package (changed since) and not them.
+// own package (changed since) and not them. The install's cache holds
+// nothing of the project, which other tasks may not see, and no link.
 func checkWarmGoCache(t *testing.T, e *depsEnv, project map[string]string) {
 	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join(e.acts.DepsDir, "go-*"))
 	if len(dirs) != 1 {
 		t.Fatalf("go installs: %q, want one", dirs)
+	}
+	entries := 0
+	err := filepath.WalkDir(filepath.Join(dirs[0], "gocache"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			t.Errorf("the install's build cache keeps a link: %s", p)
+			return nil
+		}
+		entries++
+		data, err := os.ReadFile(p)
+		// The module's path is no secret (go.mod has it); its code is.
+		if err == nil && (bytes.Contains(data, []byte("narrow.Narrow")) || bytes.Contains(data, []byte("TestNarrow"))) {
+			t.Errorf("the install's build cache holds the project's code: %s", p)
+		}
+		return err
+	})
+	if err != nil || entries == 0 {
+		t.Fatalf("the install's build cache: %d files, %v", entries, err)
 	}
 	files := []workspace.File{{Path: "changed.go", Data: []byte("package narrow\n\nconst changed = true\n")}}
 	for p, d := range project {

@@ -89,10 +89,11 @@ type Deps struct {
 	// Warm, when set, runs once after an install has succeeded, over the
 	// whole project, with the install writable and WarmEnv over Env, and
 	// no network: it leaves in the install what makes the runs over it
-	// faster, and never runs the project's code. Go builds the packages the
-	// project imports into DepsGoCache, which the runs then seed their
-	// GOCACHE from. Whatever its outcome, the install stands: a failed
-	// warm-up loses only what it would have left.
+	// faster. It never runs the project's code, and leaves nothing made
+	// of it: the install serves other tasks. Go builds the installed
+	// packages the project imports into DepsGoCache, which the runs then
+	// seed their GOCACHE from. Whatever its outcome, the install stands: a
+	// failed warm-up loses only what it would have left.
 	Warm    []string
 	WarmEnv map[string]string
 	// InstallText is the install as the model reads it when it fails,
@@ -226,8 +227,8 @@ const (
 const DepsDir = "/deps"
 
 // DepsGoCache is the Go build cache an install's warm-up (Deps.Warm) may
-// leave in DepsDir. It holds the image's pre-built cache (Sandbox.GoCache)
-// as links, and a run over the install seeds its GOCACHE from it instead.
+// leave in DepsDir: the installed packages only. A run over the install
+// seeds its GOCACHE from it, laid over the image's (Sandbox.GoCache).
 const DepsGoCache = DepsDir + "/gocache"
 
 // IsTestSource reports a test file of the language's own source (not a
@@ -388,7 +389,8 @@ type Sandbox struct {
 	HostCheck []string
 	Install   string
 	// GoCache, when set, is where a read-only pre-built Go build cache is
-	// found in the sandbox; each run seeds its writable GOCACHE from it.
+	// found in the sandbox; each run seeds its writable GOCACHE from it
+	// (and from an install's DepsGoCache over it).
 	// Recipe.Setup fills it: it runs with GOCACHE set to this directory in
 	// the image, and to a cache of the worker's in the bwrap backend,
 	// which runs it once on the host with the go in HostBin.

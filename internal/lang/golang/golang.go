@@ -73,13 +73,10 @@ Tests are *_test.go files using package testing.`,
 			// off; no version control tool is ever run.
 			InstallEnv: map[string]string{"GOMODCACHE": modCache, "GOFLAGS": "-mod=mod -modcacherw",
 				"GOSUMDB": "sum.golang.org", "GOVCS": "*:off"},
-			// Then the packages the project imports are built, and vetted
-			// as go test vets them, into a build cache of the install's, so
-			// a run compiles only the project's own. go test builds them
-			// as the tests will (its flags and environment); -exec true
-			// runs none of the project's code. The project's own packages
-			// are built too, and may fail to: that is for the check to say.
-			Warm:    []string{"sh", "-c", `go test -count=1 -run '^$' -exec true ./... >/dev/null 2>&1; :`},
+			// Then the installed packages the project imports are built
+			// into a build cache of the install's, so a run compiles only
+			// the project's own. See warmScript.
+			Warm:    []string{"sh", "-c", warmScript},
 			WarmEnv: map[string]string{"GOCACHE": lang.DepsGoCache},
 			// The tests and the model's commands: the installed modules,
 			// read-only, no proxy, and go.mod and go.sum as the user's own
@@ -130,6 +127,24 @@ Tests are *_test.go files using package testing.`,
 		},
 	}
 }
+
+// warmScript builds, and vets, the installed packages the project's code
+// and tests import, as go test builds them for the tests (its flags, its
+// environment): through a test of a package of its own, made in the
+// project's module, that imports them and nothing else. So nothing of the
+// project is built into the cache, which serves every task with the same
+// manifests (go list, which writes what it makes of the project's tests,
+// has a cache of its own), and -exec true runs no test binary. The links to the
+// image's cache go: a run lays this cache over that one.
+const warmScript = `pkgs=$(GOCACHE=${TMPDIR:-/tmp}/warm-list go list -e -deps -test -f '{{if and (not .Standard) .Module (not .Module.Main) (not .Incomplete) (ne .Name "main")}}{{.ImportPath}}{{end}}' ./... 2>/dev/null | sort -u)
+[ -n "$pkgs" ] || exit 0
+dir=$(mktemp -d ./autocoder-warm.XXXXXX)
+{ echo 'package warm'; for p in $pkgs; do printf 'import _ "%s"
+' "$p"; done; } > "$dir/warm_test.go"
+go test -count=1 -run '^$' -exec true "./${dir#./}" >/dev/null
+status=$?
+find "$GOCACHE" -type l -delete
+exit $status`
 
 // defaultProxy is GOPROXY's documented default.
 const defaultProxy = "https://proxy.golang.org,direct"

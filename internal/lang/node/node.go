@@ -258,7 +258,7 @@ They run with node --test. If package.json has a "test" script, npm test runs th
 		Failure:    failure,
 		Policy:     lang.Policy{LineRules: policy.JavaScript},
 		Deps:       deps,
-		Sandbox:    sandbox(jsPrewarm, []string{"node", "--version"}, "install Node.js 18 or later (apt-get install nodejs)"),
+		Sandbox:    sandbox(jsPrewarm, []string{"node", "--version"}, "install Node.js 20 or later (apt-get install nodejs on Debian 13 or Ubuntu 24.04)"),
 	}
 }
 
