@@ -41,7 +41,15 @@ for _ in $(seq 60); do
 	sleep 0.5
 done
 DOCKER_HOST=unix://$sock docker info >/dev/null 2>&1 || { log "private daemon did not start:"; tail "$dir/dockerd.log" >&2; exit 1; }
-images=(${AUTOCODER_IMAGE_PYTHON:-autocoder/sandbox-python:2} ${AUTOCODER_IMAGE_GO:-autocoder/sandbox-go:1})
+# Every language's image, as its generated Dockerfile names it or
+# AUTOCODER_IMAGE_<LANGUAGE> renames it, where this host has it.
+images=()
+for img in $(head -qn1 sandbox/images/*/Dockerfile | sed -n 's/^# Sandbox image \([^ ,]*\),.*/\1/p') \
+	$(env | sed -n 's/^AUTOCODER_IMAGE_[A-Z]*=//p'); do
+	case $img in autocoder/sandbox-base:* | /*) continue ;; esac
+	docker image inspect "$img" >/dev/null 2>&1 && images+=("$img")
+done
+[ ${#images[@]} -gt 0 ] || { log "no sandbox image on this host: run scripts/build-images.sh first"; exit 1; }
 log "copying ${images[*]} into a private overlay2 daemon"
 docker save "${images[@]}" | DOCKER_HOST=unix://$sock docker load >/dev/null
 log "private daemon: $(DOCKER_HOST=unix://$sock docker info --format '{{.ServerVersion}}, storage driver {{.Driver}}')"
