@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,18 +44,9 @@ func waitWarm(tb testing.TB, r Runner) {
 			}
 		}
 		b.toolsMu.Unlock()
-		for _, pl := range b.allPools() {
-			if pl.warming() {
-				// A pool whose install went away fills no more.
-				full = append(full, func() bool { return pl.full() || !pl.warming() })
-			}
-		}
+		full = append(full, filling(b.allPools())...)
 	case *bwrapRunner:
-		for _, pl := range b.pools {
-			if pl.warming() {
-				full = append(full, pl.full)
-			}
-		}
+		full = append(full, filling(append(slices.Collect(maps.Values(b.pools)), b.deps.all()...))...)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for _, f := range full {
@@ -65,6 +57,18 @@ func waitWarm(tb testing.TB, r Runner) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// filling is a test of each warming pool's being done: full, or retired
+// (a pool whose install went away fills no more).
+func filling[T any](pools []*warmPool[T]) []func() bool {
+	var done []func() bool
+	for _, pl := range pools {
+		if pl.warming() {
+			done = append(done, func() bool { return pl.full() || !pl.warming() })
+		}
+	}
+	return done
 }
 
 func isClosed(c chan struct{}) bool {

@@ -49,8 +49,11 @@ type bwrapRunner struct {
 	goOnce     sync.Once
 	limits     Limits // of the pools' sandboxes
 	pools      map[bwrapKey]*warmPool[*proc]
+	deps       depsPools[bwrapKey, *proc] // warm sandboxes for runs over an install
+	poolSize   int                        // Config.PoolSize
 	closed     atomic.Bool
 	running    sync.WaitGroup
+	bg         sync.WaitGroup // closes of evicted deps pools
 }
 
 // systemDirs are mounted read-only when they exist; on merged-/usr hosts
@@ -71,7 +74,8 @@ func newBwrapRunner(ctx context.Context, cfg Config) (*bwrapRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: prlimit not found (apt-get install util-linux): %w", ErrUnavailable, err)
 	}
-	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger, metrics: cfg.Metrics, pools: map[bwrapKey]*warmPool[*proc]{}, limits: cfg.PoolLimits.withDefaults().forPool()}
+	r := &bwrapRunner{bwrap: bw, prlimit: pl, log: cfg.Logger, metrics: cfg.Metrics, pools: map[bwrapKey]*warmPool[*proc]{},
+		limits: cfg.PoolLimits.withDefaults().forPool(), poolSize: cfg.PoolSize}
 	if r.dir, err = cacheDir(cfg.CacheDir); err != nil {
 		return nil, err
 	}
@@ -354,15 +358,32 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	// Warm-ups start once the run is over: they would compete with it for
 	// the CPU.
 	defer r.warm(j.profile)
-	if pl := r.pools[bwrapKey{j.profile.Name, j.limits.forPool()}]; pl != nil && j.route == nil && j.extra.none() {
-		if p, ok := pl.take(); ok {
-			res, err := r.exec(ctx, p, j)
-			if !errors.Is(err, errStale) {
-				r.metrics.WarmPool(j.profile.Name, true)
-				return res, err
-			}
-			r.log.Warn("sandbox: warm bwrap sandbox was unusable; starting another", "err", err)
+	key := bwrapKey{j.profile.Name, j.limits.forPool()}
+	take := func() (*proc, bool) { return nil, false }
+	dk, overDeps := depsKeyOf(j, key)
+	switch pl := r.pools[key]; {
+	case overDeps:
+		take = func() (*proc, bool) { return r.deps.take(dk) }
+	case pl != nil && j.route == nil && j.extra.none():
+		take = pl.take
+	}
+	res, err := r.run(ctx, j, take)
+	if overDeps && err == nil {
+		r.warmDeps(j, dk)
+	}
+	return res, err
+}
+
+// run runs the job in a warm sandbox from take, if it has one that works,
+// else in a new one.
+func (r *bwrapRunner) run(ctx context.Context, j job, take func() (*proc, bool)) (Result, error) {
+	if p, ok := take(); ok {
+		res, err := r.exec(ctx, p, j)
+		if !errors.Is(err, errStale) {
+			r.metrics.WarmPool(j.profile.Name, true)
+			return res, err
 		}
+		r.log.Warn("sandbox: warm bwrap sandbox was unusable; starting another", "err", err)
 	}
 	r.metrics.WarmPool(j.profile.Name, false)
 	p, err := r.launch(ctx, j.profile, j.limits, j.route, j.extra)
@@ -370,6 +391,22 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 		return Result{}, err
 	}
 	return r.exec(ctx, p, j)
+}
+
+// warmDeps refills the warm sandbox of a run's install, once a run over it
+// has worked. A launch that fails retires the pool: the next run over the
+// install makes another.
+func (r *bwrapRunner) warmDeps(j job, k depsKey[bwrapKey]) {
+	if r.closed.Load() || r.poolSize <= 0 {
+		return
+	}
+	// Not the job itself: it holds the run's input.
+	name, p, lim, x := j.profile.Name+" (deps)", j.profile, j.limits, j.extra
+	r.deps.replenish(k, &r.bg, func() *warmPool[*proc] {
+		return newWarmPool(name, 1, r.log, overInstall(k, func(ctx context.Context) (*proc, error) {
+			return r.launch(ctx, p, lim, nil, x)
+		}, r.discard), r.discard)
+	})
 }
 
 // bwrapKey is what must match for a warm sandbox to serve a run: the
@@ -601,6 +638,8 @@ func (r *bwrapRunner) Close() error {
 	for _, pl := range r.pools {
 		pl.close()
 	}
+	r.deps.close()
+	r.bg.Wait()
 	r.running.Wait()
 	return os.RemoveAll(r.etcDir)
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -9,41 +10,62 @@ import (
 	"syscall"
 )
 
-// maxDepsPools bounds the installs that have warm containers at once; the
-// least recently used one's containers go first.
+// maxDepsPools bounds the installs that have warm sandboxes at once; the
+// least recently used one's sandboxes go first.
 const maxDepsPools = 4
 
-// depsKey is what must match for a warm container made for one run that
-// mounts an install to serve another: the pool's key, the install's
-// directory as the mount saw it (its device and inode, so an install
-// removed and made again at the same path is another), and the rest of
-// the run's additions.
-type depsKey struct {
-	poolKey
+// depsKey is what must match for a warm sandbox made for one run that
+// mounts an install to serve another: the backend's pool key P, the
+// install's directory as the mount saw it (its device and inode, so an
+// install removed and made again at the same path is another), and the
+// rest of the run's additions.
+type depsKey[P comparable] struct {
+	pool                 P
 	deps, dir, link, env string
 }
 
-// depsKeyOf is the key of a run's install, and false for a run without
-// one, one that reaches the proxy and one that may write its install:
-// those take no container made after another run.
-func depsKeyOf(j job) (depsKey, bool) {
+// depsKeyOf is the key of a run's install with the backend's pool key,
+// and false for a run without one, one that reaches the proxy and one
+// that may write its install: those take no sandbox made after another
+// run.
+func depsKeyOf[P comparable](j job, pool P) (depsKey[P], bool) {
 	x := j.extra
 	if x.deps == "" || x.depsWritable || j.route != nil {
-		return depsKey{}, false
+		return depsKey[P]{}, false
 	}
 	dir, ok := installIdentity(x.deps)
 	if !ok {
-		return depsKey{}, false
+		return depsKey[P]{}, false
 	}
-	return depsKey{poolKey: newPoolKey(j.profile, j.image, j.limits), deps: x.deps,
-		dir: dir, link: x.link, env: strings.Join(x.env, "\x00")}, true
+	return depsKey[P]{pool: pool, deps: x.deps, dir: dir, link: x.link, env: strings.Join(x.env, "\x00")}, true
 }
 
 // current reports whether the install the key names is still there, the
 // same directory.
-func (k depsKey) current() bool {
+func (k depsKey[P]) current() bool {
 	dir, ok := installIdentity(k.deps)
 	return ok && dir == k.dir
+}
+
+// overInstall wraps the launch of a warm sandbox over k's install: once
+// the install is gone or replaced, before the sandbox starts or while it
+// does, its pool retires (errRetired), as it does when a launch fails.
+func overInstall[P comparable, T any](k depsKey[P], launch func(context.Context) (T, error), discard func(T)) func(context.Context) (T, error) {
+	return func(ctx context.Context) (T, error) {
+		var none T
+		if !k.current() {
+			return none, fmt.Errorf("%w: install %s removed or replaced", errRetired, k.deps)
+		}
+		t, err := launch(ctx)
+		if err != nil {
+			return none, fmt.Errorf("%w: %w", errRetired, err)
+		}
+		if !k.current() {
+			discard(t)
+			return none, fmt.Errorf("%w: install %s replaced while its sandbox started", errRetired, k.deps)
+		}
+		return t, nil
+	}
 }
 
 // installIdentity names the directory at path as a mount of it sees it:
@@ -60,25 +82,26 @@ func installIdentity(path string) (string, bool) {
 	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), true
 }
 
-// depsPools keeps one warm container for each of the installs most
+// depsPools keeps one warm sandbox (T) for each of the installs most
 // recently run with: the checks of a task that declares dependencies run
 // again and again over the same install, and without these each would
-// create and start a container (the profile's own pools are made before
-// any install is known, and a container's mounts are fixed at creation).
-type depsPools struct {
+// start a sandbox (the profile's own pools are made before any install is
+// known, and a sandbox's mounts are fixed when it starts).
+type depsPools[P comparable, T any] struct {
 	mu     sync.Mutex
 	closed bool
-	keys   []depsKey // least recently used first
-	pools  map[depsKey]*warmPool[*box]
+	keys   []depsKey[P] // least recently used first
+	pools  map[depsKey[P]]*warmPool[T]
 }
 
 // take returns a warm container for the key, if one is ready.
-func (dp *depsPools) take(k depsKey) (*box, bool) {
+func (dp *depsPools[P, T]) take(k depsKey[P]) (T, bool) {
 	dp.mu.Lock()
 	pl := dp.pools[k]
 	dp.mu.Unlock()
 	if pl == nil {
-		return nil, false
+		var none T
+		return none, false
 	}
 	return pl.take()
 }
@@ -86,21 +109,21 @@ func (dp *depsPools) take(k depsKey) (*box, bool) {
 // replenish refills the key's pool, making it (with newPool) if it is new
 // and closing the least recently used one beyond maxDepsPools in the
 // background, counted in bg: a pool's close waits for a launch under way.
-func (dp *depsPools) replenish(k depsKey, bg *sync.WaitGroup, newPool func() *warmPool[*box]) {
+func (dp *depsPools[P, T]) replenish(k depsKey[P], bg *sync.WaitGroup, newPool func() *warmPool[T]) {
 	dp.mu.Lock()
 	if dp.closed {
 		dp.mu.Unlock()
 		return
 	}
 	if dp.pools == nil {
-		dp.pools = map[depsKey]*warmPool[*box]{}
+		dp.pools = map[depsKey[P]]*warmPool[T]{}
 	}
 	pl := dp.pools[k]
 	if pl == nil || pl.isRetired() {
 		pl = newPool()
 		dp.pools[k] = pl
 	}
-	dp.keys = append(slices.DeleteFunc(dp.keys, func(o depsKey) bool { return o == k }), k)
+	dp.keys = append(slices.DeleteFunc(dp.keys, func(o depsKey[P]) bool { return o == k }), k)
 	for len(dp.keys) > maxDepsPools {
 		old := dp.pools[dp.keys[0]]
 		delete(dp.pools, dp.keys[0])
@@ -118,10 +141,10 @@ func (dp *depsPools) replenish(k depsKey, bg *sync.WaitGroup, newPool func() *wa
 }
 
 // all lists the pools.
-func (dp *depsPools) all() []*warmPool[*box] {
+func (dp *depsPools[P, T]) all() []*warmPool[T] {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
-	var out []*warmPool[*box]
+	var out []*warmPool[T]
 	for _, k := range dp.keys {
 		out = append(out, dp.pools[k])
 	}
@@ -129,7 +152,7 @@ func (dp *depsPools) all() []*warmPool[*box] {
 }
 
 // close closes every pool; none is made after it.
-func (dp *depsPools) close() {
+func (dp *depsPools[P, T]) close() {
 	dp.mu.Lock()
 	dp.closed = true
 	pools := dp.pools

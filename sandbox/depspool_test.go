@@ -10,20 +10,31 @@ import (
 	"github.com/autocoder/autocoder/internal/testenv"
 )
 
-// TestDepsRunsTakeWarmContainers: on docker, a run over an install leaves
-// a warm container with that install mounted, which the next run over it
-// takes; an install made again at the same path is another install, which
-// no container made for the old one serves.
-func TestDepsRunsTakeWarmContainers(t *testing.T) {
+// TestDepsRunsTakeWarmSandboxes: on either backend, a run over an install
+// leaves a warm sandbox with that install mounted, which the next run over
+// it takes; an install made again at the same path is another install,
+// which no sandbox made for the old one serves.
+func TestDepsRunsTakeWarmSandboxes(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) { testDepsRunsTakeWarmSandboxes(t, backend) })
+	}
+}
+
+func testDepsRunsTakeWarmSandboxes(t *testing.T, backend string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	m := &runMetrics{runs: map[string]int{}, miss: map[string]int{}}
-	r, err := New(ctx, Config{Backend: "docker", PoolSize: 1, Profiles: testProfiles(), Metrics: m})
+	r, err := New(ctx, Config{Backend: backend, PoolSize: 1, Profiles: testProfiles(), Metrics: m})
 	if err != nil {
-		testenv.RequireService(t, "docker backend", err)
+		testenv.RequireService(t, backend+" backend", err)
 	}
 	defer r.Close()
-	root := t.TempDir()
+	// Not under t.TempDir(), whose parent bwrap's sandbox user cannot enter.
+	root, err := os.MkdirTemp("", "autocoder-depspool-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +76,7 @@ func TestDepsRunsTakeWarmContainers(t *testing.T) {
 			t.Fatalf("run %d: exit %d, stdout %q, stderr %q; want the install's version %q", i, res.ExitCode, res.Stdout, res.Stderr, version)
 		}
 		if warm := misses() == before; warm != c.warm {
-			t.Errorf("run %d took a warm container: %v, want %v", i, warm, c.warm)
+			t.Errorf("run %d took a warm sandbox: %v, want %v", i, warm, c.warm)
 		}
 	}
 }

@@ -95,9 +95,9 @@ type dockerRunner struct {
 	owner    string
 	id       string // labelRunner value: tells this runner's containers from its siblings'
 	pools    map[poolKey]*warmPool[*box]
-	limits   Limits    // of the pools' containers
-	deps     depsPools // warm containers for runs over an install
-	poolSize int       // Config.PoolSize
+	limits   Limits                   // of the pools' containers
+	deps     depsPools[poolKey, *box] // warm containers for runs over an install
+	poolSize int                      // Config.PoolSize
 	images   *imageBuilder
 	toolsMu  sync.Mutex
 	tools    map[string]*toolchain // toolchain volumes by image, filled on first use
@@ -287,15 +287,16 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	// the CPU.
 	defer d.warm(j.profile)
 	take := func() (*box, bool) { return nil, false }
-	dk, overInstall := depsKeyOf(j)
-	switch pl := d.pools[newPoolKey(j.profile, j.image, j.limits)]; {
-	case overInstall:
+	key := newPoolKey(j.profile, j.image, j.limits)
+	dk, overDeps := depsKeyOf(j, key)
+	switch pl := d.pools[key]; {
+	case overDeps:
 		take = func() (*box, bool) { return d.deps.take(dk) }
 	case pl != nil && j.route == nil && j.extra.none():
 		take = pl.take
 	}
 	res, err := d.run(ctx, j, take)
-	if overInstall && err == nil {
+	if overDeps && err == nil {
 		d.warmDeps(j, dk)
 	}
 	return res, err
@@ -326,27 +327,16 @@ func (d *dockerRunner) run(ctx context.Context, j job, take func() (*box, bool))
 // warmDeps refills the warm container of a run's install, once a run over
 // it has worked. A launch that fails retires the pool: the next run over
 // the install makes another.
-func (d *dockerRunner) warmDeps(j job, k depsKey) {
+func (d *dockerRunner) warmDeps(j job, k depsKey[poolKey]) {
 	if d.closed.Load() || d.poolSize <= 0 {
 		return
 	}
 	// Not the job itself: it holds the run's input.
 	name, p, image, lim, x := j.profile.Name+" (deps)", j.profile, j.image, j.limits, j.extra
 	d.deps.replenish(k, &d.bg, func() *warmPool[*box] {
-		return newWarmPool(name, 1, d.log, func(ctx context.Context) (*box, error) {
-			if !k.current() {
-				return nil, fmt.Errorf("%w: install %s removed or replaced", errRetired, k.deps)
-			}
-			b, err := d.launch(ctx, p, image, lim, false, nil, x)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", errRetired, err)
-			}
-			if !k.current() {
-				d.discard(b)
-				return nil, fmt.Errorf("%w: install %s replaced while its container started", errRetired, k.deps)
-			}
-			return b, nil
-		}, d.discard)
+		return newWarmPool(name, 1, d.log, overInstall(k, func(ctx context.Context) (*box, error) {
+			return d.launch(ctx, p, image, lim, false, nil, x)
+		}, d.discard), d.discard)
 	})
 }
 
