@@ -3,11 +3,11 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxDepsPools bounds the installs that have warm sandboxes at once; the
@@ -69,17 +69,18 @@ func overInstall[P comparable, T any](k depsKey[P], launch func(context.Context)
 }
 
 // installIdentity names the directory at path as a mount of it sees it:
-// its device and inode.
+// its device and inode, and its birth time where the file system keeps
+// one, since a directory made anew may get a removed one's inode.
 func installIdentity(path string) (string, bool) {
-	fi, err := os.Stat(path)
-	if err != nil {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_INO|unix.STATX_BTIME, &st); err != nil {
 		return "", false
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return "", false
+	id := fmt.Sprintf("%d:%d:%d", st.Dev_major, st.Dev_minor, st.Ino)
+	if st.Mask&unix.STATX_BTIME != 0 {
+		id += fmt.Sprintf(":%d.%09d", st.Btime.Sec, st.Btime.Nsec)
 	}
-	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), true
+	return id, true
 }
 
 // depsPools keeps one warm sandbox (T) for each of the installs most
@@ -94,7 +95,7 @@ type depsPools[P comparable, T any] struct {
 	pools  map[depsKey[P]]*warmPool[T]
 }
 
-// take returns a warm container for the key, if one is ready.
+// take returns a warm sandbox for the key, if one is ready.
 func (dp *depsPools[P, T]) take(k depsKey[P]) (T, bool) {
 	dp.mu.Lock()
 	pl := dp.pools[k]

@@ -39,16 +39,18 @@ func testDepsRunsTakeWarmSandboxes(t *testing.T, backend string) {
 		t.Fatal(err)
 	}
 	deps := filepath.Join(root, "install")
+	// Each install removes the last first, so the file system may well
+	// give the new directory the old one's inode.
 	install := func(version string) {
 		t.Helper()
+		if err := os.RemoveAll(deps); err != nil {
+			t.Fatal(err)
+		}
 		tmp := deps + ".new"
 		if err := os.Mkdir(tmp, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(tmp, "version"), []byte(version), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.RemoveAll(deps); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Rename(tmp, deps); err != nil {

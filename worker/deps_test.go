@@ -195,6 +195,8 @@ import "golang.org/x/text/width"
 // Narrow folds full-width letters to their usual width.
 func Narrow(s string) string { return width.Fold.String(s) }
 `,
+		"tag_test.go": "package narrow\n\nimport (\n\t\"testing\"\n\n\t\"golang.org/x/text/language\"\n)\n\n" +
+			"func TestTag(t *testing.T) {\n\tif got := language.English.String(); got != \"en\" {\n\t\tt.Fatal(got)\n\t}\n}\n",
 		"narrow_test.go": fmt.Sprintf(`package narrow
 
 import (
@@ -239,6 +241,7 @@ func TestNoNetwork(t *testing.T) {
 	if !s.Passed || !strings.Contains(s.Deps, "installed in") {
 		t.Errorf("a module replaced by a directory: passed=%v stage %q, deps %q:\n%s", s.Passed, s.Stage, s.Deps, s.Output)
 	}
+	checkNoProjectCode(t, e, "narrow.Narrow", "TestNarrow", "shout.Shout")
 
 	delete(project, "go.sum")
 	s = e.check(t, "go", project)
@@ -256,49 +259,63 @@ func TestNoNetwork(t *testing.T) {
 }
 
 // checkWarmGoCache: the install's warm-up built the module's packages the
-// project imports, so a build over the install compiles the project's
-// own package (changed since) and not them. The install's cache holds
-// nothing of the project, which other tasks may not see, and no link.
+// project and its tests import (golang.org/x/text/language through its
+// module's internal packages), so the tests over the install compile the
+// project's own package (changed since) and not them.
 func checkWarmGoCache(t *testing.T, e *depsEnv, project map[string]string) {
 	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join(e.acts.DepsDir, "go-*"))
 	if len(dirs) != 1 {
 		t.Fatalf("go installs: %q, want one", dirs)
 	}
-	entries := 0
-	err := filepath.WalkDir(filepath.Join(dirs[0], "gocache"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			t.Errorf("the install's build cache keeps a link: %s", p)
-			return nil
-		}
-		entries++
-		data, err := os.ReadFile(p)
-		// The module's path is no secret (go.mod has it); its code is.
-		if err == nil && (bytes.Contains(data, []byte("narrow.Narrow")) || bytes.Contains(data, []byte("TestNarrow"))) {
-			t.Errorf("the install's build cache holds the project's code: %s", p)
-		}
-		return err
-	})
-	if err != nil || entries == 0 {
-		t.Fatalf("the install's build cache: %d files, %v", entries, err)
-	}
 	files := []workspace.File{{Path: "changed.go", Data: []byte("package narrow\n\nconst changed = true\n")}}
 	for p, d := range project {
 		files = append(files, workspace.File{Path: p, Data: []byte(d)})
 	}
 	res, err := e.acts.Sandbox.Run(context.Background(), sandbox.Spec{Profile: "go", Files: files, Deps: dirs[0], Env: golang.Language().Deps.Env,
-		Cmd: []string{"sh", "-c", "go build -x ./... 2>&1"}, Limits: sandbox.DefaultLimits()})
+		Cmd: []string{"sh", "-c", "go test -x -count=1 -run TestTag ./... 2>&1"}, Limits: sandbox.DefaultLimits()})
 	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("go build over the install: %v, exit %d:\n%s", err, res.ExitCode, res.Stdout)
+		t.Fatalf("go test over the install: %v, exit %d:\n%s", err, res.ExitCode, res.Stdout)
 	}
 	if own := " -p example.com/narrow "; !strings.Contains(res.Stdout, own) {
-		t.Errorf("the build did not compile the project's package (%q):\n%s", own, res.Stdout)
+		t.Errorf("the tests did not compile the project's package (%q):\n%s", own, res.Stdout)
 	}
-	if dep := " -p golang.org/x/text/width "; strings.Contains(res.Stdout, dep) {
-		t.Errorf("the build compiled %q again, which the install's warm-up built:\n%s", dep, res.Stdout)
+	for _, dep := range []string{" -p golang.org/x/text/width ", " -p golang.org/x/text/language ", " -p golang.org/x/text/internal/language "} {
+		if strings.Contains(res.Stdout, dep) {
+			t.Errorf("the tests compiled %q again, which the install's warm-up built:\n%s", dep, res.Stdout)
+		}
+	}
+}
+
+// checkNoProjectCode: no install's build cache holds any link, or code of
+// the project's (the markers: names from it), which other tasks with the
+// same manifests could read. The module's path is no secret: go.mod has it.
+func checkNoProjectCode(t *testing.T, e *depsEnv, markers ...string) {
+	t.Helper()
+	caches, _ := filepath.Glob(filepath.Join(e.acts.DepsDir, "go-*", "gocache"))
+	if len(caches) == 0 {
+		t.Fatal("no install has a build cache")
+	}
+	for _, cache := range caches {
+		err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				t.Errorf("an install's build cache keeps a link: %s", p)
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			for _, m := range markers {
+				if err == nil && bytes.Contains(data, []byte(m)) {
+					t.Errorf("an install's build cache holds the project's code (%s): %s", m, p)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -227,7 +227,7 @@ const (
 const DepsDir = "/deps"
 
 // DepsGoCache is the Go build cache an install's warm-up (Deps.Warm) may
-// leave in DepsDir: the installed packages only. A run over the install
+// leave in DepsDir: the downloaded modules' packages only. A run over the install
 // seeds its GOCACHE from it, laid over the image's (Sandbox.GoCache).
 const DepsGoCache = DepsDir + "/gocache"
 

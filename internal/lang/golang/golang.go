@@ -128,19 +128,24 @@ Tests are *_test.go files using package testing.`,
 	}
 }
 
-// warmScript builds, and vets, the installed packages the project's code
-// and tests import, as go test builds them for the tests (its flags, its
-// environment): through a test of a package of its own, made in the
-// project's module, that imports them and nothing else. So nothing of the
-// project is built into the cache, which serves every task with the same
-// manifests (go list, which writes what it makes of the project's tests,
-// has a cache of its own), and -exec true runs no test binary. The links to the
-// image's cache go: a run lays this cache over that one.
-const warmScript = `pkgs=$(GOCACHE=${TMPDIR:-/tmp}/warm-list go list -e -deps -test -f '{{if and (not .Standard) .Module (not .Module.Main) (not .Incomplete) (ne .Name "main")}}{{.ImportPath}}{{end}}' ./... 2>/dev/null | sort -u)
+// warmScript builds the installed packages the project's code and tests
+// import as go test builds them for the tests (its flags, its
+// environment), with the facts go vet keeps of them: through a test of a
+// package of its own, made in the project's module, that imports them and
+// nothing else, and -exec true, which runs no test binary. The packages
+// are those of downloaded modules only: not one of the project's (a module
+// replaced by a directory is the project's), none built for the project's
+// tests, and none under internal/, which only its own module may import
+// (the packages importing it build it). So nothing of the project is built
+// into the cache, which serves every task with the same manifests (go
+// list, which writes what it makes of the project's tests, has a cache of
+// its own). The links to the image's cache go: a run lays this cache over
+// that one.
+const warmScript = `set -f
+pkgs=$(GOCACHE=${TMPDIR:-/tmp}/warm-list go list -e -deps -test -f '{{if and (not .Standard) (not .ForTest) .Module (not .Module.Main) (or (not .Module.Replace) .Module.Replace.Version) (not .Incomplete) (ne .Name "main")}}{{.ImportPath}}{{end}}' ./... 2>/dev/null | grep -Ev '(^|/)internal(/|$)' | sort -u)
 [ -n "$pkgs" ] || exit 0
-dir=$(mktemp -d ./autocoder-warm.XXXXXX)
-{ echo 'package warm'; for p in $pkgs; do printf 'import _ "%s"
-' "$p"; done; } > "$dir/warm_test.go"
+dir=$(mktemp -d ./autocoder-warm.XXXXXX) || exit 0
+{ echo 'package warm'; for p in $pkgs; do printf 'import _ "%s"\n' "$p"; done; } > "$dir/warm_test.go" || exit 0
 go test -count=1 -run '^$' -exec true "./${dir#./}" >/dev/null
 status=$?
 find "$GOCACHE" -type l -delete
