@@ -359,14 +359,7 @@ func (r *bwrapRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	// the CPU.
 	defer r.warm(j.profile)
 	key := bwrapKey{j.profile.Name, j.limits.forPool()}
-	take := func() (*proc, bool) { return nil, false }
-	dk, overDeps := depsKeyOf(j, key)
-	switch pl := r.pools[key]; {
-	case overDeps:
-		take = func() (*proc, bool) { return r.deps.take(dk) }
-	case pl != nil && j.route == nil && j.extra.none():
-		take = pl.take
-	}
+	take, dk, overDeps := warmSource(j, key, r.pools[key], &r.deps)
 	res, err := r.run(ctx, j, take)
 	if overDeps && err == nil {
 		r.warmDeps(j, dk)

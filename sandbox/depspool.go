@@ -83,6 +83,20 @@ func installIdentity(path string) (string, bool) {
 	return id, true
 }
 
+// warmSource is where a run takes its warm sandbox from: the pool of its
+// install, for a run over one (whose key it returns, with true); the
+// profile's pool pl (nil for none), for a run that adds nothing to the
+// profile; else nowhere.
+func warmSource[P comparable, T any](j job, key P, pl *warmPool[T], deps *depsPools[P, T]) (func() (T, bool), depsKey[P], bool) {
+	if dk, ok := depsKeyOf(j, key); ok {
+		return func() (T, bool) { return deps.take(dk) }, dk, true
+	}
+	if pl != nil && j.route == nil && j.extra.none() {
+		return pl.take, depsKey[P]{}, false
+	}
+	return func() (T, bool) { var none T; return none, false }, depsKey[P]{}, false
+}
+
 // depsPools keeps one warm sandbox (T) for each of the installs most
 // recently run with: the checks of a task that declares dependencies run
 // again and again over the same install, and without these each would

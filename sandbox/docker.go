@@ -286,15 +286,8 @@ func (d *dockerRunner) Run(ctx context.Context, spec Spec) (Result, error) {
 	// Warm-ups start once the run is over: they would compete with it for
 	// the CPU.
 	defer d.warm(j.profile)
-	take := func() (*box, bool) { return nil, false }
 	key := newPoolKey(j.profile, j.image, j.limits)
-	dk, overDeps := depsKeyOf(j, key)
-	switch pl := d.pools[key]; {
-	case overDeps:
-		take = func() (*box, bool) { return d.deps.take(dk) }
-	case pl != nil && j.route == nil && j.extra.none():
-		take = pl.take
-	}
+	take, dk, overDeps := warmSource(j, key, d.pools[key], &d.deps)
 	res, err := d.run(ctx, j, take)
 	if overDeps && err == nil {
 		d.warmDeps(j, dk)
