@@ -58,7 +58,7 @@ func (d depsInstall) spec(s sandbox.Spec) sandbox.Spec {
 // installDeps installs the dependencies the project's manifests declare,
 // once per distinct manifests: the install runs in a sandbox whose only
 // network is the egress proxy, and its directory is kept under DepsDir,
-// keyed by the manifests' hash (with the language, its image and the
+// keyed by the manifests' hash (with the language, its toolchain and the
 // registry), for every later check of any task to mount read-only. A
 // project that declares none installs nothing, and so does a worker
 // without the proxy, where a language that cannot build without its
@@ -82,7 +82,11 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 	if err != nil {
 		return depsInstall{failed: installRefused(l, names, "no registry to install from", fmt.Sprintf("%v; what %s declares cannot be installed", err, names))}, nil
 	}
-	dir := filepath.Join(a.depsDir(), l.Name+"-"+depsKey(l, a.Sandbox.Name(), index, a.DepsHostEnv[l.Name], manifests))
+	toolchain, err := a.Sandbox.Toolchain(ctx, l.Name)
+	if err != nil {
+		return depsInstall{}, err
+	}
+	dir := filepath.Join(a.depsDir(), l.Name+"-"+depsKey(l, a.Sandbox.Name(), toolchain, index, a.DepsHostEnv[l.Name], manifests))
 	d := depsInstall{dir: dir, env: l.Deps.Env, link: l.Deps.Link}
 	if err := ownDepsDir(filepath.Dir(dir)); err != nil {
 		return depsInstall{}, err
@@ -443,12 +447,13 @@ func manifestNames(manifests []workspace.File) []string {
 
 // depsKey names an install by everything that decides what it installs:
 // the language's install command and warm-up, its environment (with the worker's,
-// hostEnv) and image, the backend (whose toolchain may differ), the
+// hostEnv), the backend and its toolchain (sandbox.Runner.Toolchain: an
+// install made for one interpreter may not load in another), the
 // registry and the manifests (what of them the install reads,
 // lang.Deps.KeyData).
-func depsKey(l lang.Language, backend, index string, hostEnv map[string]string, manifests []workspace.File) string {
+func depsKey(l lang.Language, backend, toolchain, index string, hostEnv map[string]string, manifests []workspace.File) string {
 	h := sha256.New()
-	for _, s := range []string{l.Name, l.Sandbox.Image, backend, index, strings.Join(l.Deps.Install, "\x00"), strings.Join(l.Deps.Warm, "\x00")} {
+	for _, s := range []string{l.Name, backend, toolchain, index, strings.Join(l.Deps.Install, "\x00"), strings.Join(l.Deps.Warm, "\x00")} {
 		fmt.Fprintf(h, "%d:%s\n", len(s), s)
 	}
 	for _, env := range []map[string]string{l.Deps.InstallEnv, hostEnv} {

@@ -84,7 +84,11 @@ func (a *Activities) Setup(ctx context.Context, in SetupInput) (SetupOutput, err
 	if err != nil {
 		return SetupOutput{}, err
 	}
-	key := setupKey(l, a.Sandbox.Name(), a.DepsIndexes[l.Name], in.Command, in.InputSnapshot)
+	toolchain, err := a.Sandbox.Toolchain(ctx, l.Name)
+	if err != nil {
+		return SetupOutput{}, err
+	}
+	key := setupKey(l, a.Sandbox.Name(), toolchain, a.DepsIndexes[l.Name], in.Command, in.InputSnapshot)
 	if out, ok, err := a.setupFromCache(ctx, key, in.InputSnapshot, files); err != nil || ok {
 		return out, err
 	}
@@ -245,11 +249,11 @@ func (a *Activities) keepSetup(ctx context.Context, key string, files, next []wo
 
 // setupKey names a setup by what decides what it does: the command, the
 // project (its snapshot's id, which its content decides, so that a file
-// the setup reads is never missed), the language's image and the backend,
-// and the registry it fetches from.
-func setupKey(l lang.Language, backend, index, command, snapshot string) string {
+// the setup reads is never missed), the backend and its toolchain, and
+// the registry it fetches from.
+func setupKey(l lang.Language, backend, toolchain, index, command, snapshot string) string {
 	// depsKey's fields, with the command as the install.
-	return "setup-" + snapshot + "-" + depsKey(lang.Language{Name: l.Name, Sandbox: l.Sandbox, Deps: lang.Deps{Install: []string{command}}}, backend, index, nil, nil)
+	return "setup-" + snapshot + "-" + depsKey(lang.Language{Name: l.Name, Sandbox: l.Sandbox, Deps: lang.Deps{Install: []string{command}}}, backend, toolchain, index, nil, nil)
 }
 
 func filesChanged(n int) string {

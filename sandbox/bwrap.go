@@ -789,6 +789,30 @@ func (r *bwrapRunner) hostToolchain(ctx context.Context, p Profile) error {
 	return c.err
 }
 
+// Toolchain is the file of the host's toolchain program: an upgrade
+// replaces it.
+func (r *bwrapRunner) Toolchain(ctx context.Context, profile string) (string, error) {
+	p, err := r.profiles.lookup(profile)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	if err := r.hostToolchain(ctx, p); err != nil || p.HostToolchain == "" {
+		return "", err
+	}
+	prog, err := lookPathIn(p.HostToolchain, p.hostPATH())
+	if err == nil {
+		prog, err = filepath.EvalSymlinks(prog)
+	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = os.Stat(prog)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: the %s toolchain: %w", ErrUnavailable, p.Name, err)
+	}
+	return fmt.Sprintf("%s %d %d", prog, fi.Size(), fi.ModTime().UnixNano()), nil
+}
+
 // runHostCheck runs the profile's HostCheck with its PATH and environment.
 func runHostCheck(ctx context.Context, p Profile) error {
 	if len(p.HostCheck) == 0 {

@@ -339,6 +339,22 @@ func (d *dockerRunner) allPools() []*warmPool[*box] {
 	return append(pools, d.deps.all()...)
 }
 
+// Toolchain is the ID of the profile's image.
+func (d *dockerRunner) Toolchain(ctx context.Context, profile string) (string, error) {
+	p, err := d.profiles.lookup(profile)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	if err := d.images.ensure(ctx, d.ctx, p); err != nil {
+		return "", err
+	}
+	ins, err := d.cli.ImageInspect(ctx, p.Image)
+	if err != nil {
+		return "", fmt.Errorf("image inspect %s: %w", p.Image, err)
+	}
+	return ins.ID, nil
+}
+
 // ensureImage builds the profile's image if it is missing, on its first
 // run; concurrent first runs wait for one build. An image a spec names
 // instead of the profile's is not the recipe's to build.

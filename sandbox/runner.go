@@ -104,6 +104,7 @@ type backend interface {
 	warm(p Profile)
 	// check says whether the backend can run sandboxes now.
 	check(ctx context.Context) error
+	Toolchain(ctx context.Context, profile string) (string, error)
 }
 
 // New builds a Runner for the configured backend. With "auto" it uses

@@ -108,4 +108,10 @@ type Runner interface {
 	Slots() int
 	// Check says whether sandboxes can run now, for a readiness probe.
 	Check(ctx context.Context) error
+	// Toolchain names the toolchain the profile's runs get, so that what
+	// was built with one is kept apart from another's: on docker its
+	// image's ID (the image is built first when missing, as a run would),
+	// on bwrap the host's HostToolchain program as a file (path, size,
+	// modification time); "" when the profile names none.
+	Toolchain(ctx context.Context, profile string) (string, error)
 }

@@ -40,6 +40,12 @@ type depsEnv struct {
 
 func newDepsEnv(t testing.TB, backend string, private []string, indexes map[string]string) *depsEnv {
 	t.Helper()
+	return newDepsEnvOf(t, backend, sandbox.ProfilesOf(languages.All()), private, indexes)
+}
+
+// newDepsEnvOf is newDepsEnv with the sandbox's profiles given.
+func newDepsEnvOf(t testing.TB, backend string, profiles []sandbox.Profile, private []string, indexes map[string]string) *depsEnv {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "a.db"))
 	if err != nil {
@@ -53,7 +59,7 @@ func newDepsEnv(t testing.TB, backend string, private []string, indexes map[stri
 		pool = 0
 	}
 	sb, err := sandbox.New(ctx, sandbox.Config{Backend: backend, PoolSize: pool, Forwarder: testenv.Forwarder(t, false),
-		Profiles: sandbox.ProfilesOf(languages.All())})
+		Profiles: profiles})
 	if err != nil {
 		testenv.RequireService(t, "the "+backend+" sandbox", err)
 	}
@@ -156,6 +162,45 @@ def test_no_network():
 	t.Logf("missing package: %s\n%s", s.Deps, s.Output)
 	if s.Passed || s.Stage != "install" || !strings.Contains(s.Output, "no-such-package") {
 		t.Errorf("a missing package: passed=%v stage=%q output:\n%s", s.Passed, s.Stage, s.Output)
+	}
+}
+
+// TestCheckReinstallsForAnotherToolchain: an install is kept for the
+// toolchain it was made with. When the host's interpreter is replaced (an
+// upgrade: here its file is rewritten), the next check installs again
+// rather than mount packages built for the old one; until then it reuses
+// the install.
+func TestCheckReinstallsForAnotherToolchain(t *testing.T) {
+	name, whl := registrytest.PureWheel(t, "greetlib", "1.0", "def hello():\n    return 'hello'\n")
+	index := registrytest.NewPyIndex(t, map[string][]byte{name: whl})
+	interp := filepath.Join(t.TempDir(), "python3")
+	if err := os.WriteFile(interp, []byte("interpreter 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	profiles := sandbox.ProfilesOf(languages.All())
+	for i := range profiles {
+		if profiles[i].Name == "python" {
+			profiles[i].HostToolchain = interp
+		}
+	}
+	e := newDepsEnvOf(t, "bwrap", profiles, []string{index.Host()}, map[string]string{"python": index.URL()})
+	project := map[string]string{
+		"requirements.txt": "greetlib==1.0\n",
+		"test_greet.py":    "import greetlib\n\n\ndef test_hello():\n    assert greetlib.hello() == 'hello'\n",
+	}
+	for i, want := range []string{"installed in", "dependencies: cached", "installed in", "dependencies: cached"} {
+		if i == 2 {
+			if err := os.WriteFile(interp, []byte("interpreter 2, upgraded\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := e.check(t, "python", project)
+		if !s.Passed || !strings.Contains(s.Deps, want) {
+			t.Fatalf("check %d: passed=%v deps %q, want %q; output:\n%s", i+1, s.Passed, s.Deps, want, s.Output)
+		}
+	}
+	if n := index.Downloads(); n != 2 {
+		t.Errorf("wheel downloads: %d, want 2 (one per toolchain)", n)
 	}
 }
 

@@ -388,6 +388,12 @@ type Sandbox struct {
 	// tells a person how to add it ("apt-get install python3-pytest").
 	HostCheck []string
 	Install   string
+	// HostToolchain is the host's program (found on HostBin, then the
+	// base PATH) whose file names the toolchain a bwrap run gets, for
+	// keeping installs made with one apart from another's ("python3":
+	// compiled packages fit one interpreter); "" when installs do not
+	// depend on it.
+	HostToolchain string
 	// GoCache, when set, is where a read-only pre-built Go build cache is
 	// found in the sandbox; each run seeds its writable GOCACHE from it
 	// (and from an install's DepsGoCache over it).

@@ -123,6 +123,7 @@ Tests are *_test.go files using package testing.`,
 			HostPaths:     func() []string { return []string{HostRoot()} },
 			HostBin:       hostBin,
 			HostCheck:     []string{"go", "version"},
+			HostToolchain: "go",
 			Install:       "install Go 1.21 or later (https://go.dev/dl/)",
 		},
 	}

@@ -337,6 +337,7 @@ func sandbox(prewarm string, hostCheck []string, install string) lang.Sandbox {
 		HostPaths:     hostPaths,
 		HostBin:       hostBin,
 		HostCheck:     hostCheck,
+		HostToolchain: "node",
 		Install:       install,
 	}
 }

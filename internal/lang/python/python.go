@@ -83,6 +83,7 @@ Tests are pytest files named test_*.py next to the code; import the code under t
 			ToolchainDirs: lang.DebianToolchainDirs,
 			Prewarm:       `printf 'def test_w():\n    pass\n' > test_w.py && python3 -m pytest -q -p no:cacheprovider`,
 			HostCheck:     []string{"/usr/bin/python3", "-c", "import pytest"},
+			HostToolchain: "/usr/bin/python3",
 			Install:       "apt-get install python3-pytest python3-pip",
 		},
 	}
