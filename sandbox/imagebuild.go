@@ -192,7 +192,8 @@ func (b *imageBuilder) buildOffline(ctx context.Context, p Profile) error {
 	return b.dockerBuild(ctx, p.Image, buildContext(Dockerfile(p, true), dirs), map[string]*string{baseArg: &b.opts.Base})
 }
 
-// hostDir is a recipe's host directory found on this host.
+// hostDir is a recipe's host directory or file found on this host; from
+// is "" for an optional one the host lacks.
 type hostDir struct {
 	from string
 	skip []string
@@ -202,7 +203,7 @@ func hostDirs(p Profile) ([]hostDir, error) {
 	var dirs []hostDir
 	for _, d := range p.Recipe.HostDirs {
 		from := d.Find()
-		if from == "" {
+		if from == "" && !d.Optional {
 			return nil, fmt.Errorf("the host has no directory for %s (%s)", d.To, p.Install)
 		}
 		dirs = append(dirs, hostDir{from: from, skip: d.Skip})
@@ -240,8 +241,20 @@ func writeContext(w io.Writer, dockerfile string, dirs []hostDir) error {
 }
 
 // addDir writes the directory d to the tar under prefix, leaving out its
-// skipped subdirectories; symbolic links stay links.
+// skipped subdirectories; symbolic links stay links. A file goes into
+// prefix, and an absent optional one leaves prefix empty.
 func addDir(tw *tar.Writer, d hostDir, prefix string) error {
+	if d.from == "" {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: prefix + "/", Mode: 0o755})
+	}
+	if fi, err := os.Stat(d.from); err != nil {
+		return err
+	} else if !fi.IsDir() {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: prefix + "/", Mode: 0o755}); err != nil {
+			return err
+		}
+		prefix = path.Join(prefix, filepath.Base(d.from))
+	}
 	return filepath.WalkDir(d.from, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err

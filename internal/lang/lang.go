@@ -425,20 +425,26 @@ type Recipe struct {
 	// script of any number of lines, run with sh -e.
 	Setup string
 	// HostDirs are copied from the worker's host into the offline image:
-	// a toolchain Debian's packages give only in a version too old (Go).
+	// a toolchain Debian's packages give only in a version too old (Go),
+	// or in a slower build (Node).
 	HostDirs []HostDir
 }
 
-// HostDir is a directory of the host the offline build copies.
+// HostDir is a directory, or a file, of the host the offline build copies.
 type HostDir struct {
-	// Find returns the directory on the host, "" when there is none;
-	// the offline build then fails, naming Sandbox.Install.
+	// Find returns the directory or file on the host, "" when there is
+	// none; the offline build then fails, naming Sandbox.Install, unless
+	// the copy is Optional.
 	Find func() string
-	// To is its path in the image.
+	// To is the directory's path in the image, or the directory a file
+	// goes into.
 	To string
 	// Skip are subdirectories, relative to it, left out: what the
 	// sandbox never uses (a Go root's own tests).
 	Skip []string
+	// Optional copies only what is there: without it the image keeps
+	// what its packages give.
+	Optional bool
 }
 
 // DebianToolchainDirs hold the interpreters, compilers and shared libraries
