@@ -1,12 +1,18 @@
 package sandbox
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"flag"
+	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +22,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
+	"github.com/autocoder/autocoder/internal/lang"
 	"github.com/autocoder/autocoder/internal/lang/languages"
 	"github.com/autocoder/autocoder/internal/testenv"
 )
@@ -258,5 +265,68 @@ func TestGoCacheFromRecipe(t *testing.T) {
 	entries, err := filepath.Glob(filepath.Join(final, "*", "*-d"))
 	if err != nil || len(entries) < 100 {
 		t.Errorf("the cache holds %d compiled entries, want the standard library's (err %v)", len(entries), err)
+	}
+}
+
+// TestBuildContextOfHostDirs: an offline build's context holds a host
+// directory under its place, a host file in its place's directory, and
+// an optional copy the host lacks as an empty directory, which COPY copies
+// nothing from; a required one the host lacks fails the build and says
+// what to install.
+func TestBuildContextOfHostDirs(t *testing.T) {
+	dir := t.TempDir()
+	mustDo(t, os.MkdirAll(filepath.Join(dir, "root/bin"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(dir, "root/bin/tool"), []byte("tool"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(dir, "node"), []byte("node binary"), 0o755))
+	p := testProfile(t, "javascript")
+	p.Recipe.HostDirs = []lang.HostDir{
+		{Find: func() string { return filepath.Join(dir, "root") }, To: "/opt/root"},
+		{Find: func() string { return filepath.Join(dir, "node") }, To: "/usr/local/bin", Optional: true},
+		{Find: func() string { return "" }, To: "/usr/local/lib/x", Optional: true},
+	}
+	dirs, err := hostDirs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	mustDo(t, writeContext(&buf, Dockerfile(p, true), dirs))
+	got := map[string]string{}
+	tr := tar.NewReader(&buf)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		mustDo(t, err)
+		data, err := io.ReadAll(tr)
+		mustDo(t, err)
+		got[hdr.Name] = string(data)
+	}
+	for name, want := range map[string]string{"host0/bin/tool": "tool", "host1/": "", "host1/node": "node binary", "host2/": ""} {
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("context %s = %q (there: %v), want %q; context: %q", name, v, ok, want, slices.Sorted(maps.Keys(got)))
+		}
+	}
+	for name := range got {
+		if strings.HasPrefix(name, "host2/") && name != "host2/" {
+			t.Errorf("the absent optional copy holds %s", name)
+		}
+	}
+	for i, to := range []string{"/opt/root", "/usr/local/bin", "/usr/local/lib/x"} {
+		if want := fmt.Sprintf("COPY host%d %s\n", i, to); !strings.Contains(got["Dockerfile"], want) {
+			t.Errorf("the Dockerfile lacks %q", want)
+		}
+	}
+
+	p.Recipe.HostDirs[2].Optional = false
+	if _, err := hostDirs(p); err == nil || !strings.Contains(err.Error(), p.Install) {
+		t.Errorf("a required copy the host lacks: %v, want an error naming %q", err, p.Install)
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
