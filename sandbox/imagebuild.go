@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
+
+	"github.com/autocoder/autocoder/internal/termsafe"
 )
 
 // ImageOptions say where an offline build finds Debian.
@@ -327,15 +330,29 @@ func readProgress(r io.Reader, step string) error {
 			return fmt.Errorf("%s: reading progress: %w", step, err)
 		}
 		if m.Error != nil {
-			return fmt.Errorf("%s: %s: %s", step, m.Error.Message, strings.Join(tail, " | "))
+			return fmt.Errorf("%s: %s: %s", step, progressError(m.Error.Message), strings.Join(tail, " | "))
 		}
 		if line := strings.TrimSpace(m.Stream); line != "" {
-			tail = append(tail, line)
+			tail = append(tail, termsafe.Clip(line, 240))
 			if len(tail) > 5 {
 				tail = tail[1:]
 			}
 		}
 	}
+}
+
+// failedStepRe is the daemon's message of a failed RUN, which quotes the
+// whole command: a recipe's script of many lines.
+var failedStepRe = regexp.MustCompile(`(?s)^(The command ')(.*)(' returned [^']*)$`)
+
+// progressError is a build's error message clipped to what a person
+// reads: the failed command's start and its exit code; the output before
+// it says why.
+func progressError(msg string) string {
+	if m := failedStepRe.FindStringSubmatch(msg); m != nil {
+		return m[1] + termsafe.Clip(m[2], 120) + termsafe.Clip(m[3], 120)
+	}
+	return termsafe.Clip(msg, 400)
 }
 
 func (b *imageBuilder) exists(ctx context.Context, image string) (bool, error) {

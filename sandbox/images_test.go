@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -328,5 +329,36 @@ func mustDo(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBuildErrorIsReadable: a failed RUN of a long script is reported by
+// the script's start, its exit code and the output before it, not the
+// whole script twice.
+func TestBuildErrorIsReadable(t *testing.T) {
+	script := "printf '%s\\n' " + strings.Repeat("'echo a line of the recipe' ", 200)
+	var stream bytes.Buffer
+	enc := json.NewEncoder(&stream)
+	for _, m := range []map[string]any{
+		{"stream": "Step 6/11 : RUN " + script + "\n"},
+		{"stream": " ---> Running in cda91d238905\n"},
+		{"stream": "\x1b[91mtwo module directories\n\x1b[0m"},
+		{"errorDetail": map[string]any{"code": 1, "message": "The command '/bin/sh -c " + script + "' returned a non-zero code: 1"},
+			"error": "The command '/bin/sh -c " + script + "' returned a non-zero code: 1"},
+	} {
+		mustDo(t, enc.Encode(m))
+	}
+	err := readProgress(&stream, "image build")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{"returned a non-zero code: 1", "two module directories", "The command '/bin/sh -c printf"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q: %s", want, msg)
+		}
+	}
+	if len(msg) > 1200 || strings.ContainsRune(msg, '\x1b') {
+		t.Errorf("the error is %d bytes, escapes %v: %s", len(msg), strings.ContainsRune(msg, '\x1b'), msg)
 	}
 }
