@@ -82,7 +82,7 @@ func (a *Activities) installDeps(ctx context.Context, l lang.Language, files []w
 	if err != nil {
 		return depsInstall{failed: installRefused(l, names, "no registry to install from", fmt.Sprintf("%v; what %s declares cannot be installed", err, names))}, nil
 	}
-	toolchain, err := a.Sandbox.Toolchain(ctx, l.Name)
+	toolchain, err := a.toolchain(ctx, l)
 	if err != nil {
 		return depsInstall{}, err
 	}
@@ -443,6 +443,15 @@ func manifestNames(manifests []workspace.File) []string {
 		names[i] = f.Path
 	}
 	return names
+}
+
+// toolchain names the toolchain the language's sandboxes run
+// (sandbox.Runner.Toolchain), heartbeating meanwhile: its image may be
+// built first, which takes minutes.
+func (a *Activities) toolchain(ctx context.Context, l lang.Language) (string, error) {
+	stop := heartbeatWhile(ctx)
+	defer stop()
+	return a.Sandbox.Toolchain(ctx, l.Name)
 }
 
 // depsKey names an install by everything that decides what it installs:

@@ -66,8 +66,8 @@ type setupCache struct {
 // What it leaves in the workspace (generated code, fetched files) is the
 // task's starting point; what it installs elsewhere ends with the
 // sandbox. Its changes are kept by the command, the input snapshot (the
-// whole project, content-addressed), the language's image, the backend
-// and the registry: a later setup of the same project with the same
+// whole project, content-addressed), the backend and its toolchain (the
+// language's image on docker) and the registry: a later setup of the same project with the same
 // applies them without running. A run the egress proxy refused hosts to,
 // or that had no network, is not kept: it may have gone otherwise. A
 // setup that fails is the task's end, for the person to fix
@@ -84,7 +84,7 @@ func (a *Activities) Setup(ctx context.Context, in SetupInput) (SetupOutput, err
 	if err != nil {
 		return SetupOutput{}, err
 	}
-	toolchain, err := a.Sandbox.Toolchain(ctx, l.Name)
+	toolchain, err := a.toolchain(ctx, l)
 	if err != nil {
 		return SetupOutput{}, err
 	}

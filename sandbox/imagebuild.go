@@ -253,10 +253,15 @@ func addDir(tw *tar.Writer, d hostDir, prefix string) error {
 	if fi, err := os.Stat(d.from); err != nil {
 		return err
 	} else if !fi.IsDir() {
+		name := filepath.Base(d.from)
+		// The file itself, not a link that would dangle in the image.
+		if d.from, err = filepath.EvalSymlinks(d.from); err != nil {
+			return err
+		}
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: prefix + "/", Mode: 0o755}); err != nil {
 			return err
 		}
-		prefix = path.Join(prefix, filepath.Base(d.from))
+		prefix = path.Join(prefix, name)
 	}
 	return filepath.WalkDir(d.from, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {

@@ -270,7 +270,8 @@ func TestGoCacheFromRecipe(t *testing.T) {
 }
 
 // TestBuildContextOfHostDirs: an offline build's context holds a host
-// directory under its place, a host file in its place's directory, and
+// directory under its place, a host file (through a link to it: the file
+// itself, under the link's name) in its place's directory, and
 // an optional copy the host lacks as an empty directory, which COPY copies
 // nothing from; a required one the host lacks fails the build and says
 // what to install.
@@ -278,7 +279,8 @@ func TestBuildContextOfHostDirs(t *testing.T) {
 	dir := t.TempDir()
 	mustDo(t, os.MkdirAll(filepath.Join(dir, "root/bin"), 0o755))
 	mustDo(t, os.WriteFile(filepath.Join(dir, "root/bin/tool"), []byte("tool"), 0o755))
-	mustDo(t, os.WriteFile(filepath.Join(dir, "node"), []byte("node binary"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(dir, "node-20"), []byte("node binary"), 0o755))
+	mustDo(t, os.Symlink("node-20", filepath.Join(dir, "node")))
 	p := testProfile(t, "javascript")
 	p.Recipe.HostDirs = []lang.HostDir{
 		{Find: func() string { return filepath.Join(dir, "root") }, To: "/opt/root"},

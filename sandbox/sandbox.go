@@ -112,6 +112,6 @@ type Runner interface {
 	// was built with one is kept apart from another's: on docker its
 	// image's ID (the image is built first when missing, as a run would),
 	// on bwrap the host's HostToolchain program as a file (path, size,
-	// modification time); "" when the profile names none.
+	// modification time), or "" when the profile names none.
 	Toolchain(ctx context.Context, profile string) (string, error)
 }

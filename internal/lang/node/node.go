@@ -388,16 +388,18 @@ fi
 if [ -x /usr/bin/node ] && [ -x /usr/local/bin/node ]; then
   prefix=$(/usr/bin/node -p process.config.variables.node_prefix)
   rel=$(/usr/bin/node -p process.config.variables.node_relative_path)
+  dirs=
   for d in $(echo "$rel" | tr : ' '); do
-    [ -n "$(ls -A "$prefix/$d" 2>/dev/null)" ] || continue
-    [ ! -e /usr/local/lib/node ] || { echo "Debian's node has two module directories; the host's node takes one" >&2; exit 1; }
-    ln -s "$prefix/$d" /usr/local/lib/node
+    [ -z "$(ls -A "$prefix/$d" 2>/dev/null)" ] || dirs="$dirs $prefix/$d"
   done
-  grep -rlZ --include='*.js' process.config.variables.node_relative_path /usr/share/nodejs |
-    xargs -0 -r sed -i "s|process\.config\.variables\.node_relative_path|'$rel'|g; s|process\.config\.variables\.node_prefix + '/'|'$prefix/'|g"
-  if grep -rq --include='*.js' process.config.variables.node_relative_path /usr/share/nodejs; then
-    echo "a use of Debian node's node_relative_path was left" >&2
-    exit 1
+  set -- $dirs
+  if [ $# -eq 1 ]; then
+    ln -s "$1" /usr/local/lib/node
+    grep -rlZ --include='*.js' -e process.config.variables.node_relative_path -e process.config.variables.node_prefix /usr/share/nodejs |
+      xargs -0 -r sed -i "s|process\.config\.variables\.node_relative_path|'$rel'|g; s|process\.config\.variables\.node_prefix|'$prefix'|g"
+  else
+    echo "Debian's node has $# module directories, the host's one: the image keeps Debian's node" >&2
+    rm /usr/local/bin/node
   fi
 fi`
 
