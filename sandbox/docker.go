@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -491,10 +492,16 @@ func (d *dockerRunner) containerConfig(p Profile, image string, lim Limits, prew
 			labelOwner:   d.owner,
 			labelRunner:  d.id,
 		},
-		NetworkDisabled: true,
 	}
+	// The network is "none": a loopback only. The daemon writes /etc/hosts
+	// (localhost, which tests dial, and the sandbox's own name, as bwrap's
+	// has them) and a resolv.conf, naming the loopback rather than the
+	// host's resolvers and search domains.
 	host := &container.HostConfig{
 		NetworkMode:    "none",
+		DNS:            []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1})},
+		DNSSearch:      []string{"."},
+		ExtraHosts:     []string{"sandbox:127.0.0.1"},
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -399,5 +400,48 @@ func TestBwrapSharedUIDFallback(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "cannot give each sandbox a uid of its own") {
 		t.Fatalf("no warning in the log: %s", logs.String())
+	}
+}
+
+// TestLocalhostServes: a test may serve and call on the loopback by the
+// name localhost, over TCP and UDP (a syslog client), and resolve its
+// own host name, as on a developer's machine; the sandbox learns nothing
+// of the host's resolvers.
+func TestLocalhostServes(t *testing.T) {
+	script := `import socket
+srv = socket.create_server(("localhost", 0))
+c = socket.create_connection(("localhost", srv.getsockname()[1]), timeout=5)
+conn, _ = srv.accept()
+c.sendall(b"ping")
+print("tcp", conn.recv(4).decode())
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.connect(("localhost", 514))
+u.send(b"<14>hello")
+print("udp ok")
+print("self", socket.gethostbyname(socket.gethostname()))
+try:
+    print("resolv", open("/etc/resolv.conf").read().split())
+except OSError:
+    print("resolv none")
+`
+	hostResolv, _ := os.ReadFile("/etc/resolv.conf")
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			r := testRunner(t, be, -1)
+			res := run(t, r, Spec{Profile: "python", Cmd: []string{"python3", "-c", script}})
+			if res.ExitCode != 0 {
+				t.Fatalf("exit %d:\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			for _, want := range []string{"tcp ping\n", "udp ok\n", "self 127.0.0.1\n"} {
+				if !strings.Contains(res.Stdout, want) {
+					t.Errorf("output lacks %q:\n%s", want, res.Stdout)
+				}
+			}
+			for _, f := range strings.Fields(string(hostResolv)) {
+				if net.ParseIP(f) != nil && !net.ParseIP(f).IsLoopback() && strings.Contains(res.Stdout, f) {
+					t.Errorf("the sandbox sees the host's resolver %s:\n%s", f, res.Stdout)
+				}
+			}
+		})
 	}
 }
