@@ -403,15 +403,25 @@ if [ -x /usr/bin/node ] && [ -x /usr/local/bin/node ]; then
   fi
 fi`
 
-// hostNode is the host's node when it can stand in for Debian's in the
-// offline image: Node 20, a build of its own (not on a shared libnode),
-// with the startup snapshot and code cache; "" otherwise.
-var hostNode = sync.OnceValue(func() string {
+// nodeOnPath is the file of the node on PATH, links followed; "" when
+// there is none.
+func nodeOnPath() string {
 	p, err := exec.LookPath("node")
 	if err != nil {
 		return ""
 	}
 	if p, err = filepath.EvalSymlinks(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// hostNode is the host's node when it can stand in for Debian's in the
+// offline image: Node 20, a build of its own (not on a shared libnode),
+// with the startup snapshot and code cache; "" otherwise.
+var hostNode = sync.OnceValue(func() string {
+	p := nodeOnPath()
+	if p == "" {
 		return ""
 	}
 	v := "process.config.variables"
@@ -427,11 +437,8 @@ var hostNode = sync.OnceValue(func() string {
 // bwrap then mounts its install root and puts it first on PATH. "" when
 // node is a system one, or absent.
 var hostNodeDir = sync.OnceValue(func() string {
-	p, err := exec.LookPath("node")
-	if err != nil {
-		return ""
-	}
-	if p, err = filepath.EvalSymlinks(p); err != nil {
+	p := nodeOnPath()
+	if p == "" {
 		return ""
 	}
 	dir := filepath.Dir(p)
