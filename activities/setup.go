@@ -67,9 +67,10 @@ type setupCache struct {
 // task's starting point; what it installs elsewhere ends with the
 // sandbox. Its changes are kept by the command, the input snapshot (the
 // whole project, content-addressed), the backend and its toolchain (the
-// language's image on docker) and the registry: a later setup of the same project with the same
-// applies them without running. A run the egress proxy refused hosts to,
-// or that had no network, is not kept: it may have gone otherwise. A
+// language's image on docker) and the registry: a later setup of the
+// same project with the same applies them without running. A run the
+// egress proxy refused hosts to, or that had no network, is not kept: it
+// may have gone otherwise. A
 // setup that fails is the task's end, for the person to fix
 // (ErrTypeSetupFailed); a sandbox that cannot run is retried.
 func (a *Activities) Setup(ctx context.Context, in SetupInput) (SetupOutput, error) {
@@ -253,7 +254,7 @@ func (a *Activities) keepSetup(ctx context.Context, key string, files, next []wo
 // the registry it fetches from.
 func setupKey(l lang.Language, backend, toolchain, index, command, snapshot string) string {
 	// depsKey's fields, with the command as the install.
-	return "setup-" + snapshot + "-" + depsKey(lang.Language{Name: l.Name, Sandbox: l.Sandbox, Deps: lang.Deps{Install: []string{command}}}, backend, toolchain, index, nil, nil)
+	return "setup-" + snapshot + "-" + depsKey(lang.Language{Name: l.Name, Deps: lang.Deps{Install: []string{command}}}, backend, toolchain, index, nil, nil)
 }
 
 func filesChanged(n int) string {
